@@ -1,0 +1,190 @@
+package ledger
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// encodeFragment packs events sorted by Seq. Layout: uvarint count, then per
+// event: uvarint seq delta, status byte, varint partition, varint offset
+// delta, varint time delta (deltas from the previous event, zero before the
+// first). Typical size: 8 to 14 bytes per event.
+func encodeFragment(dst []byte, evs []Event) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(evs)))
+	prevSeq, prevOff, prevTime := evs[0].Seq, int64(0), int64(0)
+	for _, e := range evs {
+		dst = binary.AppendUvarint(dst, e.Seq-prevSeq)
+		dst = append(dst, e.Status)
+		dst = binary.AppendVarint(dst, int64(e.Partition))
+		dst = binary.AppendVarint(dst, e.Offset-prevOff)
+		dst = binary.AppendVarint(dst, e.Time-prevTime)
+		prevSeq, prevOff, prevTime = e.Seq, e.Offset, e.Time
+	}
+	return dst
+}
+
+var errBadFragment = errors.New("ledger fragment is damaged")
+
+func decodeFragment(dst []Event, producer uint32, firstSeq uint64, v []byte) ([]Event, error) {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n > fragmentMax {
+		return nil, errBadFragment
+	}
+	v = v[k:]
+	seq, off, t := firstSeq, int64(0), int64(0)
+	for i := uint64(0); i < n; i++ {
+		d, k := binary.Uvarint(v)
+		if k <= 0 || len(v) < k+1 {
+			return nil, errBadFragment
+		}
+		seq += d
+		status := v[k]
+		v = v[k+1:]
+		part, k1 := binary.Varint(v)
+		if k1 <= 0 {
+			return nil, errBadFragment
+		}
+		v = v[k1:]
+		do, k2 := binary.Varint(v)
+		if k2 <= 0 {
+			return nil, errBadFragment
+		}
+		v = v[k2:]
+		dt, k3 := binary.Varint(v)
+		if k3 <= 0 {
+			return nil, errBadFragment
+		}
+		v = v[k3:]
+		off += do
+		t += dt
+		dst = append(dst, Event{Producer: producer, Seq: seq, Partition: int32(part), Offset: off, Time: t, Status: status})
+	}
+	return dst, nil
+}
+
+// Cursor yields the events of one kind in (Producer, Seq) order; the order of
+// events with equal (Producer, Seq), such as two reads of a duplicate, is
+// unspecified.
+//
+// Fragments are stored in (producer, firstSeq) order. When the cursor opens a
+// fragment with first sequence F, no fragment still to come holds a sequence
+// below F, so every buffered event below F is final and can be emitted. The
+// cursor therefore holds only the fragments whose ranges overlap: one or two
+// in a healthy run, a few more when late outcomes straggle in.
+type Cursor struct {
+	it   *pebble.Iterator
+	open fragHeap
+	err  error
+	// next fragment, read ahead of time
+	nextProducer uint32
+	nextFirst    uint64
+	nextEvents   []Event
+	haveNext     bool
+	free         [][]Event
+}
+
+type openFrag struct {
+	events []Event
+	pos    int
+}
+
+type fragHeap []*openFrag
+
+func (h fragHeap) Len() int { return len(h) }
+func (h fragHeap) Less(i, j int) bool {
+	return h[i].events[h[i].pos].Seq < h[j].events[h[j].pos].Seq
+}
+func (h fragHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *fragHeap) Push(x any)   { *h = append(*h, x.(*openFrag)) }
+func (h *fragHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Scan returns a cursor over every committed event of kind k. Events still
+// buffered in memory are not seen: call Flush first.
+func (l *Ledger) Scan(k Kind) (*Cursor, error) {
+	it, err := l.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte{byte(k)},
+		UpperBound: []byte{byte(k) + 1},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan ledger: %w", err)
+	}
+	c := &Cursor{it: it}
+	it.First()
+	c.readAhead()
+	return c, nil
+}
+
+func (c *Cursor) readAhead() {
+	c.haveNext = false
+	if c.err != nil || !c.it.Valid() {
+		if err := c.it.Error(); err != nil && c.err == nil {
+			c.err = fmt.Errorf("scan ledger: %w", err)
+		}
+		return
+	}
+	key := c.it.Key()
+	if len(key) != 17 {
+		c.err = fmt.Errorf("ledger key %x: %w", key, errBadFragment)
+		return
+	}
+	c.nextProducer = binary.BigEndian.Uint32(key[1:])
+	c.nextFirst = binary.BigEndian.Uint64(key[5:])
+	var buf []Event
+	if n := len(c.free); n > 0 {
+		buf, c.free = c.free[n-1][:0], c.free[:n-1]
+	}
+	evs, err := decodeFragment(buf, c.nextProducer, c.nextFirst, c.it.Value())
+	if err != nil {
+		c.err = fmt.Errorf("ledger key %x: %w", key, err)
+		return
+	}
+	c.nextEvents = evs
+	c.haveNext = true
+	c.it.Next()
+}
+
+// Next returns the next event, or false at the end or on error (see Err).
+func (c *Cursor) Next() (Event, bool) {
+	for {
+		// Open every fragment that may hold an event smaller than the
+		// smallest open one.
+		for c.haveNext && c.err == nil {
+			if len(c.open) > 0 {
+				top := c.open[0].events[c.open[0].pos]
+				if top.Producer != c.nextProducer || top.Seq < c.nextFirst {
+					break
+				}
+			}
+			heap.Push(&c.open, &openFrag{events: c.nextEvents})
+			c.readAhead()
+		}
+		if c.err != nil || len(c.open) == 0 {
+			return Event{}, false
+		}
+		f := c.open[0]
+		e := f.events[f.pos]
+		f.pos++
+		if f.pos == len(f.events) {
+			heap.Pop(&c.open)
+			c.free = append(c.free, f.events)
+		} else {
+			heap.Fix(&c.open, 0)
+		}
+		return e, true
+	}
+}
+
+// Err returns the error that ended the scan early, if any.
+func (c *Cursor) Err() error { return c.err }
+
+// Close releases the cursor.
+func (c *Cursor) Close() error { return c.it.Close() }
