@@ -457,3 +457,9 @@ func (quietLogger) Errorf(format string, args ...any) {
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("ledger: "+format, args...))
 }
+
+// FlushIntervalOrDefault returns FlushInterval with its default applied.
+func (o Options) FlushIntervalOrDefault() time.Duration {
+	o.ensureDefaults()
+	return o.FlushInterval
+}

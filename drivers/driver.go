@@ -1,0 +1,205 @@
+// Package drivers defines the seam between ackcheck and a message broker.
+//
+// A driver publishes opaque values asynchronously and reports, for each, one
+// of three outcomes (Acked, Rejected, Unknown); it reads partitions back
+// between two positions; and it describes the cluster's topology as the
+// broker sees it at the moment it is asked. Everything broker-specific lives
+// behind Driver; the load, the ledger and the verifier never see a client
+// library.
+//
+// The outcome model follows franz-go's own warning that a client "cannot
+// know if the broker actually processed the request": only Acked is a
+// promise. Rejected means the broker refused the write with an error that the
+// driver believes was raised before anything was stored; Unknown covers
+// every other failure (timeouts, lost connections, errors after retries).
+// The verifier treats Rejected and Unknown alike (a read of either is
+// "indeterminate"), so a driver that misclassifies one as the other can skew
+// counts but never the verdict. A driver must never report Acked for a write
+// the broker did not acknowledge.
+package drivers
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Status is the outcome of one publish.
+type Status uint8
+
+const (
+	// Acked: the broker acknowledged the write at Outcome.Pos under the
+	// durability the run asked for (e.g. acks=all).
+	Acked Status = iota + 1
+	// Rejected: the broker answered with an error before storing the write.
+	Rejected
+	// Unknown: no definite answer (timeout, disconnect, retries exhausted,
+	// an error that may come after the write was stored).
+	Unknown
+)
+
+func (s Status) String() string {
+	switch s {
+	case Acked:
+		return "acked"
+	case Rejected:
+		return "rejected"
+	case Unknown:
+		return "unknown"
+	}
+	return "invalid"
+}
+
+// Position locates a record: partition and offset. Brokers whose positions
+// are not one integer map them to an Offset that increases along the
+// partition's log. Offset is -1 when the broker gives none (Kafka acks=0).
+type Position struct {
+	Partition int32
+	Offset    int64
+}
+
+// Message is one value to publish. Partition >= 0 pins the partition;
+// Partition < 0 lets the driver choose by Key (as the broker's default
+// partitioner would).
+type Message struct {
+	Key       []byte
+	Value     []byte
+	Partition int32
+}
+
+// Outcome is the broker's answer to one publish.
+type Outcome struct {
+	Status Status
+	Pos    Position // meaningful when Status == Acked
+	Err    error    // nil when Status == Acked
+}
+
+// Producer publishes messages for one load producer.
+type Producer interface {
+	// Publish hands m to the broker and returns without waiting for its
+	// answer. done is called exactly once per Publish, from any goroutine,
+	// and must not block. REQUIRES: m.Value and m.Key stay unmodified until
+	// done is called.
+	Publish(ctx context.Context, m Message, done func(Outcome))
+	// Close waits until every outstanding done has been called or ctx ends;
+	// then it abandons what is left (reporting it Unknown) and releases the
+	// producer.
+	Close(ctx context.Context) error
+}
+
+// Record is one record read back.
+type Record struct {
+	Pos       Position
+	Key       []byte
+	Value     []byte
+	Timestamp time.Time // broker or producer timestamp, if any
+}
+
+// ReadSpec says which records Read delivers.
+type ReadSpec struct {
+	Topic string
+	// From is the first offset to read per partition (inclusive).
+	From map[int32]int64
+	// To is the end per partition (exclusive). Nil: follow the partitions
+	// until ctx ends (a live consumer).
+	To map[int32]int64
+	// IdleTimeout ends the read when no record arrived for this long and
+	// the broker could not confirm that more exist. Zero: 60s.
+	IdleTimeout time.Duration
+}
+
+// PartitionRead reports how far Read got on one partition.
+type PartitionRead struct {
+	Records  int64  // records delivered
+	Next     int64  // the offset after the last delivered record
+	Target   int64  // ReadSpec.To for this partition
+	Complete bool   // Next reached Target, or the broker confirmed nothing more exists
+	Note     string // why the partition ended short of Target, if it did
+}
+
+// ReadReport is what Read achieved per partition.
+type ReadReport struct {
+	Partitions map[int32]PartitionRead
+}
+
+// Complete reports whether every partition was read to its end.
+func (r ReadReport) Complete() bool {
+	for _, p := range r.Partitions {
+		if !p.Complete {
+			return false
+		}
+	}
+	return true
+}
+
+// TopicSpec is the topic a run wants.
+type TopicSpec struct {
+	Name              string
+	Partitions        int
+	ReplicationFactor int
+	Configs           map[string]string
+}
+
+// TopicInfo is the topic a run got.
+type TopicInfo struct {
+	Name              string
+	Partitions        []int32
+	ReplicationFactor int
+	// Created is false when the topic existed and is used as it is.
+	Created bool
+}
+
+// Node is one broker as the cluster describes it.
+type Node struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack string
+}
+
+// PartitionState is one partition's leadership and replication.
+type PartitionState struct {
+	Partition int32
+	Leader    int32 // -1 when it has none
+	Epoch     int32 // leader epoch, -1 when the broker gives none
+	Replicas  []int32
+	ISR       []int32
+	Err       string // the broker's error for this partition, if any
+}
+
+// Topology is the cluster as one broker described it at At.
+type Topology struct {
+	At         time.Time
+	Nodes      []Node
+	Controller int32 // -1 when unknown
+	Partitions []PartitionState
+}
+
+// Driver is a connection to one broker cluster for one run.
+type Driver interface {
+	// Name is the driver's name as given to --driver.
+	Name() string
+	// EnsureTopic creates the topic, or describes it if it exists.
+	EnsureTopic(ctx context.Context, spec TopicSpec) (TopicInfo, error)
+	// NewProducer returns a producer to topic for load producer id. Producers are
+	// independent (in Kafka, separate clients with their own producer IDs).
+	NewProducer(ctx context.Context, topic string, id uint32) (Producer, error)
+	// EndOffsets returns, per partition, the offset the next write would get
+	// (what a consumer can read up to). ErrTopicMissing if the topic is gone.
+	EndOffsets(ctx context.Context, topic string) (map[int32]int64, error)
+	// Read delivers the records of spec to fn from a single goroutine, in
+	// offset order within each partition, then reports how far it got. An
+	// error from fn stops the read and is returned.
+	Read(ctx context.Context, spec ReadSpec, fn func(Record) error) (ReadReport, error)
+	// Topology describes the cluster now (nodes, controller, per-partition
+	// leader, replicas and in-sync replicas of topic).
+	Topology(ctx context.Context, topic string) (Topology, error)
+	// Close releases every connection.
+	Close() error
+}
+
+// ErrTopicMissing is returned (wrapped) when the topic does not exist.
+var ErrTopicMissing = errors.New("topic does not exist")
+
+// ErrUnreachable is returned (wrapped) when no broker answers.
+var ErrUnreachable = errors.New("no broker answered")

@@ -1,0 +1,270 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Driver talks to one Kafka cluster. Create it with New.
+type Driver struct {
+	cfg   Config
+	admin *kgo.Client
+	adm   *kadm.Client
+}
+
+var _ drivers.Driver = (*Driver)(nil)
+
+// New validates cfg and connects an admin client. It does not fail when no
+// broker answers yet; the first call that needs one does, wrapped in
+// drivers.ErrUnreachable.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	opts, err := cfg.commonOpts()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.ClientID("ackcheck-admin"))...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka admin client: %w", err)
+	}
+	return &Driver{cfg: cfg, admin: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+// Name implements drivers.Driver.
+func (d *Driver) Name() string { return "kafka" }
+
+// Config returns the configuration in force, defaults applied.
+func (d *Driver) Config() Config { return d.cfg }
+
+// Close implements drivers.Driver.
+func (d *Driver) Close() error { d.admin.Close(); return nil }
+
+// unreachable turns a connection failure into a sentence a user can act on.
+func (d *Driver) unreachable(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w: %v (check --brokers %s, that the brokers run, and the TLS/SASL flags)",
+		what, drivers.ErrUnreachable, err, strings.Join(d.cfg.Brokers, ","))
+}
+
+// EnsureTopic implements drivers.Driver.
+func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drivers.TopicInfo, error) {
+	configs := make(map[string]*string, len(spec.Configs))
+	for k, v := range spec.Configs {
+		configs[k] = &v
+	}
+	resp, err := d.adm.CreateTopic(ctx, int32(spec.Partitions), int16(spec.ReplicationFactor), configs, spec.Name)
+	if err == nil {
+		err = resp.Err
+	}
+	created := err == nil
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		if errors.Is(err, kerr.InvalidReplicationFactor) {
+			return drivers.TopicInfo{}, fmt.Errorf("create topic %s with replication factor %d: %w (the cluster has fewer brokers; lower --replication-factor)", spec.Name, spec.ReplicationFactor, err)
+		}
+		return drivers.TopicInfo{}, d.unreachable("create topic "+spec.Name, err)
+	}
+	// Describe it in both cases: partitions and replication factor as the
+	// cluster has them, not as asked. A new topic may take a moment to
+	// appear in every broker's metadata.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := d.describeTopic(ctx, spec.Name)
+		if err == nil && len(info.Partitions) > 0 {
+			info.Created = created
+			return info, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if err == nil {
+				err = fmt.Errorf("topic %s has no partitions in the metadata", spec.Name)
+			}
+			return drivers.TopicInfo{}, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (d *Driver) describeTopic(ctx context.Context, topic string) (drivers.TopicInfo, error) {
+	md, err := d.adm.Metadata(ctx, topic)
+	if err != nil {
+		return drivers.TopicInfo{}, d.unreachable("describe topic "+topic, err)
+	}
+	td, ok := md.Topics[topic]
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return drivers.TopicInfo{}, fmt.Errorf("topic %s: %w", topic, drivers.ErrTopicMissing)
+	}
+	if td.Err != nil {
+		return drivers.TopicInfo{}, fmt.Errorf("describe topic %s: %w", topic, td.Err)
+	}
+	info := drivers.TopicInfo{Name: topic}
+	for p, pd := range td.Partitions {
+		info.Partitions = append(info.Partitions, p)
+		info.ReplicationFactor = max(info.ReplicationFactor, len(pd.Replicas))
+	}
+	sort.Slice(info.Partitions, func(i, j int) bool { return info.Partitions[i] < info.Partitions[j] })
+	return info, nil
+}
+
+// EndOffsets implements drivers.Driver.
+func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	return d.listOffsets(ctx, topic, d.adm.ListEndOffsets)
+}
+
+// StartOffsets returns the first offset still in each partition's log.
+func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	return d.listOffsets(ctx, topic, d.adm.ListStartOffsets)
+}
+
+func (d *Driver) listOffsets(ctx context.Context, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+	lo, err := list(ctx, topic)
+	if err != nil {
+		return nil, d.unreachable("list offsets of "+topic, err)
+	}
+	ps, ok := lo[topic]
+	if !ok || len(ps) == 0 {
+		return nil, fmt.Errorf("list offsets of %s: %w", topic, drivers.ErrTopicMissing)
+	}
+	out := make(map[int32]int64, len(ps))
+	for p, o := range ps {
+		if o.Err != nil {
+			if errors.Is(o.Err, kerr.UnknownTopicOrPartition) || errors.Is(o.Err, kerr.UnknownTopicID) {
+				return nil, fmt.Errorf("list offsets of %s: %w", topic, drivers.ErrTopicMissing)
+			}
+			return nil, fmt.Errorf("list offsets of %s/%d: %w", topic, p, o.Err)
+		}
+		out[p] = o.Offset
+	}
+	return out, nil
+}
+
+// Topology implements drivers.Driver.
+func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, error) {
+	md, err := d.adm.Metadata(ctx, topic)
+	if err != nil {
+		return drivers.Topology{}, d.unreachable("read cluster metadata", err)
+	}
+	t := drivers.Topology{At: time.Now(), Controller: md.Controller}
+	for _, b := range md.Brokers {
+		n := drivers.Node{ID: b.NodeID, Host: b.Host, Port: b.Port}
+		if b.Rack != nil {
+			n.Rack = *b.Rack
+		}
+		t.Nodes = append(t.Nodes, n)
+	}
+	if td, ok := md.Topics[topic]; ok {
+		for _, pd := range td.Partitions.Sorted() {
+			ps := drivers.PartitionState{
+				Partition: pd.Partition, Leader: pd.Leader, Epoch: pd.LeaderEpoch,
+				Replicas: pd.Replicas, ISR: pd.ISR,
+			}
+			if pd.Err != nil {
+				ps.Err = pd.Err.Error()
+			}
+			t.Partitions = append(t.Partitions, ps)
+		}
+	}
+	return t, nil
+}
+
+// NewProducer implements drivers.Driver.
+func (d *Driver) NewProducer(_ context.Context, topic string, id uint32) (drivers.Producer, error) {
+	opts, err := d.cfg.commonOpts()
+	if err != nil {
+		return nil, err
+	}
+	codec, _ := d.cfg.compression()
+	opts = append(opts,
+		kgo.ClientID(fmt.Sprintf("ackcheck-producer-%d", id)),
+		kgo.RequiredAcks(d.cfg.acks()),
+		kgo.ProducerBatchCompression(codec),
+		kgo.ProducerLinger(d.cfg.Linger),
+		kgo.RecordDeliveryTimeout(d.cfg.DeliveryTimeout),
+		kgo.MaxBufferedRecords(d.cfg.MaxBuffered),
+		kgo.RecordPartitioner(partitioner{}),
+	)
+	if !*d.cfg.Idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka producer %d: %w", id, err)
+	}
+	return &producer{cl: cl, topic: topic, noAck: d.cfg.Acks == "0"}, nil
+}
+
+type producer struct {
+	cl    *kgo.Client
+	topic string
+	noAck bool
+}
+
+func (p *producer) Publish(ctx context.Context, m drivers.Message, done func(drivers.Outcome)) {
+	r := &kgo.Record{Topic: p.topic, Key: m.Key, Value: m.Value, Partition: m.Partition}
+	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+		done(classify(r, err, p.noAck))
+	})
+}
+
+func (p *producer) Close(ctx context.Context) error {
+	err := p.cl.Flush(ctx)
+	p.cl.Close() // fails what is still buffered: each gets its done(Unknown)
+	if err != nil {
+		return fmt.Errorf("flush producer: %w", err)
+	}
+	return nil
+}
+
+// classify maps a produce result to an outcome. Only errors the broker
+// returns before appending, and that kgo does not retry, are Rejected;
+// anything that may follow a stored write is Unknown.
+func classify(r *kgo.Record, err error, noAck bool) drivers.Outcome {
+	if err == nil {
+		off := r.Offset
+		if noAck {
+			off = -1 // acks=0: the broker says nothing, the offset is made up
+		}
+		return drivers.Outcome{Status: drivers.Acked, Pos: drivers.Position{Partition: r.Partition, Offset: off}}
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !ke.Retriable && !errors.Is(err, kerr.NotEnoughReplicasAfterAppend) &&
+		!errors.Is(err, kerr.RequestTimedOut) {
+		return drivers.Outcome{Status: drivers.Rejected, Err: err}
+	}
+	return drivers.Outcome{Status: drivers.Unknown, Err: err}
+}
+
+// partitioner sends a keyed record where Kafka's default partitioner would
+// (murmur2 of the key) and an unkeyed one to the partition the load chose,
+// so that round-robin is exact and the same across brokers.
+type partitioner struct{}
+
+func (partitioner) ForTopic(t string) kgo.TopicPartitioner {
+	return topicPartitioner{keyed: kgo.StickyKeyPartitioner(nil).ForTopic(t)}
+}
+
+type topicPartitioner struct{ keyed kgo.TopicPartitioner }
+
+func (topicPartitioner) RequiresConsistency(*kgo.Record) bool { return true }
+func (tp topicPartitioner) Partition(r *kgo.Record, n int) int {
+	if r.Key == nil && r.Partition >= 0 {
+		return int(r.Partition) % n
+	}
+	return tp.keyed.Partition(r, n)
+}

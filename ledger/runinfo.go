@@ -1,0 +1,28 @@
+package ledger
+
+import "time"
+
+// MetaRun is the metadata name under which RunInfo is stored.
+const MetaRun = "run"
+
+// RunInfo describes the run whose events a ledger holds. The runner writes
+// it before the load, and again (with LoadEnd and Clean) after it.
+type RunInfo struct {
+	RunID     uint64 `json:"run_id"`
+	Driver    string `json:"driver"`
+	Topic     string `json:"topic"`
+	Producers int    `json:"producers"`
+	// StartOffsets are the partitions' end offsets before the load: the
+	// read-back starts there, so older records in a reused topic are skipped.
+	StartOffsets map[int32]int64 `json:"start_offsets"`
+	LoadStart    time.Time       `json:"load_start"`
+	// LoadEnd is zero until the load finished.
+	LoadEnd time.Time `json:"load_end"`
+	// Clean is set once every send and outcome of the load is committed.
+	// A ledger without it comes from a run that died (see the package doc).
+	Clean bool `json:"clean"`
+	// Shed counts scheduled sends dropped because max-in-flight was reached.
+	Shed int64 `json:"shed"`
+	// Errors counts failed outcomes by error text.
+	Errors map[string]int64 `json:"errors,omitempty"`
+}

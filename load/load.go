@@ -1,0 +1,320 @@
+// Package load drives an open-loop, paced load through a driver and records
+// every send and outcome in the ledger.
+//
+// Pacing is a fixed schedule: message i (counting across all producers) is
+// due at Start + i/Rate. A send that goes out late keeps its scheduled time
+// as its intended time, so every latency is measured from the schedule and a
+// stalled broker cannot hide its stall by slowing the load (no coordinated
+// omission). Producer k owns the messages i with i mod Producers == k; an
+// unkeyed message goes to partition i mod len(Partitions), which makes the
+// round-robin exact across producers.
+//
+// In-flight sends are bounded by MaxInFlight. A send due while the bound is
+// reached is shed: counted, never sent, and it consumes no sequence number.
+// So a stall shows up twice, as the latency of the sends caught in it and as
+// sends shed, and never as a crash or a silent drop in offered rate.
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/message"
+)
+
+// Config is one load. Validate reports the first field that cannot work.
+type Config struct {
+	RunID       uint64
+	Topic       string
+	Partitions  []int32       // the topic's partitions, for round-robin
+	Rate        float64       // messages per second, all producers together
+	Duration    time.Duration // how long sends are scheduled
+	Producers   int           // default 4
+	MessageSize int           // bytes per value, at least message.MinSize
+	Keys        int           // > 0: spread messages over this many keys
+	MaxInFlight int           // default 100,000
+	// DrainTimeout bounds the wait for outstanding outcomes after the last
+	// send; what is still outstanding then is recorded Unknown. Default 60s.
+	DrainTimeout time.Duration
+	// LiveRead runs a consumer during the load that records every copy it
+	// reads (end-to-end latency). Default on in the CLI.
+	LiveRead bool
+	// StartOffsets is where the live consumer starts.
+	StartOffsets map[int32]int64
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Producers == 0 {
+		c.Producers = 4
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 100_000
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 60 * time.Second
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work, as a sentence that
+// names the flag.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case c.Rate <= 0:
+		return fmt.Errorf("--rate must be above 0 messages per second")
+	case c.Duration <= 0:
+		return fmt.Errorf("--duration must be above 0")
+	case c.Producers < 1 || c.Producers > 1024:
+		return fmt.Errorf("--producers must be between 1 and 1024")
+	case c.MessageSize < message.MinSize:
+		return fmt.Errorf("--message-size must be at least %d bytes (ID, send time and checksum)", message.MinSize)
+	case c.Keys < 0:
+		return fmt.Errorf("--keys must not be negative")
+	case c.MaxInFlight < 1:
+		return fmt.Errorf("--max-in-flight must be at least 1")
+	case len(c.Partitions) == 0:
+		return fmt.Errorf("the topic has no partitions")
+	}
+	if n := c.Rate * c.Duration.Seconds(); n > 1e12 {
+		return fmt.Errorf("--rate x --duration schedules %.0f messages; keep it under 10^12", n)
+	}
+	return nil
+}
+
+// Stats are live counters, safe to read during the load.
+type Stats struct {
+	Sent, Acked, Rejected, Unknown, Shed, LiveReads atomic.Int64
+	InFlight                                        atomic.Int64
+	lastAckNanos                                    atomic.Int64
+
+	mu      sync.Mutex
+	errors  map[string]int64
+	window  *latencyWindow
+	readErr error
+}
+
+// LastAck is when the latest ack arrived (zero before the first).
+func (s *Stats) LastAck() time.Time {
+	if n := s.lastAckNanos.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// Errors returns failed outcomes counted by error text.
+func (s *Stats) Errors() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.errors))
+	for k, v := range s.errors {
+		out[k] = v
+	}
+	return out
+}
+
+// WindowP99 returns the publish latency p99 and count of acks since the
+// previous call, for progress lines.
+func (s *Stats) WindowP99() (time.Duration, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.window.rotate()
+}
+
+// Result is what the load did.
+type Result struct {
+	Start, End time.Time
+	Errors     map[string]int64
+	Shed       int64
+	// LiveReadErr is why the live consumer stopped early, if it did.
+	LiveReadErr error
+}
+
+// Run sends the load described by cfg through d, recording into l, and
+// returns when every send has an outcome (or DrainTimeout passed). stats,
+// if non-nil, is updated as it goes. Cancelling ctx stops scheduling new
+// sends at once; outstanding ones still drain.
+func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, stats *Stats) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	cfg = cfg.WithDefaults()
+	if stats == nil {
+		stats = &Stats{}
+	}
+	stats.errors = make(map[string]int64)
+	stats.window = newLatencyWindow()
+
+	producers := make([]drivers.Producer, cfg.Producers)
+	for k := range producers {
+		p, err := d.NewProducer(ctx, cfg.Topic, uint32(k))
+		if err != nil {
+			for _, q := range producers[:k] {
+				q.Close(context.Background())
+			}
+			return Result{}, fmt.Errorf("start producer %d: %w", k, err)
+		}
+		producers[k] = p
+	}
+
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan error, 1)
+	if cfg.LiveRead {
+		go func() { liveDone <- tail(liveCtx, cfg, d, l, stats) }()
+	} else {
+		liveDone <- nil
+	}
+
+	res := Result{Start: time.Now()}
+	var ledgerErr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for k := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := produce(ctx, cfg, res.Start, uint32(k), producers[k], l, stats); err != nil {
+				ledgerErr.CompareAndSwap(nil, &err)
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Drain: every send gets its outcome, or Unknown at the deadline.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.DrainTimeout)
+	for _, p := range producers {
+		p.Close(dctx)
+	}
+	cancel()
+	res.End = time.Now()
+	// Let the live consumer catch up with the last acks, briefly.
+	time.Sleep(min(time.Second, cfg.Duration/10))
+	stopLive()
+	if err := <-liveDone; err != nil && !errors.Is(err, context.Canceled) {
+		res.LiveReadErr = err
+	}
+	res.Errors = stats.Errors()
+	res.Shed = stats.Shed.Load()
+	if p := ledgerErr.Load(); p != nil {
+		return res, *p
+	}
+	return res, nil
+}
+
+// produce runs producer k's share of the schedule.
+func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drivers.Producer, l *ledger.Ledger, stats *Stats) error {
+	P := uint64(cfg.Producers)
+	nparts := uint64(len(cfg.Partitions))
+	interval := float64(time.Second) / cfg.Rate
+	total := uint64(cfg.Rate * cfg.Duration.Seconds())
+	pubCtx := context.WithoutCancel(ctx)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var seq uint64
+	var keyBuf []byte
+	for i := uint64(k); i < total; i += P {
+		intended := start.Add(time.Duration(float64(i) * interval))
+		if wait := time.Until(intended); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-timer.C:
+			}
+		} else if ctx.Err() != nil {
+			return nil
+		}
+		if stats.InFlight.Add(1) > int64(cfg.MaxInFlight) {
+			stats.InFlight.Add(-1)
+			stats.Shed.Add(1)
+			continue
+		}
+		id := message.ID{Run: cfg.RunID, Producer: k, Seq: seq}
+		seq++
+		m := drivers.Message{
+			Value:     message.Encode(nil, id, intended, cfg.MessageSize),
+			Partition: cfg.Partitions[i%nparts],
+		}
+		if cfg.Keys > 0 {
+			keyBuf = message.Key(keyBuf, id, cfg.Keys)
+			m.Key = append([]byte(nil), keyBuf...)
+			m.Partition = -1
+		}
+		// The send is recorded before the publish, so an outcome can never
+		// be committed without its send (see the ledger package doc).
+		if err := l.Record(ledger.Send, ledger.Event{Producer: k, Seq: id.Seq, Time: intended.UnixNano(), Partition: m.Partition}); err != nil {
+			stats.InFlight.Add(-1)
+			return fmt.Errorf("ledger failed, stopping the load: %w", err)
+		}
+		stats.Sent.Add(1)
+		p.Publish(pubCtx, m, func(o drivers.Outcome) {
+			now := time.Now()
+			lat := now.Sub(intended)
+			e := ledger.Event{Producer: k, Seq: id.Seq, Time: int64(lat), Partition: o.Pos.Partition, Offset: o.Pos.Offset}
+			switch o.Status {
+			case drivers.Acked:
+				e.Status = ledger.OutcomeAcked
+				stats.Acked.Add(1)
+				for {
+					last := stats.lastAckNanos.Load()
+					if now.UnixNano() <= last || stats.lastAckNanos.CompareAndSwap(last, now.UnixNano()) {
+						break
+					}
+				}
+				stats.mu.Lock()
+				stats.window.record(lat)
+				stats.mu.Unlock()
+			case drivers.Rejected:
+				e.Status = ledger.OutcomeRejected
+				e.Partition, e.Offset = -1, -1
+				stats.Rejected.Add(1)
+				stats.countError(o.Err)
+			default:
+				e.Status = ledger.OutcomeUnknown
+				e.Partition, e.Offset = -1, -1
+				stats.Unknown.Add(1)
+				stats.countError(o.Err)
+			}
+			l.Record(ledger.Outcome, e) // a failure surfaces at the next send's Record
+			stats.InFlight.Add(-1)
+		})
+	}
+	return nil
+}
+
+func (s *Stats) countError(err error) {
+	text := "unknown error"
+	if err != nil {
+		text = err.Error()
+	}
+	if len(text) > 200 {
+		text = text[:200]
+	}
+	s.mu.Lock()
+	s.errors[text]++
+	s.mu.Unlock()
+}
+
+// tail reads the topic while the load runs and records each copy of this
+// run's messages as a LiveRead with its end-to-end latency.
+func tail(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, stats *Stats) error {
+	_, err := d.Read(ctx, drivers.ReadSpec{Topic: cfg.Topic, From: cfg.StartOffsets}, func(r drivers.Record) error {
+		now := time.Now()
+		dm := message.Decode(r.Value, cfg.RunID)
+		if dm.Status != message.Valid || dm.ID.Run != cfg.RunID {
+			return nil // the read-back classifies these
+		}
+		stats.LiveReads.Add(1)
+		return l.Record(ledger.LiveRead, ledger.Event{
+			Producer: dm.ID.Producer, Seq: dm.ID.Seq, Time: int64(now.Sub(dm.Intended)),
+			Partition: r.Pos.Partition, Offset: r.Pos.Offset,
+		})
+	})
+	return err
+}

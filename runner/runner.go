@@ -1,0 +1,290 @@
+// Package runner runs one ackcheck check end to end: prepare the topic,
+// run the paced load beside the ledger, read everything back, judge, and
+// write the run directory:
+//
+//	<out>/run.json     the settings, written before the load
+//	<out>/ledger/      the Pebble ledger (see package ledger)
+//	<out>/result.json  the verdict (see verifier.Result)
+//
+// Verify repeats the read-back and the verdict on an existing run
+// directory, for a run whose ackcheck died or whose brokers were down.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/verifier"
+)
+
+// Settings is what run.json holds: enough to reconnect and verify later.
+// It never holds secrets (passwords, keys).
+type Settings struct {
+	RunID          string            `json:"run_id"`
+	Driver         string            `json:"driver"`
+	DriverSettings json.RawMessage   `json:"driver_settings"`
+	Topic          drivers.TopicSpec `json:"topic"`
+	Rate           float64           `json:"rate"`
+	Duration       string            `json:"duration"`
+	Producers      int               `json:"producers"`
+	MessageSize    int               `json:"message_size"`
+	Keys           int               `json:"keys"`
+	MaxInFlight    int               `json:"max_in_flight"`
+	CreatedAt      time.Time         `json:"created_at"`
+}
+
+// Config is one run.
+type Config struct {
+	Out    string
+	Driver drivers.Driver
+	// DriverSettings is recorded in run.json (secrets removed by the caller).
+	DriverSettings any
+	Topic          drivers.TopicSpec
+	Load           load.Config // RunID, Topic, Partitions and StartOffsets are filled in
+	// Verify reads back and judges after the load (--no-verify clears it).
+	Verify bool
+	Check  verifier.Options
+	// ReadIdleTimeout gives up a read-back that makes no progress.
+	ReadIdleTimeout time.Duration
+	// Progress receives progress lines; nil is silent.
+	Progress io.Writer
+	// ProgressEvery is the interval of progress lines. Default 10s.
+	ProgressEvery time.Duration
+	// Ledger tunes the ledger (tests).
+	Ledger ledger.Options
+}
+
+// LedgerDir is where a run directory keeps its ledger.
+func LedgerDir(out string) string { return filepath.Join(out, "ledger") }
+
+func (c *Config) logf(format string, args ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, format+"\n", args...)
+	}
+}
+
+// Run performs the run. It returns the verdict (nil with --no-verify).
+func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = 10 * time.Second
+	}
+	if _, err := os.Stat(LedgerDir(cfg.Out)); err == nil {
+		return nil, fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", cfg.Out, cfg.Out)
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	runID := binary.BigEndian.Uint64(b[:])
+
+	info, err := cfg.Driver.EnsureTopic(ctx, cfg.Topic)
+	if err != nil {
+		return nil, fmt.Errorf("prepare topic %s: %w", cfg.Topic.Name, err)
+	}
+	if info.Created {
+		cfg.logf("created topic %s: %d partitions, replication factor %d", info.Name, len(info.Partitions), info.ReplicationFactor)
+	} else {
+		cfg.logf("topic %s exists: using it as it is (%d partitions, replication factor %d)", info.Name, len(info.Partitions), info.ReplicationFactor)
+	}
+	starts, err := cfg.Driver.EndOffsets(ctx, info.Name)
+	if err != nil {
+		return nil, fmt.Errorf("read offsets of %s before the load: %w", info.Name, err)
+	}
+
+	lc := cfg.Load.WithDefaults()
+	lc.RunID, lc.Topic, lc.Partitions, lc.StartOffsets = runID, info.Name, info.Partitions, starts
+	if err := lc.Validate(); err != nil {
+		return nil, err
+	}
+	if err := writeSettings(cfg, lc, runID); err != nil {
+		return nil, err
+	}
+
+	l, err := ledger.Open(LedgerDir(cfg.Out), cfg.Ledger)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	run := ledger.RunInfo{
+		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
+		StartOffsets: starts, LoadStart: time.Now(),
+	}
+	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
+		return nil, err
+	}
+
+	cfg.logf("run %016x: %.0f msg/s for %s, %d-byte messages, %d producers -> %s", runID, lc.Rate, lc.Duration, lc.MessageSize, run.Producers, cfg.Out)
+	stats := &load.Stats{}
+	progressDone := make(chan struct{})
+	stopProgress := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		reportProgress(cfg, lc, stats, stopProgress)
+	}()
+	lres, loadErr := load.Run(ctx, lc, cfg.Driver, l, stats)
+	close(stopProgress)
+	<-progressDone
+
+	run.LoadStart, run.LoadEnd = lres.Start, lres.End
+	run.Shed, run.Errors = lres.Shed, lres.Errors
+	if loadErr != nil {
+		l.PutMeta(ledger.MetaRun, run)
+		return nil, fmt.Errorf("load: %w", loadErr)
+	}
+	if err := l.Flush(); err != nil {
+		return nil, err
+	}
+	run.Clean = ctx.Err() == nil
+	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
+		return nil, err
+	}
+	if lres.LiveReadErr != nil {
+		cfg.logf("warning: the live consumer stopped early: %v (end-to-end latency covers part of the run)", lres.LiveReadErr)
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("interrupted after the load; check it with `ackcheck verify --out %s`: %w", cfg.Out, ctx.Err())
+	}
+	if !cfg.Verify {
+		cfg.logf("load done; --no-verify: check it later with `ackcheck verify --out %s`", cfg.Out)
+		return nil, nil
+	}
+	return verify(ctx, cfg.Out, cfg.Driver, l, run, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+}
+
+func writeSettings(cfg Config, lc load.Config, runID uint64) error {
+	ds, err := json.Marshal(cfg.DriverSettings)
+	if err != nil {
+		return fmt.Errorf("record driver settings: %w", err)
+	}
+	s := Settings{
+		RunID: fmt.Sprintf("%016x", runID), Driver: cfg.Driver.Name(), DriverSettings: ds,
+		Topic: cfg.Topic, Rate: lc.Rate, Duration: lc.Duration.String(), Producers: lc.Producers,
+		MessageSize: lc.MessageSize, Keys: lc.Keys, MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
+	}
+	return writeJSON(filepath.Join(cfg.Out, "run.json"), s)
+}
+
+// ReadSettings loads run.json from a run directory.
+func ReadSettings(out string) (Settings, error) {
+	var s Settings
+	data, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return s, fmt.Errorf("%s is not an ackcheck run directory (no run.json): pass the --out of an earlier run", out)
+	}
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("%s/run.json is damaged: %w", out, err)
+	}
+	return s, nil
+}
+
+// Verify reads back and judges an existing run directory again.
+func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
+	if _, err := os.Stat(LedgerDir(out)); err != nil {
+		return nil, fmt.Errorf("%s has no ledger: pass the --out of an earlier run", out)
+	}
+	l, err := ledger.Open(LedgerDir(out), ledger.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var run ledger.RunInfo
+	if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
+		return nil, fmt.Errorf("%s: ledger has no run description: %w", out, err)
+	}
+	return verify(ctx, out, d, l, run, opts, idle, progress)
+}
+
+func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
+	logf := func(format string, args ...any) {
+		if progress != nil {
+			fmt.Fprintf(progress, format+"\n", args...)
+		}
+	}
+	if !run.Clean {
+		logf("note: this run's ackcheck did not finish its load; up to the last %s of its ledger may be missing (see the ledger package doc)", ledger.Options{}.FlushIntervalOrDefault())
+	}
+	logf("reading back %s ...", run.Topic)
+	start := time.Now()
+	rb, err := verifier.ReadBack(ctx, d, l, run, idle)
+	if err != nil {
+		return nil, err
+	}
+	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
+	res, err := verifier.Check(ctx, l, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(out, "result.json"), res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// fsync before rename: a result that survives a crash is a whole one.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struct{}) {
+	if cfg.Progress == nil {
+		return
+	}
+	t := time.NewTicker(cfg.ProgressEvery)
+	defer t.Stop()
+	start := time.Now()
+	var lastAcked int64
+	last := start
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			acked := s.Acked.Load()
+			p99, _ := s.WindowP99()
+			rate := float64(acked-lastAcked) / now.Sub(last).Seconds()
+			lastAcked, last = acked, now
+			sinceAck := "-"
+			if la := s.LastAck(); !la.IsZero() {
+				sinceAck = now.Sub(la).Round(time.Millisecond).String()
+			}
+			fmt.Fprintf(cfg.Progress, "%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago\n",
+				now.Sub(start).Round(time.Second), lc.Duration, s.Sent.Load(), acked, rate, lc.Rate,
+				s.Rejected.Load()+s.Unknown.Load(), s.Shed.Load(), s.InFlight.Load(), p99, sinceAck)
+		}
+	}
+}

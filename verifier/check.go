@@ -1,0 +1,397 @@
+package verifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/message"
+)
+
+// Options are the verdict's tolerances.
+type Options struct {
+	// NoDuplicates fails the verdict on any duplicate (for idempotent
+	// producers, which promise none).
+	NoDuplicates bool
+	// Ordered fails the verdict on any reordering.
+	Ordered bool
+	// Window is the width of the per-window latency slices. Default 10s.
+	Window time.Duration
+	// MaxSamples caps the sample IDs kept per failing class. Default 100.
+	MaxSamples int
+}
+
+// ackResolution is the bucket width of the no-ack timeline.
+const ackResolution = time.Millisecond
+
+// maxTimeline caps the no-ack timeline (1 bit per ms: 24 h is 10.8 MB).
+const maxTimeline = 24 * time.Hour
+
+type stream struct {
+	c    *ledger.Cursor
+	head ledger.Event
+	ok   bool
+}
+
+func (s *stream) next() { s.head, s.ok = s.c.Next() }
+
+func (s *stream) at(p uint32, seq uint64) bool {
+	return s.ok && s.head.Producer == p && s.head.Seq == seq
+}
+
+type window struct {
+	sent, acked, failed, lost int64
+	pub, e2e                  *hdrhistogram.Histogram
+}
+
+// Check judges the run recorded in l. It needs a completed ReadBack.
+// Memory is bounded by the number of partitions and windows, not by the
+// number of messages.
+func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error) {
+	if opts.Window <= 0 {
+		opts.Window = 10 * time.Second
+	}
+	if opts.MaxSamples <= 0 {
+		opts.MaxSamples = 100
+	}
+	var run ledger.RunInfo
+	if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
+		return nil, fmt.Errorf("ledger has no run description: %w (is this an ackcheck run directory?)", err)
+	}
+	var rb ReadBackReport
+	if err := l.GetMeta(MetaReadBack, &rb); err != nil {
+		if errors.Is(err, ledger.ErrNoMeta) {
+			return nil, fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
+		}
+		return nil, err
+	}
+	if err := l.Flush(); err != nil {
+		return nil, err
+	}
+	sentThru := l.SentThrough()
+
+	res := &Result{
+		RunID:            fmt.Sprintf("%016x", run.RunID),
+		Driver:           run.Driver,
+		Topic:            run.Topic,
+		Shed:             run.Shed,
+		RecordsRead:      rb.Records,
+		Foreign:          rb.Foreign,
+		LoadStart:        run.LoadStart,
+		LoadEnd:          run.LoadEnd,
+		CleanLedger:      run.Clean,
+		ReadBackComplete: rb.Complete,
+		ReadBackNotes:    rb.Notes,
+		Errors:           run.Errors,
+		Samples:          map[string][]Sample{},
+	}
+	sample := func(class string, s Sample) {
+		if len(res.Samples[class]) < opts.MaxSamples {
+			res.Samples[class] = append(res.Samples[class], s)
+		}
+	}
+
+	var ss [4]stream
+	for i, k := range []ledger.Kind{ledger.Send, ledger.Outcome, ledger.Read, ledger.LiveRead} {
+		c, err := l.Scan(k)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		ss[i] = stream{c: c}
+		ss[i].next()
+	}
+	sends, outs, reads, lives := &ss[0], &ss[1], &ss[2], &ss[3]
+
+	pubAll, e2eAll := load.NewHistogram(3), load.NewHistogram(3)
+	var windows []*window
+	windowAt := func(intended int64) *window {
+		i := int((intended - run.LoadStart.UnixNano()) / int64(opts.Window))
+		if i < 0 || i > 100000 {
+			return nil
+		}
+		for len(windows) <= i {
+			windows = append(windows, &window{pub: load.NewHistogram(2), e2e: load.NewHistogram(2)})
+		}
+		return windows[i]
+	}
+	var timeline []uint64 // bit i: an ack arrived in [LoadStart+i ms, +1 ms)
+	loadEnd := run.LoadEnd
+	markAck := func(at int64) {
+		i := (at - run.LoadStart.UnixNano()) / int64(ackResolution)
+		if i < 0 || i >= int64(maxTimeline/ackResolution) || (!loadEnd.IsZero() && at > loadEnd.UnixNano()) {
+			return
+		}
+		for int64(len(timeline))*64 <= i {
+			timeline = append(timeline, 0)
+		}
+		timeline[i/64] |= 1 << (i % 64)
+	}
+
+	lastOffset := map[int32]int64{} // per partition, for the current producer
+	curProducer := uint32(0)
+	var readBuf []ledger.Event
+	var lastAckAt int64
+	for n := 0; ; n++ {
+		if n&0xffff == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The next ID is the smallest head of the three verdict streams.
+		var p uint32
+		var seq uint64
+		found := false
+		for _, s := range []*stream{sends, outs, reads} {
+			if s.ok && (!found || s.head.Producer < p || (s.head.Producer == p && s.head.Seq < seq)) {
+				p, seq, found = s.head.Producer, s.head.Seq, true
+			}
+		}
+		if !found {
+			break
+		}
+		if p != curProducer || n == 0 {
+			clear(lastOffset)
+			curProducer = p
+		}
+		id := message.ID{Run: run.RunID, Producer: p, Seq: seq}
+
+		var send ledger.Event
+		sent := sends.at(p, seq)
+		for sends.at(p, seq) {
+			send = sends.head
+			sends.next()
+		}
+		var ack ledger.Event
+		acked, outcome := false, uint8(0)
+		for outs.at(p, seq) {
+			if outs.head.Status == ledger.OutcomeAcked {
+				acked, ack = true, outs.head
+			}
+			outcome = outs.head.Status
+			outs.next()
+		}
+		readBuf = readBuf[:0]
+		for reads.at(p, seq) {
+			readBuf = append(readBuf, reads.head)
+			reads.next()
+		}
+		for lives.ok && (lives.head.Producer < p || (lives.head.Producer == p && lives.head.Seq < seq)) {
+			lives.next()
+		}
+		e2e := int64(-1)
+		for lives.at(p, seq) {
+			if e2e < 0 || lives.head.Time < e2e {
+				e2e = lives.head.Time
+			}
+			lives.next()
+		}
+
+		// Copies: corrupt ones are counted and never vouch for the message.
+		valid := 0
+		var first ledger.Event
+		var others []int64
+		for _, r := range readBuf {
+			if r.Status != uint8(message.Valid) {
+				res.Corrupt++
+				sample("corrupt", Sample{ID: id.String(), Partition: r.Partition, Offset: r.Offset})
+				continue
+			}
+			if valid > 0 && r.Partition == first.Partition && r.Offset == first.Offset {
+				continue // the same copy, reported twice by the read
+			}
+			valid++
+			if valid == 1 || r.Partition < first.Partition || (r.Partition == first.Partition && r.Offset < first.Offset) {
+				if valid > 1 {
+					others = append(others, first.Offset)
+				}
+				first = r
+			} else {
+				others = append(others, r.Offset)
+			}
+		}
+
+		if !sent {
+			if valid > 0 {
+				if !run.Clean && int(p) < run.Producers && seq >= sentThru[p] {
+					res.Unrecorded++
+				} else {
+					res.Phantom++
+					sample("phantom", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+				}
+			}
+			continue
+		}
+
+		res.Sent++
+		w := windowAt(send.Time)
+		if w != nil {
+			w.sent++
+		}
+		switch {
+		case acked:
+			res.Acked++
+			load.RecordLatency(pubAll, time.Duration(ack.Time))
+			at := send.Time + ack.Time
+			markAck(at)
+			lastAckAt = max(lastAckAt, at)
+			if w != nil {
+				w.acked++
+				load.RecordLatency(w.pub, time.Duration(ack.Time))
+			}
+		case outcome == ledger.OutcomeRejected:
+			res.Failed++
+			res.Rejected++
+		case outcome == ledger.OutcomeUnknown:
+			res.Failed++
+			res.Unknown++
+		default:
+			res.Failed++
+			res.NoOutcome++
+		}
+		if !acked && w != nil {
+			w.failed++
+		}
+		if e2e >= 0 {
+			load.RecordLatency(e2eAll, time.Duration(e2e))
+			if w != nil {
+				load.RecordLatency(w.e2e, time.Duration(e2e))
+			}
+		}
+
+		if valid == 0 {
+			if acked {
+				res.Lost++
+				if w != nil {
+					w.lost++
+				}
+				sample("lost", Sample{ID: id.String(), Partition: ack.Partition, Offset: ack.Offset})
+			} else {
+				res.NotWritten++
+			}
+			continue
+		}
+		res.Read++
+		if valid > 1 {
+			res.Duplicates += int64(valid - 1)
+			sample("duplicates", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset, Others: others})
+		}
+		if !acked {
+			res.Indeterminate++
+		} else if ack.Offset >= 0 && !hasValidCopyAt(readBuf, ack.Partition, ack.Offset) {
+			res.AckPositionMismatch++
+		}
+		// Reordering: the first copy of each sequence in a partition must
+		// come after the first copy of the producer's previous sequence there.
+		if last, ok := lastOffset[first.Partition]; ok && first.Offset < last {
+			res.Reordered++
+			sample("reordered", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+		}
+		lastOffset[first.Partition] = first.Offset
+	}
+	for _, s := range ss {
+		if err := s.c.Err(); err != nil {
+			return nil, fmt.Errorf("scan ledger: %w (the ledger is damaged)", err)
+		}
+	}
+
+	res.Publish = summarize(pubAll)
+	res.E2E = summarize(e2eAll)
+	for i, w := range windows {
+		res.Windows = append(res.Windows, Window{
+			StartS: (time.Duration(i) * opts.Window).Seconds(),
+			Sent:   w.sent, Acked: w.acked, Failed: w.failed, Lost: w.lost,
+			Publish: summarize(w.pub), E2E: summarize(w.e2e),
+		})
+	}
+	if loadEnd.IsZero() && lastAckAt > 0 {
+		loadEnd = time.Unix(0, lastAckAt) // the run died: judge up to its last ack
+	}
+	gap, at := longestGap(timeline, int64(loadEnd.Sub(run.LoadStart)/ackResolution))
+	res.LongestNoAckMs = float64(gap) * float64(ackResolution) / float64(time.Millisecond)
+	res.LongestNoAckAt = (time.Duration(at) * ackResolution).Seconds()
+
+	res.Verdict = Pass
+	fail := func(format string, args ...any) {
+		res.Verdict = Fail
+		res.Reasons = append(res.Reasons, fmt.Sprintf(format, args...))
+	}
+	if res.Lost > 0 {
+		fail("%d acked messages were not read back", res.Lost)
+	}
+	if res.Corrupt > 0 {
+		fail("%d copies failed their checksum", res.Corrupt)
+	}
+	if res.Phantom > 0 {
+		fail("%d messages were read that ackcheck never sent", res.Phantom)
+	}
+	if opts.NoDuplicates && res.Duplicates > 0 {
+		fail("%d duplicate copies (--no-duplicates)", res.Duplicates)
+	}
+	if opts.Ordered && res.Reordered > 0 {
+		fail("%d messages out of order (--ordered)", res.Reordered)
+	}
+	if !res.ReadBackComplete {
+		fail("the read-back did not reach every partition's end; rerun `ackcheck verify` when the brokers are back")
+	}
+	if res.Sent == 0 {
+		fail("nothing was sent: there is nothing to judge")
+	}
+	return res, nil
+}
+
+func hasValidCopyAt(reads []ledger.Event, partition int32, offset int64) bool {
+	for _, r := range reads {
+		if r.Status == uint8(message.Valid) && r.Partition == partition && r.Offset == offset {
+			return true
+		}
+	}
+	return false
+}
+
+func summarize(h *hdrhistogram.Histogram) Latency {
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	return Latency{
+		Count: h.TotalCount(),
+		P50:   ms(h.ValueAtQuantile(50)),
+		P99:   ms(h.ValueAtQuantile(99)),
+		P999:  ms(h.ValueAtQuantile(99.9)),
+		Max:   ms(h.Max()),
+	}
+}
+
+// longestGap returns the longest run of zero bits in the first n bits of
+// the timeline (bits past its end are zero), and where it starts.
+func longestGap(timeline []uint64, n int64) (length, start int64) {
+	run, runStart := int64(0), int64(0)
+	for i := int64(0); i < n; {
+		word := uint64(0)
+		if i/64 < int64(len(timeline)) {
+			word = timeline[i/64]
+		}
+		if word == 0 && i%64 == 0 && i+64 <= n {
+			run += 64
+			i += 64
+			continue
+		}
+		if word>>(i%64)&1 == 1 {
+			if run > length {
+				length, start = run, runStart
+			}
+			run = 0
+			runStart = i + 1
+		} else {
+			run++
+		}
+		i++
+	}
+	if run > length {
+		length, start = run, runStart
+	}
+	return length, start
+}

@@ -1,0 +1,123 @@
+// Package verifier reads a run's topic back and judges it against the
+// ledger.
+//
+// ReadBack reads every partition from the offsets recorded before the load
+// to the end offsets seen after it, and records each copy of this run's
+// messages in the ledger (valid or corrupt) under the ID it carries. Check
+// then merges the ledger's sorted Send, Outcome and Read streams, one pass,
+// no lookups, memory independent of the number of messages, and classifies
+// every message:
+//
+//	lost          acked, never read intact              fails
+//	corrupt       a copy whose checksum is wrong         fails
+//	phantom       read intact, carries this run's ID,    fails
+//	              but was never sent
+//	duplicate     an extra copy at another position      fails with NoDuplicates
+//	reordered     read before the previous sequence of   fails with Ordered
+//	              its producer in the same partition
+//	indeterminate read, but its outcome was an error,    allowed
+//	              a timeout, or never recorded
+//	not written   sent, not acked, not read              allowed
+//	unrecorded    read, sent after the last ledger       allowed
+//	              flush of a run that died
+//
+// A read-back that could not reach every end offset fails the verdict too:
+// an acked message that could not be read is not shown to be kept.
+package verifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/message"
+)
+
+// MetaReadBack is the metadata name of the last ReadBackReport.
+const MetaReadBack = "readback"
+
+// ReadBackReport says what the read-back found.
+type ReadBackReport struct {
+	At       time.Time                       `json:"at"`
+	Complete bool                            `json:"complete"`
+	Records  int64                           `json:"records"`
+	Foreign  int64                           `json:"foreign"`
+	OtherRun int64                           `json:"other_run"`
+	Notes    map[int32]string                `json:"notes,omitempty"`
+	Ends     map[int32]int64                 `json:"ends"`
+	Reads    map[int32]drivers.PartitionRead `json:"-"`
+}
+
+// ReadBack reads the run's partitions from run.StartOffsets to the current
+// end offsets, replacing any earlier read-back in l.
+func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
+	rep := ReadBackReport{At: time.Now(), Notes: map[int32]string{}}
+	ends, err := d.EndOffsets(ctx, run.Topic)
+	switch {
+	case errors.Is(err, drivers.ErrTopicMissing):
+		// Everything is gone. Reading nothing is the honest read-back.
+		ends = map[int32]int64{}
+		for p := range run.StartOffsets {
+			rep.Notes[p] = fmt.Sprintf("topic %s does not exist any more", run.Topic)
+		}
+	case err != nil:
+		return rep, fmt.Errorf("read-back: %w", err)
+	}
+	rep.Ends = ends
+	if err := l.DeleteKind(ledger.Read); err != nil {
+		return rep, err
+	}
+	from := make(map[int32]int64, len(run.StartOffsets))
+	to := make(map[int32]int64, len(run.StartOffsets))
+	for p, start := range run.StartOffsets {
+		end, ok := ends[p]
+		if !ok {
+			continue
+		}
+		from[p], to[p] = start, end
+		if end < start {
+			// The log is shorter than before the load began: it was
+			// truncated or recreated. Read all of it.
+			from[p] = 0
+			rep.Notes[p] = fmt.Sprintf("log ends at %d, before the %d it had when the load started", end, start)
+		}
+	}
+	var recErr error
+	reads, err := d.Read(ctx, drivers.ReadSpec{Topic: run.Topic, From: from, To: to, IdleTimeout: idle}, func(r drivers.Record) error {
+		rep.Records++
+		dm := message.Decode(r.Value, run.RunID)
+		switch {
+		case dm.Status == message.Foreign:
+			rep.Foreign++
+			return nil
+		case dm.Status == message.Valid && dm.ID.Run != run.RunID:
+			rep.OtherRun++
+			return nil
+		}
+		recErr = l.Record(ledger.Read, ledger.Event{
+			Producer: dm.ID.Producer, Seq: dm.ID.Seq, Partition: r.Pos.Partition, Offset: r.Pos.Offset,
+			Time: time.Now().UnixNano(), Status: uint8(dm.Status),
+		})
+		return recErr
+	})
+	if err != nil {
+		return rep, fmt.Errorf("read-back: %w", err)
+	}
+	rep.Reads = reads.Partitions
+	rep.Complete = reads.Complete()
+	for p, pr := range reads.Partitions {
+		if pr.Note != "" {
+			rep.Notes[p] = pr.Note
+		}
+	}
+	if err := l.Flush(); err != nil {
+		return rep, err
+	}
+	if err := l.PutMeta(MetaReadBack, rep); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}

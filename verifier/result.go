@@ -1,0 +1,160 @@
+package verifier
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Verdicts.
+const (
+	Pass = "pass"
+	Fail = "fail"
+)
+
+// Latency summarises one histogram in milliseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+}
+
+// Sample locates one message of a failing class.
+type Sample struct {
+	ID        string  `json:"id"`
+	Partition int32   `json:"partition"`
+	Offset    int64   `json:"offset"`
+	Others    []int64 `json:"other_offsets,omitempty"` // duplicates: the further copies
+}
+
+// Window is one slice of the load (by intended send time).
+type Window struct {
+	StartS  float64 `json:"start_s"`
+	Sent    int64   `json:"sent"`
+	Acked   int64   `json:"acked"`
+	Failed  int64   `json:"failed"`
+	Lost    int64   `json:"lost"`
+	Publish Latency `json:"publish_latency_ms"`
+	E2E     Latency `json:"e2e_latency_ms"`
+}
+
+// Result is the verdict and everything it rests on. It is what
+// <out>/result.json holds.
+type Result struct {
+	RunID  string `json:"run_id"`
+	Driver string `json:"driver"`
+	Topic  string `json:"topic"`
+
+	Sent          int64 `json:"sent"`
+	Acked         int64 `json:"acked"`
+	Failed        int64 `json:"failed"`
+	Rejected      int64 `json:"rejected"`
+	Unknown       int64 `json:"unknown"`
+	NoOutcome     int64 `json:"no_outcome"`
+	Shed          int64 `json:"shed"`
+	Read          int64 `json:"read"`
+	RecordsRead   int64 `json:"records_read"`
+	Lost          int64 `json:"lost"`
+	Corrupt       int64 `json:"corrupt"`
+	Phantom       int64 `json:"phantom"`
+	Duplicates    int64 `json:"duplicates"`
+	Reordered     int64 `json:"reordered"`
+	Indeterminate int64 `json:"indeterminate"`
+	NotWritten    int64 `json:"not_written"`
+	Unrecorded    int64 `json:"unrecorded"`
+	Foreign       int64 `json:"foreign"`
+	// AckPositionMismatch counts acked messages none of whose copies is at
+	// the acked position (the broker reported one offset and stored it at
+	// another). Informational.
+	AckPositionMismatch int64 `json:"ack_position_mismatch"`
+
+	Verdict string   `json:"verdict"`
+	Reasons []string `json:"reasons,omitempty"`
+
+	LongestNoAckMs float64 `json:"longest_no_ack_ms"`
+	LongestNoAckAt float64 `json:"longest_no_ack_start_s"`
+	Publish        Latency `json:"publish_latency_ms"`
+	E2E            Latency `json:"e2e_latency_ms"`
+	Windows        []Window `json:"windows"`
+
+	LoadStart        time.Time        `json:"load_start"`
+	LoadEnd          time.Time        `json:"load_end"`
+	CleanLedger      bool             `json:"clean_ledger"`
+	ReadBackComplete bool             `json:"read_back_complete"`
+	ReadBackNotes    map[int32]string `json:"read_back_notes,omitempty"`
+	Errors           map[string]int64 `json:"errors,omitempty"`
+
+	Samples map[string][]Sample `json:"samples,omitempty"`
+}
+
+// WriteSummary prints the verdict as a table a person reads first.
+func (r *Result) WriteSummary(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name string, n int64, note string) { fmt.Fprintf(tw, "  %s\t%d\t%s\n", name, n, note) }
+	fmt.Fprintf(tw, "run %s  driver %s  topic %s\n", r.RunID, r.Driver, r.Topic)
+	row("sent", r.Sent, "")
+	row("acked", r.Acked, "")
+	row("failed", r.Failed, fmt.Sprintf("rejected %d, unknown %d, no outcome %d", r.Rejected, r.Unknown, r.NoOutcome))
+	row("shed", r.Shed, "scheduled but not sent: max-in-flight reached")
+	row("read", r.Read, fmt.Sprintf("distinct IDs read intact, of %d records", r.RecordsRead))
+	row("lost", r.Lost, flag(r.Lost > 0, "FAIL: acked, never read"))
+	row("corrupt", r.Corrupt, flag(r.Corrupt > 0, "FAIL: checksum mismatch"))
+	row("phantom", r.Phantom, flag(r.Phantom > 0, "FAIL: read, never sent"))
+	row("duplicates", r.Duplicates, "extra copies")
+	row("reordered", r.Reordered, "")
+	row("indeterminate", r.Indeterminate, "read; outcome was an error or unknown")
+	row("not written", r.NotWritten, "sent, not acked, not read")
+	if r.Unrecorded > 0 {
+		row("unrecorded", r.Unrecorded, "read; send not in the ledger (ackcheck died)")
+	}
+	if r.Foreign > 0 {
+		row("foreign", r.Foreign, "records in range not written by ackcheck")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "  longest without acks: %.0f ms (from %.1f s)\n", r.LongestNoAckMs, r.LongestNoAckAt)
+	fmt.Fprintf(w, "  publish latency ms: p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.Publish.P50, r.Publish.P99, r.Publish.P999, r.Publish.Max)
+	if r.E2E.Count > 0 {
+		fmt.Fprintf(w, "  end-to-end ms:      p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.E2E.P50, r.E2E.P99, r.E2E.P999, r.E2E.Max)
+	}
+	if len(r.Errors) > 0 {
+		type kv struct {
+			k string
+			v int64
+		}
+		var es []kv
+		for k, v := range r.Errors {
+			es = append(es, kv{k, v})
+		}
+		sort.Slice(es, func(i, j int) bool { return es[i].v > es[j].v })
+		fmt.Fprintln(w, "  errors:")
+		for i, e := range es {
+			if i == 5 {
+				fmt.Fprintf(w, "    ... and %d more kinds\n", len(es)-5)
+				break
+			}
+			fmt.Fprintf(w, "    %8d  %s\n", e.v, e.k)
+		}
+	}
+	if !r.ReadBackComplete {
+		fmt.Fprintln(w, "  read-back incomplete:")
+	}
+	for p, n := range r.ReadBackNotes {
+		fmt.Fprintf(w, "    partition %d: %s\n", p, n)
+	}
+	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(r.Verdict))
+	for _, reason := range r.Reasons {
+		fmt.Fprintf(w, "  - %s\n", reason)
+	}
+}
+
+func flag(bad bool, s string) string {
+	if bad {
+		return s
+	}
+	return ""
+}
