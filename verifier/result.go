@@ -76,10 +76,10 @@ type Result struct {
 	Verdict string   `json:"verdict"`
 	Reasons []string `json:"reasons,omitempty"`
 
-	LongestNoAckMs float64 `json:"longest_no_ack_ms"`
-	LongestNoAckAt float64 `json:"longest_no_ack_start_s"`
-	Publish        Latency `json:"publish_latency_ms"`
-	E2E            Latency `json:"e2e_latency_ms"`
+	LongestNoAckMs float64  `json:"longest_no_ack_ms"`
+	LongestNoAckAt float64  `json:"longest_no_ack_start_s"`
+	Publish        Latency  `json:"publish_latency_ms"`
+	E2E            Latency  `json:"e2e_latency_ms"`
 	Windows        []Window `json:"windows"`
 
 	LoadStart        time.Time        `json:"load_start"`
