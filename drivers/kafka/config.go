@@ -118,8 +118,11 @@ func (c Config) Validate() error {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together: give both or neither")
 	}
-	if c.DeliveryTimeout < 0 || c.Linger < 0 {
-		return fmt.Errorf("--delivery-timeout and --linger must not be negative")
+	if c.DeliveryTimeout < time.Second {
+		return fmt.Errorf("--delivery-timeout %s is below the 1s the Kafka client allows", c.DeliveryTimeout)
+	}
+	if c.Linger < 0 {
+		return fmt.Errorf("--linger must not be negative")
 	}
 	return nil
 }

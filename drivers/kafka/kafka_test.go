@@ -53,6 +53,7 @@ func TestConfigValidate(t *testing.T) {
 		{"compression", Config{Brokers: []string{"a:1"}, Compression: "brotli"}, "--compression"},
 		{"sasl", Config{Brokers: []string{"a:1"}, SASLMechanism: "GSSAPI"}, "--sasl-mechanism"},
 		{"sasl no user", Config{Brokers: []string{"a:1"}, SASLMechanism: "PLAIN"}, "--sasl-username"},
+		{"short delivery timeout", Config{Brokers: []string{"a:1"}, DeliveryTimeout: time.Millisecond}, "--delivery-timeout"},
 		{"cert without key", Config{Brokers: []string{"a:1"}, TLSCertFile: "c.pem"}, "--tls-key"},
 	}
 	for _, tc := range tests {

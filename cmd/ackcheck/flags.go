@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/spf13/pflag"
+)
+
+// kafkaFlags are the Kafka driver's flags, named as Kafka users know them.
+type kafkaFlags struct {
+	brokers         []string
+	acks            string
+	idempotent      bool
+	compression     string
+	linger          time.Duration
+	deliveryTimeout time.Duration
+	saslMechanism   string
+	saslUsername    string
+	saslPassword    string
+	tls             bool
+	tlsCA           string
+	tlsCert         string
+	tlsKey          string
+	tlsInsecure     bool
+}
+
+func (k *kafkaFlags) register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&k.brokers, "brokers", nil, "Kafka bootstrap brokers, host:port[,host:port...]")
+	fs.StringVar(&k.acks, "acks", "all", "producer acks: all, 1 or 0")
+	fs.BoolVar(&k.idempotent, "idempotent", false, "idempotent producer (default: on with --acks all, off otherwise)")
+	fs.StringVar(&k.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4, zstd")
+	fs.DurationVar(&k.linger, "linger", 5*time.Millisecond, "producer linger (linger.ms)")
+	fs.DurationVar(&k.deliveryTimeout, "delivery-timeout", 30*time.Second, "longest a record may take from send to outcome, retries included (delivery.timeout.ms); then its outcome is unknown")
+	fs.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	fs.StringVar(&k.saslUsername, "sasl-username", "", "SASL user name")
+	fs.StringVar(&k.saslPassword, "sasl-password", "", "SASL password (or set ACKCHECK_SASL_PASSWORD); never written to the run directory")
+	fs.BoolVar(&k.tls, "tls", false, "connect with TLS")
+	fs.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of CA certificates to trust")
+	fs.StringVar(&k.tlsCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
+	fs.StringVar(&k.tlsKey, "tls-key", "", "PEM client key (with --tls-cert)")
+	fs.BoolVar(&k.tlsInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
+}
+
+// config builds the driver config: base (from run.json, for verify) with
+// every flag the user set on top.
+func (k *kafkaFlags) config(fs *pflag.FlagSet, base kafka.Config) kafka.Config {
+	c := base
+	set := func(name string, apply func()) {
+		if fs.Changed(name) || (name == "brokers" && len(c.Brokers) == 0) {
+			apply()
+		}
+	}
+	set("brokers", func() { c.Brokers = k.brokers })
+	set("acks", func() { c.Acks = k.acks })
+	set("idempotent", func() { v := k.idempotent; c.Idempotent = &v })
+	set("compression", func() { c.Compression = k.compression })
+	set("linger", func() { c.Linger = k.linger })
+	set("delivery-timeout", func() { c.DeliveryTimeout = k.deliveryTimeout })
+	set("sasl-mechanism", func() { c.SASLMechanism = k.saslMechanism })
+	set("sasl-username", func() { c.SASLUsername = k.saslUsername })
+	set("tls", func() { c.TLS = k.tls })
+	set("tls-ca", func() { c.TLSCAFile = k.tlsCA })
+	set("tls-cert", func() { c.TLSCertFile = k.tlsCert })
+	set("tls-key", func() { c.TLSKeyFile = k.tlsKey })
+	set("tls-insecure-skip-verify", func() { c.TLSInsecureSkipVerify = k.tlsInsecure })
+	c.SASLPassword = k.saslPassword
+	if c.SASLPassword == "" {
+		c.SASLPassword = os.Getenv("ACKCHECK_SASL_PASSWORD")
+	}
+	return c
+}
+
+// newDriver connects the named driver. settings is the driver part of an
+// earlier run.json (nil for a new run). It returns the driver and its
+// settings with secrets removed, for run.json.
+func newDriver(name string, fs *pflag.FlagSet, kf *kafkaFlags, settings json.RawMessage) (drivers.Driver, any, error) {
+	switch strings.ToLower(name) {
+	case "kafka":
+		var base kafka.Config
+		if len(settings) > 0 {
+			if err := json.Unmarshal(settings, &base); err != nil {
+				return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
+			}
+		}
+		cfg := kf.config(fs, base)
+		d, err := kafka.New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		public := d.Config()
+		public.SASLPassword = ""
+		return d, public, nil
+	}
+	return nil, nil, fmt.Errorf("--driver %q: the drivers are: kafka", name)
+}
