@@ -82,9 +82,6 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 	if _, err := os.Stat(LedgerDir(cfg.Out)); err == nil {
 		return nil, fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", cfg.Out, cfg.Out)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
-	}
 	var b [8]byte
 	rand.Read(b[:])
 	runID := binary.BigEndian.Uint64(b[:])
@@ -107,6 +104,9 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 	lc.RunID, lc.Topic, lc.Partitions, lc.StartOffsets = runID, info.Name, info.Partitions, starts
 	if err := lc.Validate(); err != nil {
 		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	if err := writeSettings(cfg, lc, runID); err != nil {
 		return nil, err

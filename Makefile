@@ -1,0 +1,31 @@
+# ackcheck: see README.md.
+GO ?= go
+BIN := bin/ackcheck
+
+.PHONY: build test test-short bench vet fmt-check clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ackcheck
+
+# The test command README.md documents and .ci/run calls. Tests that need a
+# real cluster skip themselves unless .ci/run (or you) set their variables.
+test:
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-short:
+	$(GO) test -count=1 -short ./...
+
+# Speed and memory figures: go benchmarks, then the bench command (peak RSS
+# of verification, measured in a separate process).
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x -cpu 1 ./ledger/ ./verifier/
+	./$(BIN) bench
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+clean:
+	rm -rf bin

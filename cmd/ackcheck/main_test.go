@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// binary builds ackcheck once per test binary run.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ackcheck")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func cluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func readResult(t *testing.T, out string) verifier.Result {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r verifier.Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestExitCodes(t *testing.T) {
+	c := cluster(t)
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	dir := t.TempDir()
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stderrRE string
+		stdoutRE string
+	}{
+		{"bad flag", []string{"run", "--rate", "x"}, exitError, "invalid argument", ""},
+		{"no out", []string{"run", "--brokers", brokers}, exitError, "--out is required", ""},
+		{"bad acks", []string{"run", "--brokers", brokers, "--out", dir + "/a", "--acks", "2"}, exitError, "--acks", ""},
+		{"tiny message", []string{"run", "--brokers", brokers, "--out", dir + "/b", "--message-size", "10"}, exitError, "--message-size must be at least", ""},
+		{"unknown driver", []string{"run", "--driver", "nope", "--brokers", brokers, "--out", dir + "/c"}, exitError, "the drivers are", ""},
+		{"unreachable", []string{"run", "--brokers", "127.0.0.1:1", "--out", dir + "/d", "--duration", "1s"}, exitError, "no broker answered", ""},
+		{"verify not a run", []string{"verify", "--out", dir}, exitError, "not an ackcheck run directory", ""},
+		{"pass", []string{"run", "--brokers", brokers, "--out", dir + "/ok", "--partitions", "4", "--rate", "500", "--duration", "2s"}, exitPass, "", "verdict: PASS"},
+		{"reuse out", []string{"run", "--brokers", brokers, "--out", dir + "/ok", "--duration", "1s"}, exitError, "already holds a run", ""},
+		{"verify again", []string{"verify", "--out", dir + "/ok"}, exitPass, "", "verdict: PASS"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := execute(ctx, tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout.String(), stderr.String())
+			}
+			if tc.stderrRE != "" && !strings.Contains(stderr.String(), tc.stderrRE) {
+				t.Fatalf("stderr %q does not mention %q", stderr.String(), tc.stderrRE)
+			}
+			if tc.stdoutRE != "" && !strings.Contains(stdout.String(), tc.stdoutRE) {
+				t.Fatalf("stdout %q does not mention %q", stdout.String(), tc.stdoutRE)
+			}
+		})
+	}
+	if _, err := os.Stat(dir + "/d"); !os.IsNotExist(err) {
+		t.Errorf("a run that could not reach its brokers left %s/d behind", dir)
+	}
+	r := readResult(t, dir+"/ok")
+	if r.Verdict != "pass" || r.Acked != 1000 || r.Lost != 0 || r.Publish.Count != 1000 || r.RunID == "" {
+		t.Fatalf("result.json: %+v", r)
+	}
+}
+
+// A failing verdict exits 1: the broker comes back empty before verify.
+func TestExitCodeFail(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	out := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	if code := execute(context.Background(), []string{"run", "--brokers", strings.Join(addrs, ","), "--out", out,
+		"--partitions", "2", "--rate", "500", "--duration", "1s", "--no-verify"}, &stdout, &stderr); code != exitPass {
+		t.Fatalf("run --no-verify: exit %d: %s", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "result.json")); !os.IsNotExist(err) {
+		t.Fatal("--no-verify wrote a verdict")
+	}
+	c.Close()
+	c2, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.Ports(portsOf(t, addrs)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	stdout.Reset()
+	code := execute(context.Background(), []string{"verify", "--out", out, "--read-idle-timeout", "5s"}, &stdout, &stderr)
+	if code != exitFail || !strings.Contains(stdout.String(), "verdict: FAIL") {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFail, stdout.String(), stderr.String())
+	}
+	if r := readResult(t, out); r.Lost != 500 {
+		t.Fatalf("lost %d, want all 500", r.Lost)
+	}
+}
+
+func portsOf(t *testing.T, addrs []string) []int {
+	var ps []int
+	for _, a := range addrs {
+		var p int
+		if _, err := fmt.Sscan(a[strings.LastIndex(a, ":")+1:], &p); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// SIGKILL of ackcheck in the middle of its load, then `ackcheck verify` on
+// its directory: the verdict counts exactly the acks the ledger holds, and
+// nothing the ledger holds as acked is reported lost while it is in the
+// topic (the broker, here kfake in this process, kept everything).
+func TestSIGKILLThenVerify(t *testing.T) {
+	bin := binary(t)
+	c := cluster(t)
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "--brokers", brokers, "--out", out, "--partitions", "4",
+		"--rate", "4000", "--duration", "60s", "--progress-interval", "500ms")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if !strings.Contains(stdout.String(), "acked") {
+		t.Fatalf("no progress before the kill:\n%s", stdout.String())
+	}
+
+	vout, err := exec.Command(bin, "verify", "--out", out).CombinedOutput()
+	t.Logf("verify:\n%s", vout)
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == exitError {
+			t.Fatalf("verify: %v", err)
+		}
+	}
+	r := readResult(t, out)
+
+	l, err := ledger.Open(runner.LedgerDir(out), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	acks, err := l.Count(context.Background(), ledger.Outcome, func(e ledger.Event) bool { return e.Status == ledger.OutcomeAcked })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acks == 0 || r.Acked != acks {
+		t.Fatalf("verdict counts %d acked, ledger holds %d", r.Acked, acks)
+	}
+	if r.Lost != 0 || r.Phantom != 0 || r.Corrupt != 0 || r.CleanLedger {
+		t.Fatalf("lost %d phantom %d corrupt %d clean %v: want 0, 0, 0, false", r.Lost, r.Phantom, r.Corrupt, r.CleanLedger)
+	}
+	if r.Verdict != verifier.Pass {
+		t.Fatalf("verdict %s: %v", r.Verdict, r.Reasons)
+	}
+	t.Logf("after SIGKILL: sent %d acked %d indeterminate %d unrecorded %d not written %d",
+		r.Sent, r.Acked, r.Indeterminate, r.Unrecorded, r.NotWritten)
+}

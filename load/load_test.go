@@ -1,0 +1,149 @@
+package load
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/ledger"
+)
+
+// stallDriver acks every publish after 1 ms, except while stalled: then it
+// holds every answer until the stall ends, as a broker electing a leader
+// would.
+type stallDriver struct {
+	drivers.Driver // unused methods panic: the load only needs producers
+	mu             sync.Mutex
+	stallUntil     time.Time
+	offset         atomic.Int64
+}
+
+func (d *stallDriver) NewProducer(context.Context, string, uint32) (drivers.Producer, error) {
+	return &stallProducer{d: d}, nil
+}
+
+type stallProducer struct {
+	d  *stallDriver
+	wg sync.WaitGroup
+}
+
+func (p *stallProducer) Publish(_ context.Context, m drivers.Message, done func(drivers.Outcome)) {
+	p.wg.Add(1)
+	p.d.mu.Lock()
+	wait := max(time.Until(p.d.stallUntil), time.Millisecond)
+	p.d.mu.Unlock()
+	time.AfterFunc(wait, func() {
+		done(drivers.Outcome{Status: drivers.Acked, Pos: drivers.Position{Partition: m.Partition, Offset: p.d.offset.Add(1)}})
+		p.wg.Done()
+	})
+}
+
+func (p *stallProducer) Close(context.Context) error { p.wg.Wait(); return nil }
+
+func TestStallShowsAsLatencyAndShedNotLowerRate(t *testing.T) {
+	d := &stallDriver{}
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := Config{RunID: 1, Topic: "t", Partitions: []int32{0, 1, 2}, Rate: 1000, Duration: 2 * time.Second,
+		Producers: 3, MessageSize: 100, MaxInFlight: 300}
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		d.mu.Lock()
+		d.stallUntil = time.Now().Add(time.Second)
+		d.mu.Unlock()
+	}()
+	stats := &Stats{}
+	res, err := Run(context.Background(), cfg, d, l, stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, shed, acked := stats.Sent.Load(), stats.Shed.Load(), stats.Acked.Load()
+	t.Logf("sent %d shed %d acked %d in %s", sent, shed, acked, res.End.Sub(res.Start))
+	if sent+shed != 2000 {
+		t.Fatalf("sent %d + shed %d = %d: the offered rate dropped below the 2000 scheduled", sent, shed, sent+shed)
+	}
+	if shed < 500 || acked != sent || res.Shed != shed {
+		t.Fatalf("shed %d (want about 700), acked %d of %d sent", shed, acked, sent)
+	}
+	// The sends caught in the stall carry it as latency, from their
+	// scheduled time.
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var maxLat time.Duration
+	n, _ := l.Count(context.Background(), ledger.Outcome, func(e ledger.Event) bool {
+		maxLat = max(maxLat, time.Duration(e.Time))
+		return true
+	})
+	if n != acked || maxLat < 900*time.Millisecond {
+		t.Fatalf("%d outcomes recorded, max latency %s: the stall is missing", n, maxLat)
+	}
+}
+
+// Intended send times follow the schedule exactly: producer k's j-th
+// message is global message j*P+k, due at start + (j*P+k)/rate, and goes
+// round-robin to partition (j*P+k) mod partitions.
+func TestScheduleIsExact(t *testing.T) {
+	d := &stallDriver{}
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := Config{RunID: 1, Topic: "t", Partitions: []int32{0, 1, 2, 3, 4}, Rate: 2000, Duration: time.Second, Producers: 3, MessageSize: 64}
+	res, err := Run(context.Background(), cfg, d, l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Flush()
+	c, _ := l.Scan(ledger.Send)
+	defer c.Close()
+	n := 0
+	for {
+		e, ok := c.Next()
+		if !ok {
+			break
+		}
+		n++
+		i := int64(e.Seq)*3 + int64(e.Producer)
+		want := res.Start.Add(time.Duration(i) * time.Second / 2000).UnixNano()
+		if d := e.Time - want; d < -1000 || d > 1000 {
+			t.Fatalf("message %d intended at %d, want %d", i, e.Time, want)
+		}
+		if e.Partition != int32(i%5) {
+			t.Fatalf("message %d to partition %d, want %d", i, e.Partition, i%5)
+		}
+	}
+	if n != 2000 {
+		t.Fatalf("%d sends, want 2000", n)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Config{Partitions: []int32{0}, Rate: 1, Duration: time.Second, MessageSize: 64}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]func(*Config){
+		"rate":       func(c *Config) { c.Rate = 0 },
+		"duration":   func(c *Config) { c.Duration = 0 },
+		"size":       func(c *Config) { c.MessageSize = 10 },
+		"producers":  func(c *Config) { c.Producers = -1 },
+		"keys":       func(c *Config) { c.Keys = -1 },
+		"partitions": func(c *Config) { c.Partitions = nil },
+		"too many":   func(c *Config) { c.Rate = 1e9; c.Duration = time.Hour },
+	}
+	for name, mut := range tests {
+		c := ok
+		mut(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

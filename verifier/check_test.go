@@ -1,0 +1,195 @@
+package verifier
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/message"
+)
+
+type ev struct {
+	kind ledger.Kind
+	e    ledger.Event
+}
+
+func send(p uint32, seq uint64, at time.Duration) ev {
+	return ev{ledger.Send, ledger.Event{Producer: p, Seq: seq, Time: t0.Add(at).UnixNano()}}
+}
+func ack(p uint32, seq uint64, part int32, off int64, lat time.Duration) ev {
+	return ev{ledger.Outcome, ledger.Event{Producer: p, Seq: seq, Status: ledger.OutcomeAcked, Partition: part, Offset: off, Time: int64(lat)}}
+}
+func fail(p uint32, seq uint64, status uint8) ev {
+	return ev{ledger.Outcome, ledger.Event{Producer: p, Seq: seq, Status: status, Partition: -1, Offset: -1}}
+}
+func read(p uint32, seq uint64, part int32, off int64) ev {
+	return ev{ledger.Read, ledger.Event{Producer: p, Seq: seq, Partition: part, Offset: off, Status: uint8(message.Valid)}}
+}
+func corrupt(p uint32, seq uint64, part int32, off int64) ev {
+	return ev{ledger.Read, ledger.Event{Producer: p, Seq: seq, Partition: part, Offset: off, Status: uint8(message.Corrupt)}}
+}
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+// judge builds a ledger from evs and runs Check on it.
+func judge(t *testing.T, clean bool, complete bool, opts Options, evs ...ev) *Result {
+	t.Helper()
+	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, e := range evs {
+		l.Record(e.kind, e.e)
+	}
+	run := ledger.RunInfo{RunID: 7, Topic: "t", Producers: 2, LoadStart: t0, Clean: clean}
+	if clean {
+		run.LoadEnd = t0.Add(10 * time.Second)
+	}
+	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutMeta(MetaReadBack, ReadBackReport{Complete: complete}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Check(context.Background(), l, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Each class in isolation, the verdict it leads to, and a clean history.
+func TestClasses(t *testing.T) {
+	ms := time.Millisecond
+	okPair := []ev{send(0, 0, 0), ack(0, 0, 0, 0, 2*ms), read(0, 0, 0, 0)}
+	tests := []struct {
+		name     string
+		clean    bool
+		complete bool
+		opts     Options
+		evs      []ev
+		want     map[string]int64
+		verdict  string
+	}{
+		{"clean", true, true, Options{NoDuplicates: true, Ordered: true}, okPair,
+			map[string]int64{"acked": 1, "read": 1}, Pass},
+		{"lost", true, true, Options{}, []ev{send(0, 0, 0), ack(0, 0, 0, 0, ms)},
+			map[string]int64{"acked": 1, "lost": 1}, Fail},
+		{"lost when only copy is corrupt", true, true, Options{}, []ev{send(0, 0, 0), ack(0, 0, 0, 0, ms), corrupt(0, 0, 0, 0)},
+			map[string]int64{"acked": 1, "lost": 1, "corrupt": 1}, Fail},
+		{"corrupt extra copy", true, true, Options{}, append(append([]ev{}, okPair...), corrupt(0, 0, 0, 1)),
+			map[string]int64{"acked": 1, "read": 1, "corrupt": 1}, Fail},
+		{"phantom", true, true, Options{}, append(append([]ev{}, okPair...), read(0, 5, 0, 1)),
+			map[string]int64{"acked": 1, "read": 1, "phantom": 1}, Fail},
+		{"phantom of unknown producer, run died", false, true, Options{}, append(append([]ev{}, okPair...), read(9, 0, 0, 1)),
+			map[string]int64{"acked": 1, "read": 1, "phantom": 1}, Fail},
+		{"phantom below sent-through, run died", false, true, Options{}, []ev{send(0, 0, 0), ack(0, 0, 0, 0, ms), read(0, 0, 0, 0), send(0, 2, 0), read(0, 1, 0, 1)},
+			map[string]int64{"acked": 1, "failed": 1, "read": 1, "phantom": 1, "not_written": 1}, Fail},
+		{"unrecorded send after a crash", false, true, Options{}, append(append([]ev{}, okPair...), read(0, 1, 0, 1)),
+			map[string]int64{"acked": 1, "read": 1, "unrecorded": 1}, Pass},
+		{"duplicate allowed", true, true, Options{}, append(append([]ev{}, okPair...), read(0, 0, 1, 0)),
+			map[string]int64{"acked": 1, "read": 1, "duplicates": 1}, Pass},
+		{"duplicate refused", true, true, Options{NoDuplicates: true}, append(append([]ev{}, okPair...), read(0, 0, 0, 3)),
+			map[string]int64{"acked": 1, "read": 1, "duplicates": 1}, Fail},
+		{"same copy read twice is no duplicate", true, true, Options{NoDuplicates: true}, append(append([]ev{}, okPair...), read(0, 0, 0, 0)),
+			map[string]int64{"acked": 1, "read": 1}, Pass},
+		{"reordered", true, true, Options{Ordered: true}, []ev{
+			send(0, 0, 0), ack(0, 0, 0, 5, ms), read(0, 0, 0, 5),
+			send(0, 1, 0), ack(0, 1, 0, 4, ms), read(0, 1, 0, 4),
+			send(0, 2, 0), ack(0, 2, 0, 6, ms), read(0, 2, 0, 6)},
+			map[string]int64{"acked": 3, "read": 3, "reordered": 1}, Fail},
+		{"other partitions do not reorder", true, true, Options{Ordered: true}, []ev{
+			send(0, 0, 0), ack(0, 0, 0, 5, ms), read(0, 0, 0, 5),
+			send(0, 1, 0), ack(0, 1, 1, 0, ms), read(0, 1, 1, 0),
+			send(1, 0, 0), ack(1, 0, 0, 1, ms), read(1, 0, 0, 1)},
+			map[string]int64{"acked": 3, "read": 3}, Pass},
+		{"indeterminate", true, true, Options{}, []ev{send(0, 0, 0), fail(0, 0, ledger.OutcomeUnknown), read(0, 0, 0, 0)},
+			map[string]int64{"failed": 1, "read": 1, "indeterminate": 1}, Pass},
+		{"not written", true, true, Options{}, []ev{send(0, 0, 0), fail(0, 0, ledger.OutcomeRejected)},
+			map[string]int64{"failed": 1, "not_written": 1}, Pass},
+		{"no outcome recorded", false, true, Options{}, []ev{send(0, 0, 0), read(0, 0, 0, 0)},
+			map[string]int64{"failed": 1, "read": 1, "indeterminate": 1}, Pass},
+		{"incomplete read-back", true, false, Options{}, okPair,
+			map[string]int64{"acked": 1, "read": 1}, Fail},
+		{"nothing sent", true, true, Options{}, nil, map[string]int64{}, Fail},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := judge(t, tc.clean, tc.complete, tc.opts, tc.evs...)
+			got := map[string]int64{
+				"acked": r.Acked, "failed": r.Failed, "read": r.Read, "lost": r.Lost, "corrupt": r.Corrupt,
+				"phantom": r.Phantom, "duplicates": r.Duplicates, "reordered": r.Reordered,
+				"indeterminate": r.Indeterminate, "not_written": r.NotWritten, "unrecorded": r.Unrecorded,
+			}
+			for k, v := range got {
+				if v != tc.want[k] {
+					t.Errorf("%s = %d, want %d", k, v, tc.want[k])
+				}
+			}
+			if r.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s (%v)", r.Verdict, tc.verdict, r.Reasons)
+			}
+			if tc.verdict == Fail && len(r.Reasons) == 0 {
+				t.Error("a failing verdict without a reason")
+			}
+		})
+	}
+}
+
+func TestLongestNoAck(t *testing.T) {
+	ms := time.Millisecond
+	// Acks at 0-1 s every 10 ms, none from 1 s to 4.5 s, then again.
+	var evs []ev
+	seq := uint64(0)
+	for at := time.Duration(0); at < 10*time.Second; at += 10 * ms {
+		if at > time.Second && at < 4500*ms {
+			continue
+		}
+		evs = append(evs, send(0, seq, at), ack(0, seq, 0, int64(seq), ms), read(0, seq, 0, int64(seq)))
+		seq++
+	}
+	r := judge(t, true, true, Options{}, evs...)
+	// Last ack before the gap in the 1001 ms bucket (sent at 1000 ms, 1 ms
+	// latency), the next in the 4501 ms bucket: 3499 empty buckets.
+	if r.LongestNoAckMs != 3499 {
+		t.Fatalf("longest no-ack %.0f ms, want 3499", r.LongestNoAckMs)
+	}
+	if r.LongestNoAckAt != 1.002 {
+		t.Fatalf("gap starts at %.3f s, want 1.002", r.LongestNoAckAt)
+	}
+	if len(r.Windows) != 1 || r.Windows[0].Acked != int64(len(evs)/3) {
+		t.Fatalf("windows %+v", r.Windows)
+	}
+}
+
+func TestLongestGapBits(t *testing.T) {
+	tests := []struct {
+		name        string
+		bits        []int64
+		n           int64
+		wantLen, at int64
+	}{
+		{"empty", nil, 100, 100, 0},
+		{"start", []int64{50}, 100, 50, 0},
+		{"end", []int64{0}, 200, 199, 1},
+		{"middle across words", []int64{0, 10, 150, 199}, 200, 139, 11},
+		{"dense", []int64{0, 1, 2, 3}, 4, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var tl []uint64
+			for _, b := range tc.bits {
+				for int64(len(tl))*64 <= b {
+					tl = append(tl, 0)
+				}
+				tl[b/64] |= 1 << (b % 64)
+			}
+			l, at := longestGap(tl, tc.n)
+			if l != tc.wantLen || (l > 0 && at != tc.at) {
+				t.Fatalf("longestGap = %d at %d, want %d at %d", l, at, tc.wantLen, tc.at)
+			}
+		})
+	}
+}
