@@ -30,7 +30,7 @@ func binary(t *testing.T) string {
 	return bin
 }
 
-func cluster(t *testing.T) *kfake.Cluster {
+func kfakeCluster(t *testing.T) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
@@ -54,7 +54,7 @@ func readResult(t *testing.T, out string) verifier.Result {
 }
 
 func TestExitCodes(t *testing.T) {
-	c := cluster(t)
+	c := kfakeCluster(t)
 	brokers := strings.Join(c.ListenAddrs(), ",")
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -102,7 +102,7 @@ func TestExitCodes(t *testing.T) {
 
 // A failing verdict exits 1: the broker comes back empty before verify.
 func TestExitCodeFail(t *testing.T) {
-	c := cluster(t)
+	c := kfakeCluster(t)
 	addrs := c.ListenAddrs()
 	out := filepath.Join(t.TempDir(), "run")
 	var stdout, stderr bytes.Buffer
@@ -147,7 +147,7 @@ func portsOf(t *testing.T, addrs []string) []int {
 // topic (the broker, here kfake in this process, kept everything).
 func TestSIGKILLThenVerify(t *testing.T) {
 	bin := binary(t)
-	c := cluster(t)
+	c := kfakeCluster(t)
 	brokers := strings.Join(c.ListenAddrs(), ",")
 	out := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(bin, "run", "--brokers", brokers, "--out", out, "--partitions", "4",

@@ -84,12 +84,15 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 	// Describe it in both cases: partitions and replication factor as the
 	// cluster has them, not as asked. A new topic may take a moment to
 	// appear in every broker's metadata.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		info, err := d.describeTopic(ctx, spec.Name)
-		if err == nil && len(info.Partitions) > 0 {
+		info, leaderless, err := d.describeTopic(ctx, spec.Name)
+		if err == nil && len(info.Partitions) > 0 && leaderless == 0 {
 			info.Created = created
 			return info, nil
+		}
+		if err == nil && leaderless > 0 {
+			err = fmt.Errorf("topic %s: %d partitions still have no leader after 30s", spec.Name, leaderless)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			if err == nil {
@@ -101,25 +104,31 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 	}
 }
 
-func (d *Driver) describeTopic(ctx context.Context, topic string) (drivers.TopicInfo, error) {
+// describeTopic returns the topic as the metadata has it, and how many of
+// its partitions have no leader yet.
+func (d *Driver) describeTopic(ctx context.Context, topic string) (drivers.TopicInfo, int, error) {
 	md, err := d.adm.Metadata(ctx, topic)
 	if err != nil {
-		return drivers.TopicInfo{}, d.unreachable("describe topic "+topic, err)
+		return drivers.TopicInfo{}, 0, d.unreachable("describe topic "+topic, err)
 	}
 	td, ok := md.Topics[topic]
 	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-		return drivers.TopicInfo{}, fmt.Errorf("topic %s: %w", topic, drivers.ErrTopicMissing)
+		return drivers.TopicInfo{}, 0, fmt.Errorf("topic %s: %w", topic, drivers.ErrTopicMissing)
 	}
 	if td.Err != nil {
-		return drivers.TopicInfo{}, fmt.Errorf("describe topic %s: %w", topic, td.Err)
+		return drivers.TopicInfo{}, 0, fmt.Errorf("describe topic %s: %w", topic, td.Err)
 	}
 	info := drivers.TopicInfo{Name: topic}
+	leaderless := 0
 	for p, pd := range td.Partitions {
 		info.Partitions = append(info.Partitions, p)
 		info.ReplicationFactor = max(info.ReplicationFactor, len(pd.Replicas))
+		if pd.Leader < 0 || pd.Err != nil {
+			leaderless++
+		}
 	}
 	sort.Slice(info.Partitions, func(i, j int) bool { return info.Partitions[i] < info.Partitions[j] })
-	return info, nil
+	return info, leaderless, nil
 }
 
 // EndOffsets implements drivers.Driver.
@@ -132,7 +141,22 @@ func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int6
 	return d.listOffsets(ctx, topic, d.adm.ListStartOffsets)
 }
 
+// listOffsets retries retriable errors (a partition between leaders) for up
+// to 15 seconds: the answer is needed, and a failover takes a few seconds.
 func (d *Driver) listOffsets(ctx context.Context, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out, err := d.listOffsetsOnce(ctx, topic, list)
+		var ke *kerr.Error
+		if err == nil || !errors.As(err, &ke) || !ke.Retriable || errors.Is(err, drivers.ErrTopicMissing) ||
+			time.Now().After(deadline) || ctx.Err() != nil {
+			return out, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (d *Driver) listOffsetsOnce(ctx context.Context, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
 	lo, err := list(ctx, topic)
 	if err != nil {
 		return nil, d.unreachable("list offsets of "+topic, err)
