@@ -524,3 +524,6 @@ func (k *Kafka) DataDirInode(id int32) (uint64, error) {
 	}
 	return st.Ino, nil
 }
+
+// Dir is the cluster directory.
+func (k *Kafka) Dir() string { return k.opts.Dir }

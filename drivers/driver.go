@@ -203,3 +203,9 @@ var ErrTopicMissing = errors.New("topic does not exist")
 
 // ErrUnreachable is returned (wrapped) when no broker answers.
 var ErrUnreachable = errors.New("no broker answered")
+
+// NodeProber is implemented by drivers that can ask one node directly
+// whether it serves requests (used to time when a restarted node is ready).
+type NodeProber interface {
+	ProbeNode(ctx context.Context, id int32) error
+}

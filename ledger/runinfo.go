@@ -26,3 +26,35 @@ type RunInfo struct {
 	// Errors counts failed outcomes by error text.
 	Errors map[string]int64 `json:"errors,omitempty"`
 }
+
+// MetaFaults is the metadata name of the run's []FaultRecord.
+const MetaFaults = "faults"
+
+// FaultRecord is one fault as it happened: what was asked, which node it
+// hit at that moment, the result, and what was measured around it. Times
+// are wall-clock; a zero time means "not observed".
+type FaultRecord struct {
+	Seq    int       `json:"seq"`
+	Action string    `json:"action"`
+	Target string    `json:"target"`
+	Node   int32     `json:"node"`
+	At     time.Time `json:"at"`
+	// Result is "applied", "skipped" (the target could not be found; the
+	// run went on) or "failed" (the action itself failed).
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+	// Expect is what should happen, quoted by reports.
+	Expect string `json:"expect,omitempty"`
+
+	// Kill proof: the PID the action hit (or started), the data dir's inode
+	// when it acted, and the other nodes' PIDs at that moment.
+	PID       int           `json:"pid,omitempty"`
+	Inode     uint64        `json:"inode,omitempty"`
+	Survivors map[int32]int `json:"survivors,omitempty"`
+
+	// Recovery, for actions that take a node away (kill, stop, pause): when
+	// the node answered as a broker again after coming back, and when every
+	// partition of the topic had its full replica set in sync again.
+	ReadyAt  time.Time `json:"ready_at,omitempty"`
+	InSyncAt time.Time `json:"in_sync_at,omitempty"`
+}

@@ -47,6 +47,9 @@ type Config struct {
 	LiveRead bool
 	// StartOffsets is where the live consumer starts.
 	StartOffsets map[int32]int64
+	// Start is when the schedule begins (message 0 is due then). Zero: when
+	// Run is called. Set it to start other schedules (faults) in step.
+	Start time.Time
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -172,7 +175,10 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		liveDone <- nil
 	}
 
-	res := Result{Start: time.Now()}
+	res := Result{Start: cfg.Start}
+	if res.Start.IsZero() {
+		res.Start = time.Now()
+	}
 	var ledgerErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for k := range producers {

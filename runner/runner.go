@@ -20,9 +20,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -63,6 +65,17 @@ type Config struct {
 	ProgressEvery time.Duration
 	// Ledger tunes the ledger (tests).
 	Ledger ledger.Options
+	// Faults, if set, are injected during the load.
+	Faults *FaultPlan
+}
+
+// FaultPlan is the faults of a run and the cluster they act on.
+type FaultPlan struct {
+	Nodes faults.Nodes
+	Steps []faults.Step
+	// RecoveryTimeout bounds how long after the load the run keeps
+	// measuring recovery (node ready, replicas in sync). Default 120s.
+	RecoveryTimeout time.Duration
 }
 
 // LedgerDir is where a run directory keeps its ledger.
@@ -133,9 +146,28 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 		defer close(progressDone)
 		reportProgress(cfg, lc, stats, stopProgress)
 	}()
+	lc.Start = time.Now()
+	run.LoadStart = lc.Start
+	l.PutMeta(ledger.MetaRun, run)
+	var inj *faults.Injector
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
+	var faultsDone sync.WaitGroup
+	if cfg.Faults != nil {
+		inj = &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: info.Name, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf}
+		faultsDone.Add(2)
+		go func() { defer faultsDone.Done(); inj.Run(faultCtx, lc.Start, cfg.Faults.Steps) }()
+		go func() { defer faultsDone.Done(); inj.WatchDeaths(faultCtx) }()
+	}
 	lres, loadErr := load.Run(ctx, lc, cfg.Driver, l, stats)
 	close(stopProgress)
 	<-progressDone
+	if inj != nil {
+		healErr := finishFaults(ctx, cfg, inj, stopFaults, &faultsDone)
+		if loadErr == nil {
+			loadErr = healErr
+		}
+	}
 
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
 	run.Shed, run.Errors = lres.Shed, lres.Errors
@@ -161,6 +193,33 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 		return nil, nil
 	}
 	return verify(ctx, cfg.Out, cfg.Driver, l, run, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+}
+
+// finishFaults lets recovery measurements finish (bounded), stops the
+// fault goroutines and heals whatever is still applied, even when ctx was
+// cancelled (Ctrl-C): a paused broker must not stay paused.
+func finishFaults(ctx context.Context, cfg Config, inj *faults.Injector, stop func(), wg *sync.WaitGroup) error {
+	timeout := cfg.Faults.RecoveryTimeout
+	if timeout <= 0 {
+		timeout = 120 * time.Second
+	}
+	if ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		inj.WaitRecovery(wctx)
+		cancel()
+	}
+	stop()
+	wg.Wait()
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	healed, err := inj.Heal(hctx)
+	for _, h := range healed {
+		cfg.logf("heal: %s", h)
+	}
+	if err != nil {
+		return fmt.Errorf("heal the cluster after the faults: %w", err)
+	}
+	return nil
 }
 
 func writeSettings(cfg Config, lc load.Config, runID uint64) error {
@@ -273,14 +332,15 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := time.Now()
 			acked := s.Acked.Load()
 			p99, _ := s.WindowP99()
 			rate := float64(acked-lastAcked) / now.Sub(last).Seconds()
 			lastAcked, last = acked, now
 			sinceAck := "-"
 			if la := s.LastAck(); !la.IsZero() {
-				sinceAck = now.Sub(la).Round(time.Millisecond).String()
+				sinceAck = max(0, now.Sub(la)).Round(time.Millisecond).String()
 			}
 			fmt.Fprintf(cfg.Progress, "%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago\n",
 				now.Sub(start).Round(time.Second), lc.Duration, s.Sent.Load(), acked, rate, lc.Rate,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -73,6 +74,10 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		return nil, err
 	}
 	sentThru := l.SentThrough()
+	ft, err := loadFaults(l, run.LoadStart)
+	if err != nil {
+		return nil, err
+	}
 
 	res := &Result{
 		RunID:            fmt.Sprintf("%016x", run.RunID),
@@ -236,6 +241,7 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 			load.RecordLatency(pubAll, time.Duration(ack.Time))
 			at := send.Time + ack.Time
 			markAck(at)
+			ft.ack(ack.Partition, at)
 			lastAckAt = max(lastAckAt, at)
 			if w != nil {
 				w.acked++
@@ -297,6 +303,12 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		}
 	}
 
+	var parts []int32
+	for p := range run.StartOffsets {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	res.Faults = ft.finish(parts)
 	res.Publish = summarize(pubAll)
 	res.E2E = summarize(e2eAll)
 	for i, w := range windows {

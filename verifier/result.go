@@ -90,6 +90,10 @@ type Result struct {
 	Errors           map[string]int64 `json:"errors,omitempty"`
 
 	Samples map[string][]Sample `json:"samples,omitempty"`
+
+	// Faults are the faults injected during the run, in order, with their
+	// recovery figures.
+	Faults []FaultReport `json:"faults,omitempty"`
 }
 
 // WriteSummary prints the verdict as a table a person reads first.
@@ -140,6 +144,21 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, "    %8d  %s\n", e.v, e.k)
 		}
 	}
+	for _, f := range r.Faults {
+		fmt.Fprintf(w, "  fault at %.1fs: %s %s -> node %d: %s", f.AtS, f.Action, f.Target, f.Node, f.Result)
+		if f.Error != "" {
+			fmt.Fprintf(w, " (%s)", f.Error)
+		}
+		fmt.Fprintln(w)
+		if f.FirstAckMs != nil {
+			fmt.Fprintf(w, "    slowest partition's first ack after it: %s\n", msOrNever(f.SlowestFirstAckMs))
+			fmt.Fprintf(w, "    node ready again: %s   all replicas in sync: %s\n", msOrNever(f.ReadyMs), msOrNever(f.InSyncMs))
+		}
+		if kp := f.KillProof; kp != nil {
+			fmt.Fprintf(w, "    kill proof: PID %d -> %d, data dir inode %d -> %d (same: %v), survivors unchanged: %v, restarts: %d\n",
+				kp.OldPID, kp.NewPID, kp.InodeBefore, kp.InodeAfter, kp.SameDataDir, kp.SurvivorsUnchanged, kp.Restarts)
+		}
+	}
 	if !r.ReadBackComplete {
 		fmt.Fprintln(w, "  read-back incomplete:")
 	}
@@ -157,4 +176,11 @@ func flag(bad bool, s string) string {
 		return s
 	}
 	return ""
+}
+
+func msOrNever(ms float64) string {
+	if ms < 0 {
+		return "not observed"
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }

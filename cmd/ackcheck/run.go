@@ -5,7 +5,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -28,79 +30,134 @@ func (c *checkFlags) options() verifier.Options {
 	return verifier.Options{NoDuplicates: c.noDuplicates, Ordered: c.ordered}
 }
 
+// runFlags are the flags of every command that runs a load.
+type runFlags struct {
+	driverName string
+	kf         kafkaFlags
+	cf         checkFlags
+	topic      drivers.TopicSpec
+	topicCfg   map[string]string
+	lc         load.Config
+	out        string
+	noVerify   bool
+	noLiveRead bool
+	progress   time.Duration
+	clusterDir string
+	recovery   time.Duration
+}
+
+func (r *runFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&r.driverName, "driver", "kafka", "broker driver: kafka")
+	r.kf.register(f)
+	r.cf.register(cmd)
+	f.StringVar(&r.topic.Name, "topic", "ackcheck", "topic to write; created if missing, used as it is if it exists")
+	f.IntVar(&r.topic.Partitions, "partitions", 16, "partitions of a topic ackcheck creates")
+	f.IntVar(&r.topic.ReplicationFactor, "replication-factor", 3, "replication factor of a topic ackcheck creates")
+	f.StringToStringVar(&r.topicCfg, "topic-config", nil, "topic configs for a topic ackcheck creates, k=v[,k=v]")
+	f.Float64Var(&r.lc.Rate, "rate", 1000, "offered load, messages per second (open loop: a slow broker does not lower it)")
+	f.DurationVar(&r.lc.Duration, "duration", 60*time.Second, "how long the load is scheduled")
+	f.IntVar(&r.lc.MessageSize, "message-size", 1024, "bytes per message value, ID and checksum included")
+	f.IntVar(&r.lc.Keys, "keys", 0, "spread messages over this many keys (0: round-robin over partitions, no key)")
+	f.IntVar(&r.lc.Producers, "producers", 4, "independent producers sharing the rate")
+	f.IntVar(&r.lc.MaxInFlight, "max-in-flight", 100000, "sends awaiting an outcome at most; a send due beyond it is shed and counted")
+	f.StringVar(&r.out, "out", "", "run directory (created): ledger, run.json, result.json")
+	f.BoolVar(&r.noVerify, "no-verify", false, "stop after the load; verify later with `ackcheck verify`")
+	f.BoolVar(&r.noLiveRead, "no-e2e", false, "do not run the consumer that measures end-to-end latency during the load")
+	f.DurationVar(&r.progress, "progress-interval", 0, "progress line interval (default 1s on a terminal, 10s otherwise)")
+	f.StringVar(&r.clusterDir, "cluster-dir", "", "directory of a local cluster (`ackcheck cluster kafka up`) whose processes faults act on")
+	f.DurationVar(&r.recovery, "recovery-timeout", 120*time.Second, "how long after the load ackcheck keeps measuring recovery from faults")
+}
+
+// config validates the flags, connects the driver and returns the run.
+// The caller closes the driver.
+func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Config, drivers.Driver, error) {
+	if r.out == "" {
+		return runner.Config{}, nil, fmt.Errorf("--out is required: the run directory for the ledger and result.json")
+	}
+	r.lc.LiveRead = !r.noLiveRead
+	probe := r.lc
+	probe.Partitions = []int32{0} // known once the topic is; check the rest now
+	if err := probe.Validate(); err != nil {
+		return runner.Config{}, nil, err
+	}
+	if r.topic.Partitions < 1 || r.topic.ReplicationFactor < 1 {
+		return runner.Config{}, nil, fmt.Errorf("--partitions and --replication-factor must be at least 1")
+	}
+	r.topic.Configs = r.topicCfg
+	var plan *runner.FaultPlan
+	if len(steps) > 0 {
+		if r.clusterDir == "" {
+			return runner.Config{}, nil, fmt.Errorf("faults need the cluster they act on: pass --cluster-dir of a local cluster (`ackcheck cluster kafka up --dir D`)")
+		}
+		for _, st := range steps {
+			if st.At >= r.lc.Duration {
+				return runner.Config{}, nil, fmt.Errorf("fault %s fires after the load ends (--duration %s)", st, r.lc.Duration)
+			}
+		}
+		if _, err := os.Stat(r.clusterDir + "/cluster.json"); err != nil {
+			return runner.Config{}, nil, fmt.Errorf("--cluster-dir %s holds no cluster: start one with `ackcheck cluster kafka up --dir %s`", r.clusterDir, r.clusterDir)
+		}
+		k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: r.clusterDir})
+		if err != nil {
+			return runner.Config{}, nil, err
+		}
+		if !cmd.Flags().Changed("brokers") {
+			r.kf.brokers = k.Brokers()
+		}
+		plan = &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: r.recovery}
+	}
+	d, public, err := newDriver(r.driverName, cmd.Flags(), &r.kf, nil)
+	if err != nil {
+		return runner.Config{}, nil, err
+	}
+	if r.progress == 0 {
+		r.progress = 10 * time.Second
+		if isTerminal(os.Stdout) {
+			r.progress = time.Second
+		}
+	}
+	return runner.Config{
+		Out: r.out, Driver: d, DriverSettings: public, Topic: r.topic, Load: r.lc,
+		Verify: !r.noVerify, Check: r.cf.options(), ReadIdleTimeout: r.cf.readIdle,
+		Progress: cmd.OutOrStdout(), ProgressEvery: r.progress, Faults: plan,
+	}, d, nil
+}
+
 func newRunCmd() *cobra.Command {
 	var (
-		driverName string
-		kf         kafkaFlags
-		cf         checkFlags
-		topic      drivers.TopicSpec
-		topicCfg   map[string]string
-		lc         load.Config
-		out        string
-		noVerify   bool
-		noLiveRead bool
-		progress   time.Duration
+		rf       runFlags
+		schedule string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Send a paced load, record every ack, read everything back and judge",
 		Example: `  ackcheck run --driver kafka --brokers 127.0.0.1:9092 --topic ackcheck --partitions 16 \
-    --replication-factor 3 --rate 5000 --duration 60s --message-size 1024 --acks all --out runs/first`,
+    --replication-factor 3 --rate 5000 --duration 60s --message-size 1024 --acks all --out runs/first
+
+  # with faults on a local cluster:
+  ackcheck run --cluster-dir /tmp/kafka --rate 1000 --duration 90s --out runs/kill \
+    --fault "at=30s kill most-leaders:ackcheck; at=40s restart"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return fmt.Errorf("--out is required: the run directory for the ledger and result.json")
-			}
-			lc.LiveRead = !noLiveRead
-			probe := lc
-			probe.Partitions = []int32{0} // known once the topic is; check the rest now
-			if err := probe.Validate(); err != nil {
+			steps, err := faults.ParseSchedule(schedule)
+			if err != nil {
 				return err
 			}
-			if topic.Partitions < 1 || topic.ReplicationFactor < 1 {
-				return fmt.Errorf("--partitions and --replication-factor must be at least 1")
-			}
-			topic.Configs = topicCfg
-			d, public, err := newDriver(driverName, cmd.Flags(), &kf, nil)
+			cfg, d, err := rf.config(cmd, steps)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			if progress == 0 {
-				progress = 10 * time.Second
-				if isTerminal(os.Stdout) {
-					progress = time.Second
-				}
-			}
-			res, err := runner.Run(cmd.Context(), runner.Config{
-				Out: out, Driver: d, DriverSettings: public, Topic: topic, Load: lc,
-				Verify: !noVerify, Check: cf.options(), ReadIdleTimeout: cf.readIdle,
-				Progress: cmd.OutOrStdout(), ProgressEvery: progress,
-			})
+			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			return report(cmd, res, out)
+			return report(cmd, res, rf.out)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&driverName, "driver", "kafka", "broker driver: kafka")
-	kf.register(f)
-	cf.register(cmd)
-	f.StringVar(&topic.Name, "topic", "ackcheck", "topic to write; created if missing, used as it is if it exists")
-	f.IntVar(&topic.Partitions, "partitions", 16, "partitions of a topic ackcheck creates")
-	f.IntVar(&topic.ReplicationFactor, "replication-factor", 3, "replication factor of a topic ackcheck creates")
-	f.StringToStringVar(&topicCfg, "topic-config", nil, "topic configs for a topic ackcheck creates, k=v[,k=v]")
-	f.Float64Var(&lc.Rate, "rate", 1000, "offered load, messages per second (open loop: a slow broker does not lower it)")
-	f.DurationVar(&lc.Duration, "duration", 60*time.Second, "how long the load is scheduled")
-	f.IntVar(&lc.MessageSize, "message-size", 1024, "bytes per message value, ID and checksum included")
-	f.IntVar(&lc.Keys, "keys", 0, "spread messages over this many keys (0: round-robin over partitions, no key)")
-	f.IntVar(&lc.Producers, "producers", 4, "independent producers sharing the rate")
-	f.IntVar(&lc.MaxInFlight, "max-in-flight", 100000, "sends awaiting an outcome at most; a send due beyond it is shed and counted")
-	f.StringVar(&out, "out", "", "run directory (created): ledger, run.json, result.json")
-	f.BoolVar(&noVerify, "no-verify", false, "stop after the load; verify later with `ackcheck verify`")
-	f.BoolVar(&noLiveRead, "no-e2e", false, "do not run the consumer that measures end-to-end latency during the load")
-	f.DurationVar(&progress, "progress-interval", 0, "progress line interval (default 1s on a terminal, 10s otherwise)")
+	rf.register(cmd)
+	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume and targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id> (restart and resume default to the previous fault's node)`)
 	return cmd
 }
 

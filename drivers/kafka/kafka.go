@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Driver talks to one Kafka cluster. Create it with New.
@@ -291,4 +292,18 @@ func (tp topicPartitioner) Partition(r *kgo.Record, n int) int {
 		return int(r.Partition) % n
 	}
 	return tp.keyed.Partition(r, n)
+}
+
+// ProbeNode implements drivers.NodeProber: it sends a Metadata request to
+// node id itself and succeeds when that node answers it.
+func (d *Driver) ProbeNode(ctx context.Context, id int32) error {
+	req := kmsg.NewPtrMetadataRequest()
+	resp, err := d.admin.Broker(int(id)).Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("node %d: %w", id, err)
+	}
+	if _, ok := resp.(*kmsg.MetadataResponse); !ok {
+		return fmt.Errorf("node %d: unexpected answer %T", id, resp)
+	}
+	return nil
 }

@@ -1,0 +1,361 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/ledger"
+)
+
+// Injector runs a schedule of faults against a cluster during a run,
+// records each one, measures recovery, reports nodes that die unasked, and
+// heals what the schedule left applied.
+//
+// Node states it tracks (per node):
+//
+//	up --kill/stop--> down --restart--> up
+//	up --pause-->     paused --resume--> up
+//
+// Heal brings every node back to up: it resumes paused nodes and starts
+// down ones.
+type Injector struct {
+	Nodes Nodes
+	// Topic is the run's topic: targets and in-sync checks describe it.
+	Topic string
+	// Driver describes the topology and, if it can, probes single nodes.
+	Driver drivers.Driver
+	// Ledger receives the records (meta MetaFaults) as they change.
+	Ledger *ledger.Ledger
+	// Logf prints progress; nil is silent.
+	Logf func(format string, args ...any)
+	// Poll is the interval of recovery and death checks. Default 200ms.
+	Poll time.Duration
+
+	mu       sync.Mutex
+	records  []ledger.FaultRecord
+	state    map[int32]string // "up", "down", "paused"
+	previous int32
+	watchers sync.WaitGroup
+}
+
+func (in *Injector) logf(format string, args ...any) {
+	if in.Logf != nil {
+		in.Logf(format, args...)
+	}
+}
+
+func (in *Injector) init() {
+	if in.state == nil {
+		in.state = map[int32]string{}
+		for _, id := range in.Nodes.IDs() {
+			in.state[id] = "up"
+		}
+		in.previous = -1
+		if in.Poll <= 0 {
+			in.Poll = 200 * time.Millisecond
+		}
+	}
+}
+
+// Records returns a copy of the records so far.
+func (in *Injector) Records() []ledger.FaultRecord {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.records)
+}
+
+// add appends r and persists the records; it returns r's index.
+func (in *Injector) add(r ledger.FaultRecord) int {
+	in.mu.Lock()
+	r.Seq = len(in.records)
+	in.records = append(in.records, r)
+	in.mu.Unlock()
+	in.persist()
+	return r.Seq
+}
+
+func (in *Injector) update(i int, fn func(*ledger.FaultRecord)) {
+	in.mu.Lock()
+	fn(&in.records[i])
+	in.mu.Unlock()
+	in.persist()
+}
+
+func (in *Injector) persist() {
+	if in.Ledger == nil {
+		return
+	}
+	if err := in.Ledger.PutMeta(ledger.MetaFaults, in.Records()); err != nil {
+		in.logf("warning: could not record faults in the ledger: %v", err)
+	}
+}
+
+// Run applies steps at start+step.At until all ran or ctx ends. A step
+// whose target cannot be found, or whose action fails, is recorded and the
+// run goes on.
+func (in *Injector) Run(ctx context.Context, start time.Time, steps []Step) {
+	in.init()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for _, st := range steps {
+		timer.Reset(time.Until(start.Add(st.At)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		in.Apply(ctx, st)
+	}
+}
+
+// Apply performs one step now and records it.
+func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
+	in.init()
+	rec := ledger.FaultRecord{Action: string(st.Action), Target: st.Target.String(), Node: -1,
+		At: time.Now(), Expect: st.Action.Expectation()}
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	topo, err := in.Driver.Topology(tctx, in.Topic)
+	cancel()
+	if err != nil && st.Target.Kind != Node && st.Target.Kind != Previous {
+		rec.Result, rec.Error = "skipped", "could not read the topology: "+err.Error()
+		in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
+		in.add(rec)
+		return rec
+	}
+	in.mu.Lock()
+	prev := in.previous
+	in.mu.Unlock()
+	node, err := st.Target.Resolve(topo, prev)
+	if err != nil {
+		rec.Result, rec.Error = "skipped", err.Error()
+		in.logf("fault %s %s skipped: %v", st.Action, st.Target, err)
+		in.add(rec)
+		return rec
+	}
+	rec.Node = node
+	if !slices.Contains(in.Nodes.IDs(), node) {
+		rec.Result, rec.Error = "skipped", fmt.Sprintf("node %d is not one this run controls (%s)", node, in.Nodes.Where())
+		in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
+		in.add(rec)
+		return rec
+	}
+	rec.Inode, _ = in.Nodes.DataDirInode(ctx, node)
+	rec.Survivors = map[int32]int{}
+	for _, id := range in.Nodes.IDs() {
+		if id != node {
+			rec.Survivors[id], _ = in.Nodes.PID(ctx, id)
+		}
+	}
+	rec.At = time.Now()
+	err = in.act(ctx, st.Action, node, &rec)
+	if err != nil {
+		rec.Result, rec.Error = "failed", err.Error()
+		in.logf("fault %s %s (node %d) failed: %v", st.Action, st.Target, node, err)
+	} else {
+		rec.Result = "applied"
+		in.logf("fault %s %s: node %d, PID %d", st.Action, st.Target, node, rec.PID)
+	}
+	in.mu.Lock()
+	in.previous = node
+	in.mu.Unlock()
+	i := in.add(rec)
+	if err == nil && st.Action.takesNodeAway() {
+		in.watchers.Add(1)
+		go func() {
+			defer in.watchers.Done()
+			in.watchRecovery(ctx, i, node, rec.PID)
+		}()
+	}
+	return rec
+}
+
+// act performs one action and moves the node's state.
+func (in *Injector) act(ctx context.Context, a Action, node int32, rec *ledger.FaultRecord) error {
+	set := func(s string) {
+		in.mu.Lock()
+		in.state[node] = s
+		in.mu.Unlock()
+	}
+	var err error
+	switch a {
+	case Kill:
+		set("down") // before the signal: its death is expected
+		rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGKILL)
+	case Stop:
+		set("down")
+		rec.PID, _ = in.Nodes.PID(ctx, node)
+		err = in.Nodes.Stop(ctx, node, 30*time.Second)
+	case Pause:
+		rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGSTOP)
+		if err == nil {
+			set("paused")
+		}
+	case Resume:
+		rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGCONT)
+		if err == nil {
+			set("up")
+		}
+	case Restart:
+		if pid, _ := in.Nodes.PID(ctx, node); pid != 0 {
+			return fmt.Errorf("node %d still runs as PID %d: nothing to restart", node, pid)
+		}
+		// Wait until the killed process is really gone (its port free).
+		if err = in.Nodes.Start(ctx, node); err == nil {
+			rec.PID, _ = in.Nodes.PID(ctx, node)
+			set("up")
+		}
+	default:
+		err = fmt.Errorf("unknown action %q", a)
+	}
+	return err
+}
+
+// watchRecovery measures when node, taken away by record i, answers as a
+// broker again after it came back, and when every partition of the topic
+// has its full replica set in sync again. It gives up when ctx ends.
+func (in *Injector) watchRecovery(ctx context.Context, i int, node int32, gonePID int) {
+	tick := time.NewTicker(in.Poll)
+	defer tick.Stop()
+	var readyAt time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		if readyAt.IsZero() {
+			in.mu.Lock()
+			up := in.state[node] == "up"
+			in.mu.Unlock()
+			if !up || !in.answers(ctx, node) {
+				continue
+			}
+			readyAt = now
+			in.update(i, func(r *ledger.FaultRecord) { r.ReadyAt = readyAt })
+			in.logf("node %d answers as a broker again, %s after the %s", node, readyAt.Sub(in.Records()[i].At).Round(time.Millisecond), in.Records()[i].Action)
+		}
+		if in.allInSync(ctx) {
+			in.update(i, func(r *ledger.FaultRecord) { r.InSyncAt = now })
+			in.logf("all replicas of %s in sync again, %s after the %s", in.Topic, now.Sub(in.Records()[i].At).Round(time.Millisecond), in.Records()[i].Action)
+			return
+		}
+	}
+}
+
+// answers reports whether node is in the cluster's metadata and serves a
+// request itself.
+func (in *Injector) answers(ctx context.Context, node int32) bool {
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	topo, err := in.Driver.Topology(tctx, in.Topic)
+	if err != nil || !slices.ContainsFunc(topo.Nodes, func(n drivers.Node) bool { return n.ID == node }) {
+		return false
+	}
+	if p, ok := in.Driver.(drivers.NodeProber); ok {
+		return p.ProbeNode(tctx, node) == nil
+	}
+	return true
+}
+
+func (in *Injector) allInSync(ctx context.Context) bool {
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	topo, err := in.Driver.Topology(tctx, in.Topic)
+	if err != nil || len(topo.Partitions) == 0 {
+		return false
+	}
+	for _, p := range topo.Partitions {
+		if p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
+			return false
+		}
+	}
+	return true
+}
+
+// WatchDeaths polls every node until ctx ends and records, once per
+// incident, a node whose process vanished while no fault took it down.
+func (in *Injector) WatchDeaths(ctx context.Context) {
+	in.init()
+	dead := map[int32]bool{}
+	tick := time.NewTicker(max(in.Poll, 500*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, id := range in.Nodes.IDs() {
+			in.mu.Lock()
+			expectedUp := in.state[id] != "down"
+			in.mu.Unlock()
+			pid, err := in.Nodes.PID(ctx, id)
+			if err != nil || !expectedUp {
+				dead[id] = false
+				continue
+			}
+			if pid == 0 && !dead[id] {
+				dead[id] = true
+				in.add(ledger.FaultRecord{Action: "unexpected-death", Target: fmt.Sprintf("node:%d", id), Node: id,
+					At: time.Now(), Result: "observed", Error: "the node's process is gone and no fault killed it"})
+				in.logf("node %d died and no fault killed it", id)
+			} else if pid != 0 {
+				dead[id] = false
+			}
+		}
+	}
+}
+
+// Heal undoes what the faults left applied: it resumes paused nodes and
+// starts nodes that were killed or stopped and not restarted. It returns
+// what it did, one line per node.
+func (in *Injector) Heal(ctx context.Context) ([]string, error) {
+	in.init()
+	var done []string
+	var errs []error
+	for _, id := range in.Nodes.IDs() {
+		in.mu.Lock()
+		s := in.state[id]
+		in.mu.Unlock()
+		switch s {
+		case "paused":
+			if _, err := in.Nodes.Signal(ctx, id, syscall.SIGCONT); err != nil {
+				errs = append(errs, fmt.Errorf("resume node %d: %w", id, err))
+				continue
+			}
+			done = append(done, fmt.Sprintf("resumed node %d", id))
+		case "down":
+			if pid, _ := in.Nodes.PID(ctx, id); pid == 0 {
+				if err := in.Nodes.Start(ctx, id); err != nil {
+					errs = append(errs, fmt.Errorf("start node %d: %w", id, err))
+					continue
+				}
+			}
+			done = append(done, fmt.Sprintf("started node %d", id))
+		default:
+			continue
+		}
+		in.mu.Lock()
+		in.state[id] = "up"
+		in.mu.Unlock()
+	}
+	return done, errors.Join(errs...)
+}
+
+// WaitRecovery waits for the recovery measurements to finish, at most
+// until ctx ends.
+func (in *Injector) WaitRecovery(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { in.watchers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}

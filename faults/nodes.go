@@ -1,0 +1,62 @@
+package faults
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+)
+
+// Nodes controls the broker processes of a cluster: the seam between a
+// fault and wherever the brokers run. A local cluster implements it
+// (Local); an SSH runner will, for brokers on other machines.
+type Nodes interface {
+	// IDs lists the nodes, as the broker numbers them.
+	IDs() []int32
+	// PID is the node's broker process now, 0 when it does not run.
+	PID(ctx context.Context, id int32) (int, error)
+	// Signal sends sig to the node's broker process and returns its PID.
+	Signal(ctx context.Context, id int32, sig syscall.Signal) (int, error)
+	// Stop shuts the node down cleanly (SIGTERM), killing it after grace.
+	Stop(ctx context.Context, id int32, grace time.Duration) error
+	// Start starts the node again on its data dir. It does not wait for
+	// the broker to answer.
+	Start(ctx context.Context, id int32) error
+	// DataDirInode is the inode of the node's data dir (kill proof).
+	DataDirInode(ctx context.Context, id int32) (uint64, error)
+	// Where says where the nodes run, for reports.
+	Where() string
+}
+
+// Local is a local cluster started by `ackcheck cluster kafka up`.
+type Local struct{ Cluster *cluster.Kafka }
+
+var _ Nodes = Local{}
+
+// IDs implements Nodes.
+func (l Local) IDs() []int32 { return l.Cluster.Nodes() }
+
+// PID implements Nodes.
+func (l Local) PID(_ context.Context, id int32) (int, error) { return l.Cluster.PID(id) }
+
+// Signal implements Nodes.
+func (l Local) Signal(_ context.Context, id int32, sig syscall.Signal) (int, error) {
+	return l.Cluster.Signal(id, sig)
+}
+
+// Stop implements Nodes.
+func (l Local) Stop(ctx context.Context, id int32, grace time.Duration) error {
+	return l.Cluster.StopNode(ctx, id, grace)
+}
+
+// Start implements Nodes.
+func (l Local) Start(ctx context.Context, id int32) error { return l.Cluster.StartNode(ctx, id) }
+
+// DataDirInode implements Nodes.
+func (l Local) DataDirInode(_ context.Context, id int32) (uint64, error) {
+	return l.Cluster.DataDirInode(id)
+}
+
+// Where implements Nodes.
+func (l Local) Where() string { return "local cluster in " + l.Cluster.Dir() }

@@ -1,0 +1,90 @@
+package faults
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Action is what a fault does to a node.
+type Action string
+
+// The actions. Each says what it expects to happen, for reports.
+const (
+	Kill    Action = "kill"    // SIGKILL
+	Stop    Action = "stop"    // SIGTERM, a clean shutdown, waited for
+	Restart Action = "restart" // start the node again on the same data dir
+	Pause   Action = "pause"   // SIGSTOP
+	Resume  Action = "resume"  // SIGCONT
+)
+
+// expectations are quoted next to each fault in reports.
+var expectations = map[Action]string{
+	Kill:    "the node dies at once; partitions it led elect new leaders from their in-sync replicas; no acked message is lost with acks=all",
+	Stop:    "the node shuts down cleanly and hands its leaderships over; no acked message is lost",
+	Restart: "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR",
+	Pause:   "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led",
+	Resume:  "the node answers again, catches up and rejoins the ISR",
+}
+
+// Expectation is what action is expected to cause.
+func (a Action) Expectation() string { return expectations[a] }
+
+// takesNodeAway reports whether the action makes the node unavailable,
+// so that its recovery is measured.
+func (a Action) takesNodeAway() bool { return a == Kill || a == Stop || a == Pause }
+
+// Step is one scheduled fault.
+type Step struct {
+	At     time.Duration // after the load started
+	Action Action
+	Target Target
+}
+
+func (s Step) String() string { return fmt.Sprintf("at=%s %s %s", s.At, s.Action, s.Target) }
+
+// ParseSchedule reads steps separated by ';' or newlines, each
+//
+//	at=<duration> <action> [<target>]
+//
+// for example "at=20s kill most-leaders:ackcheck; at=25s restart". restart
+// and resume default to the node the previous fault hit; kill, stop and
+// pause need a target. Steps are returned in time order.
+func ParseSchedule(s string) ([]Step, error) {
+	var steps []Step
+	for _, raw := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
+		fields := strings.Fields(raw)
+		if len(fields) == 0 {
+			continue
+		}
+		bad := func(why string) error {
+			return fmt.Errorf("fault %q: %s (write at=<duration> <action> [<target>], e.g. at=20s kill most-leaders:ackcheck)", strings.TrimSpace(raw), why)
+		}
+		if len(fields) < 2 || len(fields) > 3 || !strings.HasPrefix(fields[0], "at=") {
+			return nil, bad("not in the form")
+		}
+		at, err := time.ParseDuration(strings.TrimPrefix(fields[0], "at="))
+		if err != nil || at < 0 {
+			return nil, bad("at= needs a duration such as 20s or 1m30s")
+		}
+		st := Step{At: at, Action: Action(fields[1]), Target: Target{Kind: Previous}}
+		switch st.Action {
+		case Kill, Stop, Pause:
+			if len(fields) != 3 {
+				return nil, bad(string(st.Action) + " needs a target")
+			}
+		case Restart, Resume:
+		default:
+			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause or resume")
+		}
+		if len(fields) == 3 {
+			if st.Target, err = ParseTarget(fields[2]); err != nil {
+				return nil, bad(err.Error())
+			}
+		}
+		steps = append(steps, st)
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].At < steps[j].At })
+	return steps, nil
+}

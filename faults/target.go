@@ -1,0 +1,141 @@
+// Package faults injects faults into a broker cluster while ackcheck's load
+// runs, and records what happened.
+//
+// A fault composes an action with a target, as etcd's robustness tests do:
+// the action says what happens to a node (kill, stop, restart, pause,
+// resume), the target says which node, chosen at the moment the fault fires
+// from the topology the broker reports then (leader:orders/3,
+// most-leaders:orders, controller, node:2). Actions reach the broker's
+// process through Nodes, which a local cluster implements and an SSH runner
+// will.
+//
+// Every fault is recorded (ledger.FaultRecord) with its wall-clock time,
+// target, node, result and kill proof; a target that cannot be found (no
+// leader, node gone) is recorded as skipped and the run goes on.
+package faults
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ackcheck/ackcheck/drivers"
+)
+
+// TargetKind is how a target picks its node.
+type TargetKind string
+
+const (
+	// Leader: the leader of one partition.
+	Leader TargetKind = "leader"
+	// MostLeaders: the node that leads the most partitions of a topic.
+	MostLeaders TargetKind = "most-leaders"
+	// Controller: the active controller.
+	Controller TargetKind = "controller"
+	// Node: a node by ID.
+	Node TargetKind = "node"
+	// Previous: the node the previous fault hit (the default of restart
+	// and resume).
+	Previous TargetKind = "previous"
+)
+
+// Target picks a node when a fault fires.
+type Target struct {
+	Kind      TargetKind
+	Topic     string
+	Partition int32
+	Node      int32
+}
+
+func (t Target) String() string {
+	switch t.Kind {
+	case Leader:
+		return fmt.Sprintf("leader:%s/%d", t.Topic, t.Partition)
+	case MostLeaders:
+		return "most-leaders:" + t.Topic
+	case Node:
+		return fmt.Sprintf("node:%d", t.Node)
+	}
+	return string(t.Kind)
+}
+
+// ParseTarget reads leader:T/P, most-leaders:T, controller, node:N or
+// previous.
+func ParseTarget(s string) (Target, error) {
+	kind, arg, _ := strings.Cut(s, ":")
+	switch TargetKind(kind) {
+	case Leader:
+		topic, part, ok := strings.Cut(arg, "/")
+		p, err := strconv.ParseInt(part, 10, 32)
+		if !ok || topic == "" || err != nil || p < 0 {
+			return Target{}, fmt.Errorf("target %q: write leader:<topic>/<partition>, e.g. leader:orders/3", s)
+		}
+		return Target{Kind: Leader, Topic: topic, Partition: int32(p)}, nil
+	case MostLeaders:
+		if arg == "" {
+			return Target{}, fmt.Errorf("target %q: write most-leaders:<topic>", s)
+		}
+		return Target{Kind: MostLeaders, Topic: arg}, nil
+	case Controller, Previous:
+		if arg != "" {
+			return Target{}, fmt.Errorf("target %q takes no argument", s)
+		}
+		return Target{Kind: TargetKind(kind)}, nil
+	case Node:
+		n, err := strconv.ParseInt(arg, 10, 32)
+		if err != nil {
+			return Target{}, fmt.Errorf("target %q: write node:<id>, e.g. node:2", s)
+		}
+		return Target{Kind: Node, Node: int32(n)}, nil
+	}
+	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id> or previous", s)
+}
+
+// ErrNoTarget is wrapped by Resolve when the target names no node now.
+var ErrNoTarget = fmt.Errorf("target not found")
+
+// Resolve picks the node from a topology read just now. previous is the
+// node of the last fault (-1 if none).
+func (t Target) Resolve(topo drivers.Topology, previous int32) (int32, error) {
+	switch t.Kind {
+	case Leader:
+		for _, p := range topo.Partitions {
+			if p.Partition == t.Partition {
+				if p.Leader < 0 {
+					return -1, fmt.Errorf("%s: partition has no leader now: %w", t, ErrNoTarget)
+				}
+				return p.Leader, nil
+			}
+		}
+		return -1, fmt.Errorf("%s: no such partition: %w", t, ErrNoTarget)
+	case MostLeaders:
+		counts := map[int32]int{}
+		best, bestN := int32(-1), 0
+		for _, p := range topo.Partitions {
+			if p.Leader < 0 {
+				continue
+			}
+			counts[p.Leader]++
+			if n := counts[p.Leader]; n > bestN || (n == bestN && p.Leader < best) {
+				best, bestN = p.Leader, n
+			}
+		}
+		if best < 0 {
+			return -1, fmt.Errorf("%s: no partition has a leader now: %w", t, ErrNoTarget)
+		}
+		return best, nil
+	case Controller:
+		if topo.Controller < 0 {
+			return -1, fmt.Errorf("controller: the cluster names none now: %w", ErrNoTarget)
+		}
+		return topo.Controller, nil
+	case Node:
+		return t.Node, nil
+	case Previous:
+		if previous < 0 {
+			return -1, fmt.Errorf("previous: no earlier fault picked a node: %w", ErrNoTarget)
+		}
+		return previous, nil
+	}
+	return -1, fmt.Errorf("target kind %q: %w", t.Kind, ErrNoTarget)
+}

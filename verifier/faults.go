@@ -1,0 +1,141 @@
+package verifier
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ackcheck/ackcheck/ledger"
+)
+
+// FaultReport is one fault with what was measured around it. Durations are
+// in milliseconds from the fault; -1 means "not observed" (the node never
+// came back within the run, say).
+type FaultReport struct {
+	ledger.FaultRecord
+	// AtS is when the fault fired, in seconds after the load started.
+	AtS float64 `json:"at_s"`
+	// ReadyMs: until the node answered as a broker again after coming back.
+	ReadyMs float64 `json:"ready_ms"`
+	// InSyncMs: until every partition had its full replica set in sync.
+	InSyncMs float64 `json:"in_sync_ms"`
+	// FirstAckMs: per partition, until its first ack after the fault.
+	FirstAckMs map[int32]float64 `json:"first_ack_ms,omitempty"`
+	// SlowestFirstAckMs is the largest of FirstAckMs.
+	SlowestFirstAckMs float64 `json:"slowest_first_ack_ms"`
+	// KillProof, for kills: that the process really died and came back.
+	KillProof *KillProof `json:"kill_proof,omitempty"`
+}
+
+// KillProof shows that a kill hit the process it meant to and that the node
+// came back as a new process on the same data: a different PID, the same
+// data dir inode, and the other nodes' processes untouched.
+type KillProof struct {
+	OldPID             int    `json:"old_pid"`
+	NewPID             int    `json:"new_pid"`
+	InodeBefore        uint64 `json:"inode_before"`
+	InodeAfter         uint64 `json:"inode_after"`
+	SameDataDir        bool   `json:"same_data_dir"`
+	SurvivorsUnchanged bool   `json:"survivors_unchanged"`
+	Restarts           int    `json:"restarts"`
+}
+
+// faultTracker accumulates, during Check's merge, each fault's first ack
+// per partition.
+type faultTracker struct {
+	reports []FaultReport
+	at      []int64 // fault time, Unix ns; 0 for faults not tracked
+	first   []map[int32]int64
+}
+
+func loadFaults(l *ledger.Ledger, loadStart time.Time) (*faultTracker, error) {
+	var recs []ledger.FaultRecord
+	if err := l.GetMeta(ledger.MetaFaults, &recs); err != nil && !errors.Is(err, ledger.ErrNoMeta) {
+		return nil, err
+	}
+	ft := &faultTracker{}
+	ms := func(from, to time.Time) float64 {
+		if to.IsZero() {
+			return -1
+		}
+		return float64(to.Sub(from)) / float64(time.Millisecond)
+	}
+	for i, r := range recs {
+		rep := FaultReport{FaultRecord: r, AtS: r.At.Sub(loadStart).Seconds(),
+			ReadyMs: ms(r.At, r.ReadyAt), InSyncMs: ms(r.At, r.InSyncAt), SlowestFirstAckMs: -1}
+		track := r.Result == "applied" && (r.Action == "kill" || r.Action == "stop" || r.Action == "pause")
+		if r.Action == "kill" && r.Result == "applied" {
+			rep.KillProof = killProof(recs, i)
+		}
+		ft.reports = append(ft.reports, rep)
+		if track {
+			ft.at = append(ft.at, r.At.UnixNano())
+		} else {
+			ft.at = append(ft.at, 0)
+		}
+		ft.first = append(ft.first, map[int32]int64{})
+	}
+	return ft, nil
+}
+
+func killProof(recs []ledger.FaultRecord, i int) *KillProof {
+	kill := recs[i]
+	kp := &KillProof{OldPID: kill.PID, InodeBefore: kill.Inode}
+	for _, r := range recs[i+1:] {
+		if r.Node != kill.Node || r.Action != "restart" || r.Result != "applied" {
+			continue
+		}
+		kp.Restarts++
+		if kp.NewPID == 0 {
+			kp.NewPID, kp.InodeAfter = r.PID, r.Inode
+			kp.SameDataDir = r.Inode != 0 && r.Inode == kill.Inode
+			kp.SurvivorsUnchanged = len(kill.Survivors) > 0
+			for id, pid := range kill.Survivors {
+				if pid == 0 || r.Survivors[id] != pid {
+					kp.SurvivorsUnchanged = false
+				}
+			}
+		}
+	}
+	return kp
+}
+
+// ack notes an ack on partition at time at (Unix ns).
+func (ft *faultTracker) ack(partition int32, at int64) {
+	for i, t := range ft.at {
+		if t == 0 || at < t {
+			continue
+		}
+		if f, ok := ft.first[i][partition]; !ok || at < f {
+			ft.first[i][partition] = at
+		}
+	}
+}
+
+// finish fills FirstAckMs for every partition the run wrote to.
+// SlowestFirstAckMs is -1 when some partition never acked again.
+func (ft *faultTracker) finish(partitions []int32) []FaultReport {
+	for i := range ft.reports {
+		if ft.at[i] == 0 {
+			continue
+		}
+		rep := &ft.reports[i]
+		rep.FirstAckMs = map[int32]float64{}
+		slowest, never := 0.0, false
+		for _, p := range partitions {
+			f, ok := ft.first[i][p]
+			if !ok {
+				rep.FirstAckMs[p] = -1
+				never = true
+				continue
+			}
+			v := float64(f-ft.at[i]) / float64(time.Millisecond)
+			rep.FirstAckMs[p] = v
+			slowest = max(slowest, v)
+		}
+		rep.SlowestFirstAckMs = slowest
+		if never {
+			rep.SlowestFirstAckMs = -1
+		}
+	}
+	return ft.reports
+}
