@@ -9,8 +9,9 @@ build:
 
 # The test command README.md documents and .ci/run calls. Tests that need a
 # real cluster skip themselves unless .ci/run (or you) set their variables.
+TESTFLAGS ?=
 test:
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 25m $(TESTFLAGS) ./...
 
 test-short:
 	$(GO) test -count=1 -short ./...

@@ -169,7 +169,7 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 		in.watchers.Add(1)
 		go func() {
 			defer in.watchers.Done()
-			in.watchRecovery(ctx, i, node, rec.PID)
+			in.watchRecovery(ctx, i, node)
 		}()
 	}
 	return rec
@@ -216,35 +216,40 @@ func (in *Injector) act(ctx context.Context, a Action, node int32, rec *ledger.F
 	return err
 }
 
-// watchRecovery measures when node, taken away by record i, answers as a
-// broker again after it came back, and when every partition of the topic
-// has its full replica set in sync again. It gives up when ctx ends.
-func (in *Injector) watchRecovery(ctx context.Context, i int, node int32, gonePID int) {
+// watchRecovery measures, for node taken away by record i, two moments,
+// each on its own: when the node answers as a broker again, and when every
+// partition of the topic has its full replica set in sync again. Both are
+// only looked for once the node is back (restarted or resumed), so an ISR
+// that has not shrunk yet cannot count as "back in sync". It gives up when
+// ctx ends.
+func (in *Injector) watchRecovery(ctx context.Context, i int, node int32) {
 	tick := time.NewTicker(in.Poll)
 	defer tick.Stop()
-	var readyAt time.Time
-	for {
+	at := in.Records()[i].At
+	action := in.Records()[i].Action
+	var readyAt, inSyncAt time.Time
+	for readyAt.IsZero() || inSyncAt.IsZero() {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		now := time.Now()
-		if readyAt.IsZero() {
-			in.mu.Lock()
-			up := in.state[node] == "up"
-			in.mu.Unlock()
-			if !up || !in.answers(ctx, node) {
-				continue
-			}
-			readyAt = now
-			in.update(i, func(r *ledger.FaultRecord) { r.ReadyAt = readyAt })
-			in.logf("node %d answers as a broker again, %s after the %s", node, readyAt.Sub(in.Records()[i].At).Round(time.Millisecond), in.Records()[i].Action)
+		in.mu.Lock()
+		back := in.state[node] == "up"
+		in.mu.Unlock()
+		if !back {
+			continue
 		}
-		if in.allInSync(ctx) {
+		now := time.Now()
+		if readyAt.IsZero() && in.answers(ctx, node) {
+			readyAt = now
+			in.update(i, func(r *ledger.FaultRecord) { r.ReadyAt = now })
+			in.logf("node %d answers as a broker again, %s after the %s", node, now.Sub(at).Round(time.Millisecond), action)
+		}
+		if inSyncAt.IsZero() && in.allInSync(ctx) {
+			inSyncAt = now
 			in.update(i, func(r *ledger.FaultRecord) { r.InSyncAt = now })
-			in.logf("all replicas of %s in sync again, %s after the %s", in.Topic, now.Sub(in.Records()[i].At).Round(time.Millisecond), in.Records()[i].Action)
-			return
+			in.logf("all replicas of %s in sync again, %s after the %s", in.Topic, now.Sub(at).Round(time.Millisecond), action)
 		}
 	}
 }

@@ -1,0 +1,235 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/drivers/drivertest"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
+)
+
+// These tests need a real Apache Kafka cluster started by
+// `ackcheck cluster kafka up --dir D`; .ci/run starts one and sets
+// ACKCHECK_KAFKA_CLUSTER_DIR=D. ACKCHECK_REPORT_DIR, if set, receives each
+// run's summary. ACKCHECK_RATE overrides the load rate (default 1000 msg/s:
+// see README.md for why).
+
+func realCluster(t *testing.T) *cluster.Kafka {
+	t.Helper()
+	dir := os.Getenv("ACKCHECK_KAFKA_CLUSTER_DIR")
+	if dir == "" {
+		t.Skip("ACKCHECK_KAFKA_CLUSTER_DIR not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D")
+	}
+	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.WaitReady(context.Background(), 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func rate() float64 {
+	if r, err := strconv.ParseFloat(os.Getenv("ACKCHECK_RATE"), 64); err == nil && r > 0 {
+		return r
+	}
+	return 1000
+}
+
+func realDriver(t *testing.T, k *cluster.Kafka, cfg kafka.Config) drivers.Driver {
+	t.Helper()
+	cfg.Brokers = k.Brokers()
+	d, err := kafka.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func topicName(t *testing.T) string {
+	return fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-", "=", "-").Replace(t.Name())), time.Now().Unix())
+}
+
+func saveSummary(t *testing.T, name string, res *verifier.Result) {
+	var b strings.Builder
+	res.WriteSummary(&b)
+	t.Logf("%s:\n%s", name, b.String())
+	if dir := os.Getenv("ACKCHECK_REPORT_DIR"); dir != "" {
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, name+".txt"), []byte(b.String()), 0o644)
+	}
+}
+
+// runLeaderKill runs the leader-kill scenario through the runner, as the
+// leader-kill command does.
+func runLeaderKill(t *testing.T, k *cluster.Kafka, d drivers.Driver, dur, killAt, restartAfter time.Duration) *verifier.Result {
+	t.Helper()
+	topic := topicName(t)
+	sc := LeaderKill{Topic: topic, KillAt: killAt, RestartAfter: restartAfter}
+	if err := sc.Validate(dur); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dur+5*time.Minute)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Config{
+		Out:    filepath.Join(t.TempDir(), "run"),
+		Driver: d,
+		Topic:  drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
+		Load: load.Config{Rate: rate(), Duration: dur, Producers: 4, MessageSize: 1024, LiveRead: true,
+			DrainTimeout: time.Minute},
+		Verify:          true,
+		ReadIdleTimeout: time.Minute,
+		Faults:          &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: sc.Steps(), RecoveryTimeout: 2 * time.Minute},
+		Progress:        testWriter{t},
+		ProgressEvery:   10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whatever happened, the cluster must be whole again for the next test.
+	if err := k.WaitReady(ctx, time.Minute); err != nil {
+		t.Fatalf("cluster not whole after the scenario: %v", err)
+	}
+	return res
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestRealKafkaConformance(t *testing.T) {
+	k := realCluster(t)
+	drivertest.Run(t, drivertest.Harness{
+		NewDriver: func(t *testing.T) drivers.Driver {
+			d, err := kafka.New(kafka.Config{Brokers: k.Brokers()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		Partitions: 4, ReplicationFactor: 3, Rate: 500, Duration: 3 * time.Second,
+	})
+}
+
+// The leader-kill cell with acks=all: nothing acked may be lost, and all
+// four recovery figures must be there and make sense.
+func TestRealLeaderKillAcksAll(t *testing.T) {
+	k := realCluster(t)
+	d := realDriver(t, k, kafka.Config{Acks: "all"})
+	res := runLeaderKill(t, k, d, 60*time.Second, 20*time.Second, 10*time.Second)
+	saveSummary(t, "leader-kill-acks-all", res)
+	if res.Lost != 0 || res.Corrupt != 0 || res.Phantom != 0 || res.Verdict != verifier.Pass {
+		t.Fatalf("acks=all lost %d, corrupt %d, phantom %d, verdict %s %v", res.Lost, res.Corrupt, res.Phantom, res.Verdict, res.Reasons)
+	}
+	checkRecoveryFigures(t, res, 60*time.Second, 10*time.Second)
+}
+
+// checkRecoveryFigures asserts the four figures exist and are plausible:
+// a stall shorter than the run, and ready and in-sync moments that come
+// after the restart (nothing can be back before it is started) and within
+// three minutes.
+func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur, restartAfter time.Duration) {
+	t.Helper()
+	if len(res.Faults) < 2 {
+		t.Fatalf("faults recorded: %+v", res.Faults)
+	}
+	kill := res.Faults[0]
+	if kill.Action != "kill" || kill.Result != "applied" {
+		t.Fatalf("kill: %+v", kill.FaultRecord)
+	}
+	if res.LongestNoAckMs <= 0 || res.LongestNoAckMs >= float64(dur/time.Millisecond) {
+		t.Errorf("longest no-ack %.0f ms is not plausible", res.LongestNoAckMs)
+	}
+	down := float64(restartAfter / time.Millisecond)
+	if kill.ReadyMs < down || kill.ReadyMs > 180_000 || kill.InSyncMs < down || kill.InSyncMs > 180_000 {
+		t.Errorf("ready %.0f ms, in sync %.0f ms: not plausible", kill.ReadyMs, kill.InSyncMs)
+	}
+	if kill.SlowestFirstAckMs < 0 || len(kill.FirstAckMs) != 16 {
+		t.Errorf("first ack after the kill: slowest %.0f ms over %d partitions", kill.SlowestFirstAckMs, len(kill.FirstAckMs))
+	}
+	kp := kill.KillProof
+	if kp == nil || kp.OldPID == 0 || kp.NewPID == 0 || kp.NewPID == kp.OldPID || !kp.SameDataDir || !kp.SurvivorsUnchanged || kp.Restarts != 1 {
+		t.Errorf("kill proof: %+v", kp)
+	}
+}
+
+// acks=1, five runs: the old leader may have acked what no follower had
+// copied. Whatever the outcome, the counts must add up; the summary of
+// each run is kept for the README.
+func TestRealLeaderKillAcks1FiveRuns(t *testing.T) {
+	k := realCluster(t)
+	off := false
+	var lost []int64
+	for i := 1; i <= 5; i++ {
+		t.Run(fmt.Sprintf("run%d", i), func(t *testing.T) {
+			d := realDriver(t, k, kafka.Config{Acks: "1", Idempotent: &off})
+			res := runLeaderKill(t, k, d, 30*time.Second, 10*time.Second, 8*time.Second)
+			saveSummary(t, fmt.Sprintf("leader-kill-acks-1-run%d", i), res)
+			lost = append(lost, res.Lost)
+			if res.Read != res.Acked-res.Lost+res.Indeterminate {
+				t.Errorf("counts do not add up: read %d != acked %d - lost %d + indeterminate %d", res.Read, res.Acked, res.Lost, res.Indeterminate)
+			}
+			if res.Lost > 0 && (res.Verdict != verifier.Fail || len(res.Samples["lost"]) == 0) {
+				t.Errorf("lost %d but verdict %s with %d samples", res.Lost, res.Verdict, len(res.Samples["lost"]))
+			}
+			checkRecoveryFigures(t, res, 30*time.Second, 8*time.Second)
+		})
+	}
+	n := 0
+	for _, l := range lost {
+		if l > 0 {
+			n++
+		}
+	}
+	t.Logf("acks=1: %d of %d runs lost acked messages; lost per run: %v", n, len(lost), lost)
+	if dir := os.Getenv("ACKCHECK_REPORT_DIR"); dir != "" {
+		os.WriteFile(filepath.Join(dir, "leader-kill-acks-1.txt"), []byte(fmt.Sprintf("%d of %d runs lost acked messages; lost per run: %v\n", n, len(lost), lost)), 0o644)
+	}
+}
+
+// A fault whose target does not exist is skipped with a clear message and
+// the run goes on to a verdict.
+func TestRealMissingTarget(t *testing.T) {
+	k := realCluster(t)
+	d := realDriver(t, k, kafka.Config{})
+	topic := topicName(t)
+	steps, err := faults.ParseSchedule("at=2s kill leader:" + topic + "/99; at=3s pause node:9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), runner.Config{
+		Out: filepath.Join(t.TempDir(), "run"), Driver: d,
+		Topic:  drivers.TopicSpec{Name: topic, Partitions: 4, ReplicationFactor: 3},
+		Load:   load.Config{Rate: 500, Duration: 6 * time.Second, MessageSize: 256, LiveRead: true},
+		Verify: true, Faults: &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Faults) != 2 || res.Faults[0].Result != "skipped" || res.Faults[1].Result != "skipped" {
+		t.Fatalf("faults: %+v", res.Faults)
+	}
+	if !strings.Contains(res.Faults[0].Error, "no such partition") || !strings.Contains(res.Faults[1].Error, "not one this run controls") {
+		t.Fatalf("reasons: %q / %q", res.Faults[0].Error, res.Faults[1].Error)
+	}
+	if res.Verdict != verifier.Pass || res.Acked != 3000 {
+		t.Fatalf("verdict %s, acked %d", res.Verdict, res.Acked)
+	}
+}
