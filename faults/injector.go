@@ -240,13 +240,16 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, node int32) {
 		if !back {
 			continue
 		}
-		now := time.Now()
+		// Each moment is stamped when its check succeeded, not when the
+		// poll began: a probe can wait up to its timeout.
 		if readyAt.IsZero() && in.answers(ctx, node) {
+			now := time.Now()
 			readyAt = now
 			in.update(i, func(r *ledger.FaultRecord) { r.ReadyAt = now })
 			in.logf("node %d answers as a broker again, %s after the %s", node, now.Sub(at).Round(time.Millisecond), action)
 		}
 		if inSyncAt.IsZero() && in.allInSync(ctx) {
+			now := time.Now()
 			inSyncAt = now
 			in.update(i, func(r *ledger.FaultRecord) { r.InSyncAt = now })
 			in.logf("all replicas of %s in sync again, %s after the %s", in.Topic, now.Sub(at).Round(time.Millisecond), action)

@@ -233,3 +233,49 @@ func TestRealMissingTarget(t *testing.T) {
 		t.Fatalf("verdict %s, acked %d", res.Verdict, res.Acked)
 	}
 }
+
+// pause, resume, a clean stop of the active controller and its restart, on
+// real brokers with acks=all: every action applies, nothing acked is lost,
+// and no node is left paused or down.
+func TestRealPauseStopController(t *testing.T) {
+	k := realCluster(t)
+	d := realDriver(t, k, kafka.Config{})
+	topic := topicName(t)
+	steps, err := faults.ParseSchedule("at=3s pause most-leaders:" + topic + "; at=8s resume; at=12s stop controller; at=17s restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), runner.Config{
+		Out: filepath.Join(t.TempDir(), "run"), Driver: d,
+		Topic:  drivers.TopicSpec{Name: topic, Partitions: 8, ReplicationFactor: 3},
+		Load:   load.Config{Rate: 500, Duration: 25 * time.Second, MessageSize: 512, LiveRead: true, DrainTimeout: time.Minute},
+		Verify: true, ReadIdleTimeout: time.Minute,
+		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: time.Minute},
+		Progress: testWriter{t}, ProgressEvery: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveSummary(t, "pause-stop-controller", res)
+	var got []string
+	for _, f := range res.Faults {
+		got = append(got, f.Action+"="+f.Result)
+		if f.Result == "applied" && f.Node < 1 {
+			t.Errorf("%s applied to node %d", f.Action, f.Node)
+		}
+	}
+	if strings.Join(got, " ") != "pause=applied resume=applied stop=applied restart=applied" {
+		t.Fatalf("faults: %v", got)
+	}
+	if res.Lost != 0 || res.Verdict != verifier.Pass {
+		t.Fatalf("lost %d, verdict %s %v", res.Lost, res.Verdict, res.Reasons)
+	}
+	if res.Faults[0].ReadyMs < 0 || res.Faults[2].ReadyMs < 0 {
+		t.Errorf("recovery not measured: pause ready %.0f ms, stop ready %.0f ms", res.Faults[0].ReadyMs, res.Faults[2].ReadyMs)
+	}
+	for _, s := range k.Status() {
+		if s.PID == 0 || !s.Answers {
+			t.Errorf("node %d left down after the run: %+v", s.ID, s)
+		}
+	}
+}

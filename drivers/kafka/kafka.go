@@ -186,6 +186,9 @@ func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, 
 		return drivers.Topology{}, d.unreachable("read cluster metadata", err)
 	}
 	t := drivers.Topology{At: time.Now(), Controller: md.Controller}
+	if id, err := d.activeController(ctx); err == nil {
+		t.Controller = id
+	}
 	for _, b := range md.Brokers {
 		n := drivers.Node{ID: b.NodeID, Host: b.Host, Port: b.Port}
 		if b.Rack != nil {
@@ -306,4 +309,36 @@ func (d *Driver) ProbeNode(ctx context.Context, id int32) error {
 		return fmt.Errorf("node %d: unexpected answer %T", id, resp)
 	}
 	return nil
+}
+
+// activeController asks the KRaft quorum who leads __cluster_metadata: the
+// active controller. In KRaft mode the Metadata response's controller ID is
+// a random broker, kept only for old clients, so it cannot be used to
+// target the controller.
+func (d *Driver) activeController(ctx context.Context) (int32, error) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	topic := kmsg.NewDescribeQuorumRequestTopic()
+	topic.Topic = "__cluster_metadata"
+	part := kmsg.NewDescribeQuorumRequestTopicPartition()
+	part.Partition = 0
+	topic.Partitions = append(topic.Partitions, part)
+	req.Topics = append(req.Topics, topic)
+	resp, err := req.RequestWith(ctx, d.admin)
+	if err != nil {
+		return -1, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return -1, err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return -1, err
+			}
+			if p.LeaderID >= 0 {
+				return p.LeaderID, nil
+			}
+		}
+	}
+	return -1, errors.New("the quorum has no leader now")
 }
