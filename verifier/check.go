@@ -351,6 +351,13 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	if res.Sent == 0 {
 		fail("nothing was sent: there is nothing to judge")
 	}
+	for _, f := range res.Faults {
+		if f.Action == "unexpected-death" {
+			// As in roachtest: a crash nobody scheduled means the run did
+			// not test what it says it tested.
+			fail("node %d died at %.1fs and no fault killed it", f.Node, f.AtS)
+		}
+	}
 	return res, nil
 }
 

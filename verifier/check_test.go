@@ -193,3 +193,35 @@ func TestLongestGapBits(t *testing.T) {
 		})
 	}
 }
+
+func TestUnexpectedDeathFailsVerdict(t *testing.T) {
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.Record(ledger.Send, ledger.Event{Seq: 0, Time: t0.UnixNano()})
+	l.Record(ledger.Outcome, ledger.Event{Seq: 0, Status: ledger.OutcomeAcked, Time: int64(time.Millisecond)})
+	l.Record(ledger.Read, ledger.Event{Seq: 0, Status: uint8(message.Valid)})
+	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(time.Second), Clean: true})
+	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
+	check := func() *Result {
+		res, err := Check(context.Background(), l, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if r := check(); r.Verdict != Pass {
+		t.Fatalf("before: %s %v", r.Verdict, r.Reasons)
+	}
+	l.PutMeta(ledger.MetaFaults, []ledger.FaultRecord{{Action: "kill", Result: "applied", Node: 1, At: t0},
+		{Action: "unexpected-death", Result: "observed", Node: 3, At: t0.Add(500 * time.Millisecond)}})
+	r := check()
+	if r.Verdict != Fail || len(r.Reasons) != 1 || r.Reasons[0] != "node 3 died at 0.5s and no fault killed it" {
+		t.Fatalf("after: %s %v", r.Verdict, r.Reasons)
+	}
+	if r.Faults[0].KillProof == nil || r.Faults[0].KillProof.Restarts != 0 {
+		t.Fatalf("kill without restart: proof %+v", r.Faults[0].KillProof)
+	}
+}

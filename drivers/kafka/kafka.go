@@ -61,8 +61,14 @@ func (d *Driver) unreachable(what string, err error) error {
 	if errors.As(err, &ke) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: %w: %v (check --brokers %s, that the brokers run, and the TLS/SASL flags)",
-		what, drivers.ErrUnreachable, err, strings.Join(d.cfg.Brokers, ","))
+	hint := "and the TLS/SASL flags"
+	if d.cfg.SASLMechanism != "" {
+		// A broker that refuses credentials may just close the connection.
+		hint = fmt.Sprintf("and, if they run, whether they accept SASL %s for user %q (--sasl-mechanism, --sasl-username, --sasl-password)",
+			strings.ToUpper(d.cfg.SASLMechanism), d.cfg.SASLUsername)
+	}
+	return fmt.Errorf("%s: %w: %v (check --brokers %s, that the brokers run, %s)",
+		what, drivers.ErrUnreachable, err, strings.Join(d.cfg.Brokers, ","), hint)
 }
 
 // EnsureTopic implements drivers.Driver.
