@@ -119,14 +119,21 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 	in.init()
 	rec := ledger.FaultRecord{Action: string(st.Action), Target: st.Target.String(), Node: -1,
 		At: time.Now(), Expect: st.Action.Expectation()}
-	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	topo, err := in.Driver.Topology(tctx, in.Topic)
-	cancel()
-	if err != nil && st.Target.Kind != Node && st.Target.Kind != Previous {
-		rec.Result, rec.Error = "skipped", "could not read the topology: "+err.Error()
-		in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
-		in.add(rec)
-		return rec
+	// Only targets chosen by role need the topology. The others must not
+	// wait for it: a resume must not queue behind a metadata request that
+	// the paused broker it is about to resume cannot answer.
+	var topo drivers.Topology
+	if st.Target.needsTopology() {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var err error
+		topo, err = in.Driver.Topology(tctx, in.Topic)
+		cancel()
+		if err != nil {
+			rec.Result, rec.Error = "skipped", "could not read the topology: "+err.Error()
+			in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
+			in.add(rec)
+			return rec
+		}
 	}
 	in.mu.Lock()
 	prev := in.previous

@@ -139,3 +139,9 @@ func (t Target) Resolve(topo drivers.Topology, previous int32) (int32, error) {
 	}
 	return -1, fmt.Errorf("target kind %q: %w", t.Kind, ErrNoTarget)
 }
+
+// needsTopology reports whether resolving the target reads the cluster's
+// topology (targets chosen by role) or not (a node ID, the previous node).
+func (t Target) needsTopology() bool {
+	return t.Kind == Leader || t.Kind == MostLeaders || t.Kind == Controller
+}

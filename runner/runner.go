@@ -186,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 		cfg.logf("warning: the live consumer stopped early: %v (end-to-end latency covers part of the run)", lres.LiveReadErr)
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("interrupted after the load; check it with `ackcheck verify --out %s`: %w", cfg.Out, ctx.Err())
+		return nil, fmt.Errorf("interrupted; what the run recorded is in %s: check it with `ackcheck verify --out %s` (%w)", cfg.Out, cfg.Out, ctx.Err())
 	}
 	if !cfg.Verify {
 		cfg.logf("load done; --no-verify: check it later with `ackcheck verify --out %s`", cfg.Out)

@@ -95,11 +95,19 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 	for {
 		info, leaderless, err := d.describeTopic(ctx, spec.Name)
 		if err == nil && len(info.Partitions) > 0 && leaderless == 0 {
-			info.Created = created
-			return info, nil
+			// Every broker must know the topic before the run relies on
+			// it: right after creation, a broker whose metadata lags
+			// answers ListOffsets with UNKNOWN_TOPIC_OR_PARTITION.
+			var ends map[int32]int64
+			if ends, err = d.listOffsetsOnce(ctx, spec.Name, d.adm.ListEndOffsets); err == nil && len(ends) == len(info.Partitions) {
+				info.Created = created
+				return info, nil
+			}
 		}
 		if err == nil && leaderless > 0 {
 			err = fmt.Errorf("topic %s: %d partitions still have no leader after 30s", spec.Name, leaderless)
+		} else if err == nil {
+			err = fmt.Errorf("topic %s: its offsets could not be listed for 30s", spec.Name)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			if err == nil {

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"sync"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+)
+
+// Ctrl-C while a fault is applied: the killed broker is down when SIGINT
+// arrives; ackcheck must start it again before it exits, and say so.
+// Needs the real cluster (ACKCHECK_KAFKA_CLUSTER_DIR).
+func TestRealInterruptHeals(t *testing.T) {
+	dir := os.Getenv("ACKCHECK_KAFKA_CLUSTER_DIR")
+	if dir == "" {
+		t.Skip("ACKCHECK_KAFKA_CLUSTER_DIR not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D")
+	}
+	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := binary(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "leader-kill", "--cluster-dir", dir, "--topic", "interrupt-"+time.Now().Format("150405"),
+		"--partitions", "4", "--rate", "300", "--duration", "60s", "--kill-at", "3s", "--restart-after", "50s",
+		"--progress-interval", "1s", "--out", out)
+	var stdout syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stdout.String(), "fault kill") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no kill within 30s:\n%s", stdout.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	down := 0
+	for _, s := range k.Status() {
+		if s.PID == 0 {
+			down++
+		}
+	}
+	if down != 1 {
+		t.Fatalf("%d nodes down after the kill, want 1", down)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	t.Logf("output:\n%s", stdout.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
+		t.Fatalf("exit %v, want %d (interrupted)", err, exitError)
+	}
+	if !strings.Contains(stdout.String(), "heal: started node") {
+		t.Fatal("ackcheck did not say what it healed")
+	}
+	if err := k.WaitReady(context.Background(), 90*time.Second); err != nil {
+		t.Fatalf("cluster not whole after the interrupt: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "ackcheck verify --out") {
+		t.Fatal("the interrupted run did not say how to verify it")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a child process writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
