@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"sync"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
