@@ -209,3 +209,23 @@ var ErrUnreachable = errors.New("no broker answered")
 type NodeProber interface {
 	ProbeNode(ctx context.Context, id int32) error
 }
+
+// TopicConfigurer is implemented by drivers that can read and change a
+// topic's settings through the broker's admin API (fsync toggles).
+type TopicConfigurer interface {
+	// TopicConfig returns key's value set on the topic itself; nil when the
+	// topic has no override (the broker's default applies).
+	TopicConfig(ctx context.Context, topic, key string) (*string, error)
+	// SetTopicConfig sets key on the topic; nil removes the override.
+	SetTopicConfig(ctx context.Context, topic, key string, value *string) error
+	// FsyncSetting is the topic setting that makes every write fsynced
+	// before it counts toward an ack, and its on and off values.
+	FsyncSetting() (key, on, off string)
+}
+
+// AckDescriber is implemented by drivers that can say, from the running
+// cluster's settings (not from assumptions), what an ack means for a
+// topic now: who has the write and whether it was fsynced.
+type AckDescriber interface {
+	AckMeaning(ctx context.Context, topic string) (string, error)
+}

@@ -240,7 +240,7 @@ func TestHealAndUnexpectedDeath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(healed, ", ") != "resumed node 1, started node 2" {
+	if strings.Join(healed, ", ") != "start node 2 (after kill of node 2), resume node 1 (after pause of node 1)" {
 		t.Fatalf("healed %v", healed)
 	}
 	if nodes.paused[1] || nodes.pids[2] == 0 {

@@ -36,6 +36,12 @@ type Injector struct {
 	Logf func(format string, args ...any)
 	// Poll is the interval of recovery and death checks. Default 200ms.
 	Poll time.Duration
+	// Journal receives every undo before its fault applies. Default: an
+	// in-memory journal (nothing survives a crash of ackcheck).
+	Journal *Journal
+	// Broker is the broker kind for broker-level fsync toggles (kafka,
+	// pulsar, nats, redpanda). Default kafka.
+	Broker string
 
 	mu       sync.Mutex
 	records  []ledger.FaultRecord
@@ -53,12 +59,20 @@ func (in *Injector) logf(format string, args ...any) {
 func (in *Injector) init() {
 	if in.state == nil {
 		in.state = map[int32]string{}
-		for _, id := range in.Nodes.IDs() {
-			in.state[id] = "up"
+		if in.Nodes != nil {
+			for _, id := range in.Nodes.IDs() {
+				in.state[id] = "up"
+			}
 		}
 		in.previous = -1
 		if in.Poll <= 0 {
 			in.Poll = 200 * time.Millisecond
+		}
+		if in.Journal == nil {
+			in.Journal, _ = OpenJournal("")
+		}
+		if in.Broker == "" {
+			in.Broker = "kafka"
 		}
 	}
 }
@@ -119,6 +133,18 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 	in.init()
 	rec := ledger.FaultRecord{Action: string(st.Action), Target: st.Target.String(), Node: -1,
 		At: time.Now(), Expect: st.Action.Expectation()}
+	if st.Action == FsyncOn || st.Action == FsyncOff {
+		err := in.fsync(ctx, st, &rec)
+		if err != nil {
+			rec.Result, rec.Error = "failed", err.Error()
+			in.logf("fault %s %s failed: %v", st.Action, st.Target, err)
+		} else {
+			rec.Result = "applied"
+			in.logf("fault %s %s: %s", st.Action, st.Target, rec.AckMeaning)
+		}
+		in.add(rec)
+		return rec
+	}
 	// Only targets chosen by role need the topology. The others must not
 	// wait for it: a resume must not queue behind a metadata request that
 	// the paused broker it is about to resume cannot answer.
@@ -146,6 +172,11 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 		return rec
 	}
 	rec.Node = node
+	if in.Nodes == nil {
+		rec.Result, rec.Error = "skipped", "no cluster to act on: give --cluster-dir or --cluster-file"
+		in.add(rec)
+		return rec
+	}
 	if !slices.Contains(in.Nodes.IDs(), node) {
 		rec.Result, rec.Error = "skipped", fmt.Sprintf("node %d is not one this run controls (%s)", node, in.Nodes.Where())
 		in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
@@ -182,45 +213,185 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 	return rec
 }
 
-// act performs one action and moves the node's state.
+// act performs one action and moves the node's state. An action that
+// takes something away first records its undo in the journal; the action
+// that gives it back marks that undo done.
 func (in *Injector) act(ctx context.Context, a Action, node int32, rec *ledger.FaultRecord) error {
 	set := func(s string) {
 		in.mu.Lock()
 		in.state[node] = s
 		in.mu.Unlock()
 	}
+	announce := func(kind, why string) (int, error) {
+		return in.Journal.Add(Undo{Kind: kind, Node: node, Why: why})
+	}
 	var err error
 	switch a {
-	case Kill:
+	case Kill, Stop:
+		id, jerr := announce("start", fmt.Sprintf("%s of node %d", a, node))
+		if jerr != nil {
+			return jerr
+		}
 		set("down") // before the signal: its death is expected
-		rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGKILL)
-	case Stop:
-		set("down")
-		rec.PID, _ = in.Nodes.PID(ctx, node)
-		err = in.Nodes.Stop(ctx, node, 30*time.Second)
+		if a == Kill {
+			rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGKILL)
+		} else {
+			rec.PID, _ = in.Nodes.PID(ctx, node)
+			err = in.Nodes.Stop(ctx, node, 30*time.Second)
+		}
+		if err != nil && rec.PID == 0 {
+			in.Journal.Done(id) // nothing was running: nothing to undo
+			set("up")
+		}
 	case Pause:
-		rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGSTOP)
-		if err == nil {
+		id, jerr := announce("resume", fmt.Sprintf("pause of node %d", node))
+		if jerr != nil {
+			return jerr
+		}
+		if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGSTOP); err != nil {
+			in.Journal.Done(id)
+		} else {
 			set("paused")
 		}
 	case Resume:
-		rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGCONT)
-		if err == nil {
+		if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGCONT); err == nil {
 			set("up")
+			if id, ok := in.Journal.Find("resume", node); ok {
+				err = in.Journal.Done(id)
+			}
 		}
 	case Restart:
 		if pid, _ := in.Nodes.PID(ctx, node); pid != 0 {
 			return fmt.Errorf("node %d still runs as PID %d: nothing to restart", node, pid)
 		}
-		// Wait until the killed process is really gone (its port free).
 		if err = in.Nodes.Start(ctx, node); err == nil {
-			rec.PID, _ = in.Nodes.PID(ctx, node)
+			rec.PID = in.waitPID(ctx, node)
 			set("up")
+			if id, ok := in.Journal.Find("start", node); ok {
+				err = in.Journal.Done(id)
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown action %q", a)
 	}
 	return err
+}
+
+// waitPID waits briefly for a just-started node's process to show.
+func (in *Injector) waitPID(ctx context.Context, node int32) int {
+	for i := 0; i < 50; i++ {
+		if pid, _ := in.Nodes.PID(ctx, node); pid != 0 {
+			return pid
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0
+}
+
+// ConfigEditor is implemented by Nodes that can read and replace a node's
+// configuration file (Scripted).
+type ConfigEditor interface {
+	ReadConfig(ctx context.Context, id int32) (string, error)
+	WriteConfig(ctx context.Context, id int32, content string) error
+}
+
+// fsync switches fsync-before-ack on or off for a topic (admin API) or for
+// every broker (config edit and rolling restart), recording the undo first.
+func (in *Injector) fsync(ctx context.Context, st Step, rec *ledger.FaultRecord) error {
+	on := st.Action == FsyncOn
+	switch st.Target.Kind {
+	case Topic:
+		tc, ok := in.Driver.(drivers.TopicConfigurer)
+		if !ok {
+			return fmt.Errorf("the %s driver cannot change topic settings; use fsync-on brokers", in.Driver.Name())
+		}
+		key, onV, offV := tc.FsyncSetting()
+		orig, err := tc.TopicConfig(ctx, st.Target.Topic, key)
+		if err != nil {
+			return err
+		}
+		if _, err := in.Journal.Add(Undo{Kind: "topic-config", Topic: st.Target.Topic, Key: key, Value: orig,
+			Why: fmt.Sprintf("%s %s", st.Action, st.Target)}); err != nil {
+			return err
+		}
+		v := offV
+		if on {
+			v = onV
+		}
+		if err := tc.SetTopicConfig(ctx, st.Target.Topic, key, &v); err != nil {
+			return err
+		}
+	case Brokers:
+		ce, ok := in.Nodes.(ConfigEditor)
+		if !ok || in.Nodes == nil {
+			return fmt.Errorf("broker-level fsync needs nodes described in a cluster file (config_file of each node)")
+		}
+		bf, ok := brokerFsyncs[in.Broker]
+		if !ok {
+			return fmt.Errorf("no broker-level fsync toggle for %s", in.Broker)
+		}
+		for _, id := range in.Nodes.IDs() {
+			orig, err := ce.ReadConfig(ctx, id)
+			if err != nil {
+				return err
+			}
+			edited, err := bf.edit(orig, on)
+			if err != nil {
+				return fmt.Errorf("node %d: %w", id, err)
+			}
+			if edited == orig {
+				continue
+			}
+			if _, err := in.Journal.Add(Undo{Kind: "node-config", Node: id, Content: &orig, Restart: true,
+				Why: fmt.Sprintf("%s: %s", st.Action, bf.setting)}); err != nil {
+				return err
+			}
+			if err := ce.WriteConfig(ctx, id, edited); err != nil {
+				return err
+			}
+			if err := in.restartAndWait(ctx, id); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("%s takes topic:<topic> or brokers, not %s", st.Action, st.Target)
+	}
+	if ad, ok := in.Driver.(drivers.AckDescriber); ok {
+		if m, err := ad.AckMeaning(ctx, in.Topic); err == nil {
+			rec.AckMeaning = m
+		}
+	}
+	return nil
+}
+
+// restartAndWait restarts one node cleanly and waits until it answers and
+// every replica of the topic is in sync, so that a rolling restart never
+// takes two replicas away at once.
+func (in *Injector) restartAndWait(ctx context.Context, id int32) error {
+	in.mu.Lock()
+	in.state[id] = "down"
+	in.mu.Unlock()
+	if err := in.Nodes.Stop(ctx, id, time.Minute); err != nil {
+		return fmt.Errorf("restart node %d: %w", id, err)
+	}
+	if err := in.Nodes.Start(ctx, id); err != nil {
+		return fmt.Errorf("restart node %d: %w", id, err)
+	}
+	in.mu.Lock()
+	in.state[id] = "up"
+	in.mu.Unlock()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !(in.answers(ctx, id) && in.allInSync(ctx)) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d did not come back in sync within 3 minutes", id)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // watchRecovery measures, for node taken away by record i, two moments,
@@ -298,6 +469,9 @@ func (in *Injector) allInSync(ctx context.Context) bool {
 // incident, a node whose process vanished while no fault took it down.
 func (in *Injector) WatchDeaths(ctx context.Context) {
 	in.init()
+	if in.Nodes == nil {
+		return
+	}
 	dead := map[int32]bool{}
 	tick := time.NewTicker(max(in.Poll, 500*time.Millisecond))
 	defer tick.Stop()
@@ -328,40 +502,82 @@ func (in *Injector) WatchDeaths(ctx context.Context) {
 	}
 }
 
-// Heal undoes what the faults left applied: it resumes paused nodes and
-// starts nodes that were killed or stopped and not restarted. It returns
-// what it did, one line per node.
+// Heal undoes, newest first, everything the journal holds as still
+// applied: it resumes paused nodes, starts nodes left down, restores
+// topic settings and config files. It returns what it did, a line each.
+// Every undo is idempotent, so Heal may run again after a failure or after
+// a crash of ackcheck (ackcheck heal).
 func (in *Injector) Heal(ctx context.Context) ([]string, error) {
 	in.init()
 	var done []string
 	var errs []error
-	for _, id := range in.Nodes.IDs() {
-		in.mu.Lock()
-		s := in.state[id]
-		in.mu.Unlock()
-		switch s {
-		case "paused":
-			if _, err := in.Nodes.Signal(ctx, id, syscall.SIGCONT); err != nil {
-				errs = append(errs, fmt.Errorf("resume node %d: %w", id, err))
-				continue
-			}
-			done = append(done, fmt.Sprintf("resumed node %d", id))
-		case "down":
-			if pid, _ := in.Nodes.PID(ctx, id); pid == 0 {
-				if err := in.Nodes.Start(ctx, id); err != nil {
-					errs = append(errs, fmt.Errorf("start node %d: %w", id, err))
-					continue
-				}
-			}
-			done = append(done, fmt.Sprintf("started node %d", id))
-		default:
+	ids, undos := in.Journal.Pending()
+	for i, u := range undos {
+		if err := in.undo(ctx, u); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", u, err))
 			continue
 		}
-		in.mu.Lock()
-		in.state[id] = "up"
-		in.mu.Unlock()
+		if err := in.Journal.Done(ids[i]); err != nil {
+			errs = append(errs, err)
+		}
+		done = append(done, u.String()+" (after "+u.Why+")")
+		if u.Kind == "start" || u.Kind == "resume" {
+			in.mu.Lock()
+			in.state[u.Node] = "up"
+			in.mu.Unlock()
+		}
 	}
 	return done, errors.Join(errs...)
+}
+
+func (in *Injector) undo(ctx context.Context, u Undo) error {
+	switch u.Kind {
+	case "resume", "start", "node-config":
+		if in.Nodes == nil {
+			return fmt.Errorf("no cluster to act on: give --cluster-dir or --cluster-file")
+		}
+	}
+	switch u.Kind {
+	case "resume":
+		pid, err := in.Nodes.PID(ctx, u.Node)
+		if err != nil || pid == 0 {
+			return err // not running: nothing is paused
+		}
+		_, err = in.Nodes.Signal(ctx, u.Node, syscall.SIGCONT)
+		return err
+	case "start":
+		pid, err := in.Nodes.PID(ctx, u.Node)
+		if err != nil || pid != 0 {
+			return err
+		}
+		return in.Nodes.Start(ctx, u.Node)
+	case "topic-config":
+		tc, ok := in.Driver.(drivers.TopicConfigurer)
+		if !ok {
+			return fmt.Errorf("the driver cannot change topic settings")
+		}
+		return tc.SetTopicConfig(ctx, u.Topic, u.Key, u.Value)
+	case "node-config":
+		ce, ok := in.Nodes.(ConfigEditor)
+		if !ok || u.Content == nil {
+			return fmt.Errorf("cannot restore node %d's config here", u.Node)
+		}
+		cur, err := ce.ReadConfig(ctx, u.Node)
+		if err != nil {
+			return err
+		}
+		if cur == *u.Content {
+			return nil
+		}
+		if err := ce.WriteConfig(ctx, u.Node, *u.Content); err != nil {
+			return err
+		}
+		if u.Restart {
+			return in.restartAndWait(ctx, u.Node)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown undo %q", u.Kind)
 }
 
 // WaitRecovery waits for the recovery measurements to finish, at most

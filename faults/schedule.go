@@ -17,6 +17,11 @@ const (
 	Restart Action = "restart" // start the node again on the same data dir
 	Pause   Action = "pause"   // SIGSTOP
 	Resume  Action = "resume"  // SIGCONT
+	// FsyncOn and FsyncOff switch fsync-before-ack on or off, for a topic
+	// (topic:<name>, through the admin API) or for every broker's
+	// configuration (brokers, config edit and rolling restart).
+	FsyncOn  Action = "fsync-on"
+	FsyncOff Action = "fsync-off"
 )
 
 // expectations are quoted next to each fault in reports.
@@ -26,6 +31,8 @@ var expectations = map[Action]string{
 	Restart: "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR",
 	Pause:   "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led",
 	Resume:  "the node answers again, catches up and rejoins the ISR",
+	FsyncOn:  "from now on a write is fsynced on each replica before it counts toward an ack: acks get slower, and a power loss loses nothing acked",
+	FsyncOff: "from now on acks come from memory (page cache): faster, and a power loss of the replicas can lose acked writes",
 }
 
 // Expectation is what action is expected to cause.
@@ -75,13 +82,22 @@ func ParseSchedule(s string) ([]Step, error) {
 				return nil, bad(string(st.Action) + " needs a target")
 			}
 		case Restart, Resume:
+		case FsyncOn, FsyncOff:
+			if len(fields) != 3 {
+				return nil, bad(string(st.Action) + " needs topic:<topic> or brokers")
+			}
 		default:
-			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause or resume")
+			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause, resume, fsync-on or fsync-off")
 		}
 		if len(fields) == 3 {
 			if st.Target, err = ParseTarget(fields[2]); err != nil {
 				return nil, bad(err.Error())
 			}
+		}
+		isFsync := st.Action == FsyncOn || st.Action == FsyncOff
+		isScope := st.Target.Kind == Topic || st.Target.Kind == Brokers
+		if isFsync != isScope {
+			return nil, bad(fmt.Sprintf("%s cannot target %s: fsync-on/off take topic:<topic> or brokers, the other actions a node", st.Action, st.Target))
 		}
 		steps = append(steps, st)
 	}

@@ -37,6 +37,10 @@ const (
 	// Previous: the node the previous fault hit (the default of restart
 	// and resume).
 	Previous TargetKind = "previous"
+	// Topic: a topic's own settings (fsync-on topic:orders).
+	Topic TargetKind = "topic"
+	// Brokers: every node's broker configuration (fsync-on brokers).
+	Brokers TargetKind = "brokers"
 )
 
 // Target picks a node when a fault fires.
@@ -55,6 +59,8 @@ func (t Target) String() string {
 		return "most-leaders:" + t.Topic
 	case Node:
 		return fmt.Sprintf("node:%d", t.Node)
+	case Topic:
+		return "topic:" + t.Topic
 	}
 	return string(t.Kind)
 }
@@ -76,7 +82,12 @@ func ParseTarget(s string) (Target, error) {
 			return Target{}, fmt.Errorf("target %q: write most-leaders:<topic>", s)
 		}
 		return Target{Kind: MostLeaders, Topic: arg}, nil
-	case Controller, Previous:
+	case Topic:
+		if arg == "" {
+			return Target{}, fmt.Errorf("target %q: write topic:<topic>", s)
+		}
+		return Target{Kind: Topic, Topic: arg}, nil
+	case Controller, Previous, Brokers:
 		if arg != "" {
 			return Target{}, fmt.Errorf("target %q takes no argument", s)
 		}
@@ -88,7 +99,7 @@ func ParseTarget(s string) (Target, error) {
 		}
 		return Target{Kind: Node, Node: int32(n)}, nil
 	}
-	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id> or previous", s)
+	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, previous, topic:<topic> or brokers", s)
 }
 
 // ErrNoTarget is wrapped by Resolve when the target names no node now.

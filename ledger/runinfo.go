@@ -25,6 +25,12 @@ type RunInfo struct {
 	Shed int64 `json:"shed"`
 	// Errors counts failed outcomes by error text.
 	Errors map[string]int64 `json:"errors,omitempty"`
+	// AckMeaning is what an ack meant when the load started, as read from
+	// the running cluster's settings ("" if the driver cannot say).
+	AckMeaning string `json:"ack_meaning,omitempty"`
+	// Notes are facts a report must state (e.g. an SSH host key accepted
+	// without being in known_hosts).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // MetaFaults is the metadata name of the run's []FaultRecord.
@@ -57,4 +63,7 @@ type FaultRecord struct {
 	// partition of the topic had its full replica set in sync again.
 	ReadyAt  time.Time `json:"ready_at,omitempty"`
 	InSyncAt time.Time `json:"in_sync_at,omitempty"`
+
+	// AckMeaning, for fsync toggles: what an ack meant once it applied.
+	AckMeaning string `json:"ack_meaning,omitempty"`
 }

@@ -44,6 +44,7 @@ type Settings struct {
 	Keys           int               `json:"keys"`
 	MaxInFlight    int               `json:"max_in_flight"`
 	CreatedAt      time.Time         `json:"created_at"`
+	Faults         *FaultSource      `json:"faults,omitempty"`
 }
 
 // Config is one run.
@@ -71,12 +72,34 @@ type Config struct {
 
 // FaultPlan is the faults of a run and the cluster they act on.
 type FaultPlan struct {
+	// Nodes is the cluster the faults act on (nil: topic-level settings
+	// only, such as --fsync).
 	Nodes faults.Nodes
 	Steps []faults.Step
 	// RecoveryTimeout bounds how long after the load the run keeps
 	// measuring recovery (node ready, replicas in sync). Default 120s.
 	RecoveryTimeout time.Duration
+	// Broker is the broker kind, for broker-level fsync toggles.
+	Broker string
+	// Fsync, if set, switches the topic's fsync-before-ack on or off
+	// before the load; it is put back after the run like any fault.
+	Fsync *bool
+	// Source says how to reach the cluster again (ackcheck heal).
+	Source FaultSource
+	// Notes are stated in the run's report (e.g. accepted host keys).
+	Notes []string
 }
+
+// FaultSource records, in run.json, where a run's faults acted, so that
+// `ackcheck heal` can reach the same cluster.
+type FaultSource struct {
+	ClusterDir  string `json:"cluster_dir,omitempty"`
+	ClusterFile string `json:"cluster_file,omitempty"`
+	Broker      string `json:"broker,omitempty"`
+}
+
+// JournalPath is a run directory's heal journal.
+func JournalPath(out string) string { return filepath.Join(out, "heal.jsonl") }
 
 // LedgerDir is where a run directory keeps its ledger.
 func LedgerDir(out string) string { return filepath.Join(out, "ledger") }
@@ -139,6 +162,45 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 	}
 
 	cfg.logf("run %016x: %.0f msg/s for %s, %d-byte messages, %d producers -> %s", runID, lc.Rate, lc.Duration, lc.MessageSize, run.Producers, cfg.Out)
+	var inj *faults.Injector
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
+	var faultsDone sync.WaitGroup
+	if cfg.Faults != nil {
+		j, err := faults.OpenJournal(JournalPath(cfg.Out))
+		if err != nil {
+			return nil, err
+		}
+		defer j.Close()
+		inj = &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: info.Name, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf,
+			Journal: j, Broker: cfg.Faults.Broker}
+		run.Notes = append(run.Notes, cfg.Faults.Notes...)
+		if f := cfg.Faults.Fsync; f != nil {
+			a := faults.FsyncOff
+			if *f {
+				a = faults.FsyncOn
+			}
+			rec := inj.Apply(ctx, faults.Step{Action: a, Target: faults.Target{Kind: faults.Topic, Topic: info.Name}})
+			if rec.Result != "applied" {
+				inj.Heal(context.WithoutCancel(ctx))
+				return nil, fmt.Errorf("--fsync: %s", rec.Error)
+			}
+		}
+	}
+	if ad, ok := cfg.Driver.(drivers.AckDescriber); ok {
+		if m, err := ad.AckMeaning(ctx, info.Name); err == nil {
+			run.AckMeaning = m
+		} else {
+			cfg.logf("warning: could not read what an ack means on %s: %v", info.Name, err)
+		}
+	}
+	if run.AckMeaning != "" {
+		cfg.logf("an ack means: %s", run.AckMeaning)
+	}
+	// The schedule starts now, after any setting was applied.
+	lc.Start = time.Now()
+	run.LoadStart = lc.Start
+	l.PutMeta(ledger.MetaRun, run)
 	stats := &load.Stats{}
 	progressDone := make(chan struct{})
 	stopProgress := make(chan struct{})
@@ -146,15 +208,7 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 		defer close(progressDone)
 		reportProgress(cfg, lc, stats, stopProgress)
 	}()
-	lc.Start = time.Now()
-	run.LoadStart = lc.Start
-	l.PutMeta(ledger.MetaRun, run)
-	var inj *faults.Injector
-	faultCtx, stopFaults := context.WithCancel(ctx)
-	defer stopFaults()
-	var faultsDone sync.WaitGroup
 	if cfg.Faults != nil {
-		inj = &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: info.Name, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf}
 		faultsDone.Add(2)
 		go func() { defer faultsDone.Done(); inj.Run(faultCtx, lc.Start, cfg.Faults.Steps) }()
 		go func() { defer faultsDone.Done(); inj.WatchDeaths(faultCtx) }()
@@ -231,6 +285,10 @@ func writeSettings(cfg Config, lc load.Config, runID uint64) error {
 		RunID: fmt.Sprintf("%016x", runID), Driver: cfg.Driver.Name(), DriverSettings: ds,
 		Topic: cfg.Topic, Rate: lc.Rate, Duration: lc.Duration.String(), Producers: lc.Producers,
 		MessageSize: lc.MessageSize, Keys: lc.Keys, MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
+	}
+	if cfg.Faults != nil {
+		src := cfg.Faults.Source
+		s.Faults = &src
 	}
 	return writeJSON(filepath.Join(cfg.Out, "run.json"), s)
 }

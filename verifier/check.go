@@ -309,6 +309,15 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	}
 	slices.Sort(parts)
 	res.Faults = ft.finish(parts)
+	res.Notes = run.Notes
+	if run.AckMeaning != "" {
+		res.AckMeanings = append(res.AckMeanings, Phase{FromS: 0, Since: "the start", Meaning: run.AckMeaning})
+	}
+	for _, f := range res.Faults {
+		if f.Result == "applied" && f.AckMeaning != "" {
+			res.AckMeanings = append(res.AckMeanings, Phase{FromS: max(0, f.AtS), Since: f.Action + " " + f.Target, Meaning: f.AckMeaning})
+		}
+	}
 	res.Publish = summarize(pubAll)
 	res.E2E = summarize(e2eAll)
 	for i, w := range windows {

@@ -94,6 +94,20 @@ type Result struct {
 	// Faults are the faults injected during the run, in order, with their
 	// recovery figures.
 	Faults []FaultReport `json:"faults,omitempty"`
+
+	// AckMeanings says, for each phase of the run, what an ack meant, as
+	// read from the cluster's settings when the phase began.
+	AckMeanings []Phase `json:"ack_meanings,omitempty"`
+	// Notes are facts the report must state (e.g. a host key accepted
+	// without being in known_hosts).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Phase is a stretch of the run under one durability setting.
+type Phase struct {
+	FromS   float64 `json:"from_s"`
+	Since   string  `json:"since"`
+	Meaning string  `json:"meaning"`
 }
 
 // WriteSummary prints the verdict as a table a person reads first.
@@ -158,6 +172,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, "    kill proof: PID %d -> %d, data dir inode %d -> %d (same: %v), survivors unchanged: %v, restarts: %d\n",
 				kp.OldPID, kp.NewPID, kp.InodeBefore, kp.InodeAfter, kp.SameDataDir, kp.SurvivorsUnchanged, kp.Restarts)
 		}
+	}
+	for _, p := range r.AckMeanings {
+		fmt.Fprintf(w, "  from %.1fs (%s) an ack meant: %s\n", p.FromS, p.Since, p.Meaning)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	if !r.ReadBackComplete {
 		fmt.Fprintln(w, "  read-back incomplete:")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"text/tabwriter"
 
 	"github.com/ackcheck/ackcheck/cluster"
@@ -22,17 +23,19 @@ func newClusterCmd() *cobra.Command {
 func newClusterKafkaCmd() *cobra.Command {
 	var opts cluster.KafkaOptions
 	var asJSON bool
+	var node int32
 	cmd := &cobra.Command{
-		Use:   "kafka up|down|status",
+		Use:   "kafka up|down|status|start|stop",
 		Short: "A local Apache Kafka " + cluster.KafkaVersion + " cluster in KRaft mode (3 combined nodes by default)",
 		Long: `up fetches Apache Kafka ` + cluster.KafkaVersion + ` from Maven Central with mvn (once, into a cache
 outside any repository), formats KRaft storage, and starts the nodes on
 127.0.0.1 with their own ports, data dirs, logs and PID files under --dir.
 Replication factor 3 and min.insync.replicas=2 by default.
 down stops exactly the PIDs in --dir (SIGTERM, then SIGKILL after 30s).
-status shows each node's PID, ports and whether it answers.`,
+status shows each node's PID, ports and whether it answers.
+start and stop act on one node (--node), for scripts and cluster files.`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"up", "down", "status"},
+		ValidArgs: []string{"up", "down", "status", "start", "stop"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, err := cluster.OpenKafka(opts)
 			if err != nil {
@@ -52,9 +55,17 @@ status shows each node's PID, ports and whether it answers.`,
 				}
 				fmt.Fprintln(out, "stopped")
 				return nil
+			case "start", "stop":
+				if node < 1 {
+					return fmt.Errorf("%s needs --node <id>", args[0])
+				}
+				if args[0] == "start" {
+					return k.StartNode(cmd.Context(), node)
+				}
+				return k.StopNode(cmd.Context(), node, 30*time.Second)
 			case "status":
 			default:
-				return fmt.Errorf("unknown action %q: use up, down or status", args[0])
+				return fmt.Errorf("unknown action %q: use up, down, status, start or stop", args[0])
 			}
 			st := k.Status()
 			if asJSON {
@@ -80,6 +91,7 @@ status shows each node's PID, ports and whether it answers.`,
 	cmd.Flags().IntVar(&opts.HeapMB, "heap-mb", 0, "JVM heap per node in MiB (default 768)")
 	cmd.Flags().StringToStringVar(&opts.Props, "prop", nil, "extra server.properties for every node, k=v (at the first up)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "status as JSON")
+	cmd.Flags().Int32Var(&node, "node", 0, "the node for start and stop")
 	cmd.MarkFlagRequired("dir")
 	return cmd
 }

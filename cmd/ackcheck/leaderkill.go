@@ -32,8 +32,8 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
   ackcheck leader-kill --cluster-dir /tmp/kafka --rate 1000 --duration 90s --kill-at 30s --out runs/lk`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if rf.clusterDir == "" {
-				return fmt.Errorf("--cluster-dir is required: the local cluster whose leader is killed (`ackcheck cluster kafka up --dir D`)")
+			if rf.clusterDir == "" && rf.clusterFile == "" {
+				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose leader is killed (`ackcheck cluster kafka up --dir D`)")
 			}
 			if !cmd.Flags().Changed("kill-at") {
 				killAt = rf.lc.Duration / 3
@@ -47,6 +47,7 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
 				return err
 			}
 			defer d.Close()
+			defer rf.nodesClose()
 			fmt.Fprintf(cmd.OutOrStdout(), "scenario %s: %s\n", sc.Name(rf.kf.acks), sc.Expect(rf.kf.acks))
 			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {

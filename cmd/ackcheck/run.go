@@ -5,7 +5,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
@@ -42,8 +41,12 @@ type runFlags struct {
 	noVerify   bool
 	noLiveRead bool
 	progress   time.Duration
-	clusterDir string
-	recovery   time.Duration
+	clusterDir    string
+	clusterFile   string
+	acceptUnknown bool
+	fsync         string
+	recovery      time.Duration
+	nodesClose    func()
 }
 
 func (r *runFlags) register(cmd *cobra.Command) {
@@ -66,6 +69,9 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&r.noLiveRead, "no-e2e", false, "do not run the consumer that measures end-to-end latency during the load")
 	f.DurationVar(&r.progress, "progress-interval", 0, "progress line interval (default 1s on a terminal, 10s otherwise)")
 	f.StringVar(&r.clusterDir, "cluster-dir", "", "directory of a local cluster (`ackcheck cluster kafka up`) whose processes faults act on")
+	f.StringVar(&r.clusterFile, "cluster-file", "", "YAML file describing the nodes faults act on, locally or over SSH (see README)")
+	f.BoolVar(&r.acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones); the report states it")
+	f.StringVar(&r.fsync, "fsync", "", "on or off: switch the topic's fsync-before-ack for the run (Kafka flush.messages), put back afterwards")
 	f.DurationVar(&r.recovery, "recovery-timeout", 120*time.Second, "how long after the load ackcheck keeps measuring recovery from faults")
 }
 
@@ -86,29 +92,49 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	}
 	r.topic.Configs = r.topicCfg
 	var plan *runner.FaultPlan
-	if len(steps) > 0 {
-		if r.clusterDir == "" {
-			return runner.Config{}, nil, fmt.Errorf("faults need the cluster they act on: pass --cluster-dir of a local cluster (`ackcheck cluster kafka up --dir D`)")
+	var fsync *bool
+	switch r.fsync {
+	case "":
+	case "on", "off":
+		v := r.fsync == "on"
+		fsync = &v
+	default:
+		return runner.Config{}, nil, fmt.Errorf("--fsync %q: use on or off", r.fsync)
+	}
+	for _, st := range steps {
+		if st.At >= r.lc.Duration {
+			return runner.Config{}, nil, fmt.Errorf("fault %s fires after the load ends (--duration %s)", st, r.lc.Duration)
 		}
-		for _, st := range steps {
-			if st.At >= r.lc.Duration {
-				return runner.Config{}, nil, fmt.Errorf("fault %s fires after the load ends (--duration %s)", st, r.lc.Duration)
-			}
+	}
+	src := runner.FaultSource{ClusterDir: r.clusterDir, ClusterFile: r.clusterFile}
+	opened, err := openNodes(cmd.Context(), src, r.acceptUnknown)
+	if err != nil {
+		return runner.Config{}, nil, err
+	}
+	r.nodesClose = func() {}
+	if opened != nil {
+		r.nodesClose = opened.close
+		src.Broker = opened.broker
+		if !cmd.Flags().Changed("brokers") && len(opened.brokers) > 0 {
+			r.kf.brokers = opened.brokers
 		}
-		if _, err := os.Stat(r.clusterDir + "/cluster.json"); err != nil {
-			return runner.Config{}, nil, fmt.Errorf("--cluster-dir %s holds no cluster: start one with `ackcheck cluster kafka up --dir %s`", r.clusterDir, r.clusterDir)
+	}
+	needsNodes := false
+	for _, st := range steps {
+		needsNodes = needsNodes || st.Target.Kind != faults.Topic
+	}
+	if needsNodes && opened == nil {
+		return runner.Config{}, nil, fmt.Errorf("faults need the cluster they act on: pass --cluster-dir of a local cluster (`ackcheck cluster kafka up --dir D`) or --cluster-file")
+	}
+	if len(steps) > 0 || fsync != nil {
+		plan = &runner.FaultPlan{Steps: steps, RecoveryTimeout: r.recovery, Fsync: fsync, Source: src}
+		if opened != nil {
+			plan.Nodes, plan.Broker, plan.Notes = opened.nodes, opened.broker, opened.notes
 		}
-		k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: r.clusterDir})
-		if err != nil {
-			return runner.Config{}, nil, err
-		}
-		if !cmd.Flags().Changed("brokers") {
-			r.kf.brokers = k.Brokers()
-		}
-		plan = &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: r.recovery}
 	}
 	d, public, err := newDriver(r.driverName, cmd.Flags(), &r.kf, nil)
 	if err != nil {
+		r.nodesClose()
 		return runner.Config{}, nil, err
 	}
 	if r.progress == 0 {
@@ -149,6 +175,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer d.Close()
+			defer rf.nodesClose()
 			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -157,7 +184,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	rf.register(cmd)
-	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume and targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id> (restart and resume default to the previous fault's node)`)
+	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume (targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>; restart and resume default to the previous fault's node) and fsync-on, fsync-off (targets topic:<topic>, brokers)`)
 	return cmd
 }
 

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/runner"
+	"github.com/spf13/cobra"
+)
+
+func newHealCmd() *cobra.Command {
+	var (
+		kf            kafkaFlags
+		out           string
+		acceptUnknown bool
+	)
+	cmd := &cobra.Command{
+		Use:   "heal",
+		Short: "Undo what an earlier run's faults left applied",
+		Long: `heal replays the run directory's heal journal (heal.jsonl): everything a
+fault changed and no one put back (a paused broker, a broker left down, a
+topic setting, a broker config file) is put back, newest first. A run undoes
+its faults itself when it ends or is interrupted; heal is for a run whose
+ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("--out is required: the directory of the run to heal")
+			}
+			s, err := runner.ReadSettings(out)
+			if err != nil {
+				return err
+			}
+			j, err := faults.OpenJournal(runner.JournalPath(out))
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			if _, pending := j.Pending(); len(pending) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to heal")
+				return nil
+			}
+			var src runner.FaultSource
+			if s.Faults != nil {
+				src = *s.Faults
+			}
+			opened, err := openNodes(cmd.Context(), src, acceptUnknown)
+			if err != nil {
+				return err
+			}
+			inj := &faults.Injector{Topic: s.Topic.Name, Journal: j, Logf: func(f string, a ...any) { fmt.Fprintf(cmd.OutOrStdout(), f+"\n", a...) }}
+			if opened != nil {
+				defer opened.close()
+				inj.Nodes, inj.Broker = opened.nodes, opened.broker
+			}
+			d, _, err := newDriver(s.Driver, cmd.Flags(), &kf, s.DriverSettings)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			inj.Driver = d
+			healed, err := inj.Heal(cmd.Context())
+			for _, h := range healed {
+				fmt.Fprintf(cmd.OutOrStdout(), "healed: %s\n", h)
+			}
+			if err != nil {
+				return fmt.Errorf("heal incomplete (run it again once the cause is fixed): %w", err)
+			}
+			return nil
+		},
+	}
+	kf.register(cmd.Flags())
+	cmd.Flags().StringVar(&out, "out", "", "run directory of the run to heal")
+	cmd.Flags().BoolVar(&acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones)")
+	return cmd
+}

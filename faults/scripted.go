@@ -1,0 +1,258 @@
+package faults
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ackcheck/ackcheck/remote"
+)
+
+// NodeSpec describes one broker node reached by shell commands, locally or
+// over SSH: how to find its process, start and stop it, and where its data
+// and configuration live.
+type NodeSpec struct {
+	ID int32 `yaml:"id"`
+	// Host is the machine; "" or "local" runs commands on this one.
+	Host    string `yaml:"host"`
+	Port    int    `yaml:"port"`
+	User    string `yaml:"user"`
+	KeyFile string `yaml:"key_file"`
+	Agent   bool   `yaml:"agent"`
+	// How to find the broker's PID: exactly one of these.
+	PIDFile     string `yaml:"pid_file"`
+	PGrep       string `yaml:"pgrep"` // a pgrep -f pattern; the oldest match is the broker
+	SystemdUnit string `yaml:"systemd_unit"`
+	// Start starts the broker on its data dir and returns (e.g.
+	// "systemctl start kafka"). Stop, if set, stops it cleanly; otherwise
+	// SIGTERM is sent and waited for.
+	Start string `yaml:"start"`
+	Stop  string `yaml:"stop"`
+	// DataDir is the broker's data directory (kill proof: its inode).
+	DataDir string `yaml:"data_dir"`
+	// ConfigFile is the broker's configuration (for fsync toggles).
+	ConfigFile string `yaml:"config_file"`
+}
+
+func (n NodeSpec) validate() error {
+	ways := 0
+	for _, s := range []string{n.PIDFile, n.PGrep, n.SystemdUnit} {
+		if s != "" {
+			ways++
+		}
+	}
+	switch {
+	case ways != 1:
+		return fmt.Errorf("node %d: give exactly one of pid_file, pgrep or systemd_unit to find its process", n.ID)
+	case n.Start == "" && n.SystemdUnit == "":
+		return fmt.Errorf("node %d: no start command (needed to restart it and to heal)", n.ID)
+	case n.Host != "" && n.Host != "local" && n.User == "":
+		return fmt.Errorf("node %d: host %s needs a user", n.ID, n.Host)
+	}
+	return nil
+}
+
+func (n NodeSpec) local() bool { return n.Host == "" || n.Host == "local" }
+
+// Scripted is a cluster whose nodes are controlled by shell commands run
+// through a remote.Runner per node. It implements Nodes.
+type Scripted struct {
+	specs   map[int32]NodeSpec
+	ids     []int32
+	runners map[int32]remote.Runner
+	where   string
+}
+
+var _ Nodes = (*Scripted)(nil)
+
+// NewScripted builds a cluster from node specs and one runner per node.
+func NewScripted(specs []NodeSpec, runners map[int32]remote.Runner, where string) *Scripted {
+	s := &Scripted{specs: map[int32]NodeSpec{}, runners: runners, where: where}
+	for _, n := range specs {
+		s.specs[n.ID] = n
+		s.ids = append(s.ids, n.ID)
+	}
+	return s
+}
+
+func (s *Scripted) node(id int32) (NodeSpec, remote.Runner, error) {
+	n, ok := s.specs[id]
+	if !ok {
+		return n, nil, fmt.Errorf("node %d is not in the cluster file", id)
+	}
+	return n, s.runners[id], nil
+}
+
+// IDs implements Nodes.
+func (s *Scripted) IDs() []int32 { return s.ids }
+
+// Where implements Nodes.
+func (s *Scripted) Where() string { return s.where }
+
+// PID implements Nodes.
+func (s *Scripted) PID(ctx context.Context, id int32) (int, error) {
+	n, r, err := s.node(id)
+	if err != nil {
+		return 0, err
+	}
+	var cmd string
+	switch {
+	case n.PIDFile != "":
+		// A pid file may be stale: the process must exist and not be a
+		// zombie.
+		cmd = fmt.Sprintf(`p=$(cat %s 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' /proc/"$p"/status 2>/dev/null && echo "$p"; true`, remote.Quote(n.PIDFile))
+	case n.PGrep != "":
+		// The oldest match: the broker started before the shell that runs
+		// this pgrep, whose own command line contains the pattern.
+		cmd = fmt.Sprintf(`pgrep -o -f -- %s; true`, remote.Quote(n.PGrep))
+	default:
+		cmd = fmt.Sprintf(`systemctl show -p MainPID --value %s`, remote.Quote(n.SystemdUnit))
+	}
+	out, err := r.Run(ctx, cmd)
+	if err != nil {
+		return 0, fmt.Errorf("find node %d's process: %w", id, err)
+	}
+	out = strings.TrimSpace(out)
+	if out == "" {
+		return 0, nil
+	}
+	pid, err := strconv.Atoi(strings.Fields(out)[0])
+	if err != nil {
+		return 0, fmt.Errorf("find node %d's process: unexpected output %q", id, out)
+	}
+	return pid, nil
+}
+
+// Signal implements Nodes.
+func (s *Scripted) Signal(ctx context.Context, id int32, sig syscall.Signal) (int, error) {
+	_, r, err := s.node(id)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := s.PID(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if pid == 0 {
+		return 0, fmt.Errorf("node %d does not run", id)
+	}
+	if _, err := r.Run(ctx, fmt.Sprintf("kill -%d %d", int(sig), pid)); err != nil {
+		return pid, fmt.Errorf("signal %v to node %d (PID %d): %w", sig, id, pid, err)
+	}
+	return pid, nil
+}
+
+// Stop implements Nodes.
+func (s *Scripted) Stop(ctx context.Context, id int32, grace time.Duration) error {
+	n, r, err := s.node(id)
+	if err != nil {
+		return err
+	}
+	pid, err := s.PID(ctx, id)
+	if err != nil || pid == 0 {
+		return err
+	}
+	r.Run(ctx, fmt.Sprintf("kill -CONT %d", pid)) // a paused broker cannot shut down
+	if n.Stop != "" {
+		if _, err := r.Run(ctx, n.Stop); err != nil {
+			return fmt.Errorf("stop node %d: %w", id, err)
+		}
+	} else if _, err := r.Run(ctx, fmt.Sprintf("kill -TERM %d", pid)); err != nil {
+		return fmt.Errorf("stop node %d: %w", id, err)
+	}
+	deadline := time.Now().Add(grace)
+	for {
+		p, err := s.PID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if p == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			r.Run(ctx, fmt.Sprintf("kill -KILL %d", p))
+			deadline = time.Now().Add(time.Hour)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Start implements Nodes.
+func (s *Scripted) Start(ctx context.Context, id int32) error {
+	n, r, err := s.node(id)
+	if err != nil {
+		return err
+	}
+	cmd := n.Start
+	if cmd == "" {
+		cmd = "systemctl start " + remote.Quote(n.SystemdUnit)
+	}
+	if _, err := r.Run(ctx, cmd); err != nil {
+		return fmt.Errorf("start node %d: %w", id, err)
+	}
+	return nil
+}
+
+// DataDirInode implements Nodes.
+func (s *Scripted) DataDirInode(ctx context.Context, id int32) (uint64, error) {
+	n, r, err := s.node(id)
+	if err != nil {
+		return 0, err
+	}
+	if n.DataDir == "" {
+		return 0, fmt.Errorf("node %d: no data_dir in the cluster file", id)
+	}
+	out, err := r.Run(ctx, "stat -c %i "+remote.Quote(n.DataDir))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+}
+
+// ReadConfig returns node id's configuration file.
+func (s *Scripted) ReadConfig(ctx context.Context, id int32) (string, error) {
+	n, r, err := s.node(id)
+	if err != nil {
+		return "", err
+	}
+	if n.ConfigFile == "" {
+		return "", fmt.Errorf("node %d: no config_file in the cluster file", id)
+	}
+	return r.Run(ctx, "cat "+remote.Quote(n.ConfigFile))
+}
+
+// WriteConfig replaces node id's configuration file atomically (a
+// temporary file renamed over it, keeping its mode).
+func (s *Scripted) WriteConfig(ctx context.Context, id int32, content string) error {
+	n, r, err := s.node(id)
+	if err != nil {
+		return err
+	}
+	if n.ConfigFile == "" {
+		return fmt.Errorf("node %d: no config_file in the cluster file", id)
+	}
+	f := remote.Quote(n.ConfigFile)
+	tmp := remote.Quote(n.ConfigFile + ".ackcheck.tmp")
+	cmd := fmt.Sprintf("printf %%s %s | base64 -d > %s && chmod --reference=%s %s && mv %s %s",
+		remote.Quote(base64.StdEncoding.EncodeToString([]byte(content))), tmp, f, tmp, tmp, f)
+	if _, err := r.Run(ctx, cmd); err != nil {
+		return fmt.Errorf("write node %d's config: %w", id, err)
+	}
+	return nil
+}
+
+// Close closes every runner.
+func (s *Scripted) Close() error {
+	for _, r := range s.runners {
+		r.Close()
+	}
+	return nil
+}
