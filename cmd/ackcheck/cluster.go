@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 	"text/tabwriter"
+	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/spf13/cobra"

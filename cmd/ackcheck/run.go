@@ -31,16 +31,16 @@ func (c *checkFlags) options() verifier.Options {
 
 // runFlags are the flags of every command that runs a load.
 type runFlags struct {
-	driverName string
-	kf         kafkaFlags
-	cf         checkFlags
-	topic      drivers.TopicSpec
-	topicCfg   map[string]string
-	lc         load.Config
-	out        string
-	noVerify   bool
-	noLiveRead bool
-	progress   time.Duration
+	driverName    string
+	kf            kafkaFlags
+	cf            checkFlags
+	topic         drivers.TopicSpec
+	topicCfg      map[string]string
+	lc            load.Config
+	out           string
+	noVerify      bool
+	noLiveRead    bool
+	progress      time.Duration
 	clusterDir    string
 	clusterFile   string
 	acceptUnknown bool

@@ -105,4 +105,3 @@ func ackMeaning(acks, flush, minISR string) string {
 	}
 	return fmt.Sprintf("acks=all, min.insync.replicas=%s, flush.messages=%s: answered after the leader and each in-sync follower (at least %s replicas) wrote it%s", minISR, flush, minISR, synced)
 }
-
