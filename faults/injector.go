@@ -310,9 +310,11 @@ func (in *Injector) fsync(ctx context.Context, st Step, rec *ledger.FaultRecord)
 		if err != nil {
 			return err
 		}
-		if _, err := in.Journal.Add(Undo{Kind: "topic-config", Topic: st.Target.Topic, Key: key, Value: orig,
-			Why: fmt.Sprintf("%s %s", st.Action, st.Target)}); err != nil {
-			return err
+		if !in.Journal.HasTopicConfig(st.Target.Topic, key) {
+			if _, err := in.Journal.Add(Undo{Kind: "topic-config", Topic: st.Target.Topic, Key: key, Value: orig,
+				Why: fmt.Sprintf("%s %s", st.Action, st.Target)}); err != nil {
+				return err
+			}
 		}
 		v := offV
 		if on {
@@ -342,9 +344,11 @@ func (in *Injector) fsync(ctx context.Context, st Step, rec *ledger.FaultRecord)
 			if edited == orig {
 				continue
 			}
-			if _, err := in.Journal.Add(Undo{Kind: "node-config", Node: id, Content: &orig, Restart: true,
-				Why: fmt.Sprintf("%s: %s", st.Action, bf.setting)}); err != nil {
-				return err
+			if !in.Journal.HasNodeConfig(id) {
+				if _, err := in.Journal.Add(Undo{Kind: "node-config", Node: id, Content: &orig, Restart: true,
+					Why: fmt.Sprintf("%s: %s", st.Action, bf.setting)}); err != nil {
+					return err
+				}
 			}
 			if err := ce.WriteConfig(ctx, id, edited); err != nil {
 				return err

@@ -165,6 +165,32 @@ func (j *Journal) Find(kind string, node int32) (int, bool) {
 	return best, found
 }
 
+// HasTopicConfig reports whether an undo of key on topic is pending: a
+// later toggle of the same setting must not record a second one, since
+// the first holds the setting as it was before the run touched it.
+func (j *Journal) HasTopicConfig(topic, key string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, u := range j.pending {
+		if u.Kind == "topic-config" && u.Topic == topic && u.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// HasNodeConfig is HasTopicConfig for a node's config file.
+func (j *Journal) HasNodeConfig(node int32) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, u := range j.pending {
+		if u.Kind == "node-config" && u.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending returns the pending undos, newest first: the order to undo in.
 func (j *Journal) Pending() (ids []int, undos []Undo) {
 	j.mu.Lock()

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -68,6 +69,24 @@ func (d *Driver) SetTopicConfig(ctx context.Context, topic, key string, value *s
 		if r.Err != nil {
 			return fmt.Errorf("set %s on topic %s: %w %s", key, topic, r.Err, r.ErrMessage)
 		}
+	}
+	// The controller takes the change; other brokers learn it a moment
+	// later. Return once three reads in a row (from whichever brokers
+	// answer) show it, so that what ackcheck reports next is the new
+	// setting.
+	same := func(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+	deadline := time.Now().Add(15 * time.Second)
+	for agree := 0; agree < 3; {
+		got, err := d.TopicConfig(ctx, topic, key)
+		if err == nil && same(got, value) {
+			agree++
+		} else {
+			agree = 0
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("set %s on topic %s: the brokers still do not report it after 15s", key, topic)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
 }

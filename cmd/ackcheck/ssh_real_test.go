@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/remote/sshdtest"
+)
+
+// These tests drive the real local Kafka cluster (ACKCHECK_KAFKA_CLUSTER_DIR)
+// through a real OpenSSH sshd on a loopback port, as ackcheck would drive
+// brokers on other machines.
+
+type sshRig struct {
+	bin, dir, clusterFile string
+	srv                   *sshdtest.Server
+	k                     *cluster.Kafka
+}
+
+func newSSHRig(t *testing.T) *sshRig {
+	t.Helper()
+	dir := os.Getenv("ACKCHECK_KAFKA_CLUSTER_DIR")
+	if dir == "" {
+		t.Skip("ACKCHECK_KAFKA_CLUSTER_DIR not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D")
+	}
+	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.WaitReady(context.Background(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r := &sshRig{bin: binary(t), dir: k.Dir(), srv: sshdtest.Start(t), k: k}
+	r.clusterFile = r.writeClusterFile(t, r.srv.User, r.srv.KeyFile, r.srv.KnownHosts)
+	return r
+}
+
+func (r *sshRig) writeClusterFile(t *testing.T, user, key, known string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "broker: kafka\nbrokers: [%s]\nknown_hosts: %s\n", strings.Join(r.k.Brokers(), ", "), known)
+	fmt.Fprintf(&b, "defaults: {user: %s, port: %d, key_file: %s}\nnodes:\n", user, r.srv.Port, key)
+	for _, id := range r.k.Nodes() {
+		nd := filepath.Join(r.dir, fmt.Sprintf("node%d", id))
+		fmt.Fprintf(&b, "  - id: %d\n    host: 127.0.0.1\n    pid_file: %s/pid\n    start: %s cluster kafka start --dir %s --node %d\n    data_dir: %s/data\n    config_file: %s/server.properties\n",
+			id, nd, r.bin, r.dir, id, nd, nd)
+	}
+	f := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// topicFlush returns the topic's own flush.messages once three reads in a
+// row agree (brokers learn a config change a moment after the controller).
+func (r *sshRig) topicFlush(t *testing.T, topic string) *string {
+	d, err := kafka.New(kafka.Config{Brokers: r.k.Brokers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var last *string
+	agree := 0
+	for i := 0; i < 100 && agree < 3; i++ {
+		v, err := d.TopicConfig(context.Background(), topic, "flush.messages")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (v == nil) == (last == nil) && (v == nil || *v == *last) {
+			agree++
+		} else {
+			agree = 1
+		}
+		last = v
+		time.Sleep(100 * time.Millisecond)
+	}
+	return last
+}
+
+// stopped reports whether node's JVM is stopped (SIGSTOP).
+func (r *sshRig) stopped(t *testing.T, node int32) bool {
+	pid, _ := r.k.PID(node)
+	if pid == 0 {
+		t.Fatalf("node %d does not run", node)
+	}
+	st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(st), "\n") {
+		if strings.HasPrefix(l, "State:") {
+			return strings.Contains(l, "T (stopped)")
+		}
+	}
+	return false
+}
+
+// Leader kill over SSH, with fsync toggled on the topic through the admin
+// API in the middle: the verdict holds, the kill proof comes over SSH,
+// the report says what an ack meant in each phase, and the topic's
+// setting is back afterwards.
+func TestRealSSHLeaderKillAndFsync(t *testing.T) {
+	r := newSSHRig(t)
+	topic := "ssh-kill-" + time.Now().Format("150405")
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(r.bin, "run", "--cluster-file", r.clusterFile, "--topic", topic, "--partitions", "8",
+		"--rate", "300", "--duration", "30s", "--progress-interval", "5s", "--out", out,
+		"--fault", "at=2s fsync-on topic:"+topic+"; at=6s kill most-leaders:"+topic+"; at=14s restart; at=20s fsync-off topic:"+topic)
+	output, err := cmd.CombinedOutput()
+	t.Logf("%s", output)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	res := readResult(t, out)
+	if res.Lost != 0 || res.Verdict != "pass" || len(res.Faults) != 4 {
+		t.Fatalf("lost %d verdict %s faults %d", res.Lost, res.Verdict, len(res.Faults))
+	}
+	for _, f := range res.Faults {
+		if f.Result != "applied" {
+			t.Fatalf("%s %s: %s %s", f.Action, f.Target, f.Result, f.Error)
+		}
+	}
+	kp := res.Faults[1].KillProof
+	if kp == nil || kp.NewPID == 0 || kp.NewPID == kp.OldPID || !kp.SameDataDir || !kp.SurvivorsUnchanged {
+		t.Fatalf("kill proof over SSH: %+v", kp)
+	}
+	var meanings []string
+	for _, p := range res.AckMeanings {
+		meanings = append(meanings, p.Meaning)
+	}
+	all := strings.Join(meanings, "\n")
+	if strings.Count(string(output), "heal: set flush.messages") != 1 {
+		t.Fatal("two toggles of the same setting should leave one undo: the setting as it was before the run")
+	}
+	if !strings.Contains(all, "flush.messages=1: answered after the leader and each in-sync follower (at least 2 replicas) wrote it and fsynced it") ||
+		!strings.Contains(all, "flush.messages=9223372036854775807") {
+		t.Fatalf("ack meanings:\n%s", all)
+	}
+	if v := r.topicFlush(t, topic); v != nil {
+		t.Fatalf("flush.messages left at %s on the topic", *v)
+	}
+}
+
+// Broker-level fsync over SSH: each node's server.properties edited and
+// rolled one node at a time, then restored and rolled back at the end.
+func TestRealSSHBrokerFsyncRollingRestart(t *testing.T) {
+	r := newSSHRig(t)
+	var before []string
+	for _, id := range r.k.Nodes() {
+		b, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("node%d/server.properties", id)))
+		before = append(before, string(b))
+	}
+	topic := "ssh-roll-" + time.Now().Format("150405")
+	out := filepath.Join(t.TempDir(), "run")
+	output, err := exec.Command(r.bin, "run", "--cluster-file", r.clusterFile, "--topic", topic, "--partitions", "4",
+		"--rate", "200", "--duration", "90s", "--progress-interval", "10s", "--out", out,
+		"--fault", "at=1s fsync-on brokers").CombinedOutput()
+	t.Logf("%s", output)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	res := readResult(t, out)
+	if res.Lost != 0 || res.Verdict != "pass" || res.Faults[0].Result != "applied" {
+		t.Fatalf("lost %d verdict %s fault %+v", res.Lost, res.Verdict, res.Faults[0].FaultRecord)
+	}
+	if !strings.Contains(res.Faults[0].AckMeaning, "flush.messages=1:") {
+		t.Fatalf("after fsync-on brokers an ack meant: %s", res.Faults[0].AckMeaning)
+	}
+	for i, id := range r.k.Nodes() {
+		b, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("node%d/server.properties", id)))
+		if string(b) != before[i] {
+			t.Fatalf("node %d's server.properties not restored:\n%s", id, b)
+		}
+	}
+	if !strings.Contains(string(output), "heal: restore node") {
+		t.Fatal("the restore was not reported")
+	}
+}
+
+// Bad credentials or a changed host key: a clear error, exit 2, and
+// nothing applied (no run directory, no fault).
+func TestRealSSHBadCredentials(t *testing.T) {
+	r := newSSHRig(t)
+	tests := []struct {
+		name, file, want string
+	}{
+		{"wrong user", r.writeClusterFile(t, "nosuchuser", r.srv.KeyFile, r.srv.KnownHosts), "authentication with key"},
+		{"wrong key", r.writeClusterFile(t, r.srv.User, r.srv.OtherKey, r.srv.KnownHosts), "authorized_keys"},
+		{"changed host key", r.writeClusterFile(t, r.srv.User, r.srv.KeyFile, r.srv.WrongHosts), "REFUSED"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			cmd := exec.Command(r.bin, "run", "--cluster-file", tc.file, "--topic", "never", "--duration", "5s", "--out", out,
+				"--fault", "at=1s pause node:1")
+			output, err := cmd.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() != exitError || !strings.Contains(string(output), tc.want) {
+				t.Fatalf("exit %v, output %q; want exit 2 mentioning %q", err, output, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Fatal("a run directory was created")
+			}
+			if r.stopped(t, 1) {
+				t.Fatal("node 1 was paused")
+			}
+		})
+	}
+}
+
+// SIGINT while a broker is paused and fsync toggled: afterwards the broker
+// runs and the original setting is back. Then the same with SIGKILL of
+// ackcheck, which cannot clean up, followed by `ackcheck heal`.
+func TestRealSSHInterruptAndHeal(t *testing.T) {
+	r := newSSHRig(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			topic := fmt.Sprintf("ssh-heal-%d-%s", sig, time.Now().Format("150405"))
+			out := filepath.Join(t.TempDir(), "run")
+			cmd := exec.Command(r.bin, "run", "--cluster-file", r.clusterFile, "--topic", topic, "--partitions", "4",
+				"--rate", "200", "--duration", "60s", "--progress-interval", "1s", "--out", out,
+				"--fault", "at=1s fsync-on topic:"+topic+"; at=2s pause node:2")
+			var buf syncBuffer
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(40 * time.Second)
+			for !strings.Contains(buf.String(), "fault pause") {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("no pause:\n%s", buf.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if !r.stopped(t, 2) || r.topicFlush(t, topic) == nil {
+				cmd.Process.Kill()
+				t.Fatal("the faults did not apply")
+			}
+			cmd.Process.Signal(sig)
+			cmd.Wait()
+			t.Logf("run output:\n%s", buf.String())
+			if sig == syscall.SIGKILL {
+				if !r.stopped(t, 2) {
+					t.Fatal("after SIGKILL node 2 is no longer paused: nothing to heal, the test proves nothing")
+				}
+				hout, err := exec.Command(r.bin, "heal", "--out", out).CombinedOutput()
+				t.Logf("heal:\n%s", hout)
+				if err != nil || !strings.Contains(string(hout), "healed: resume node 2") || !strings.Contains(string(hout), "healed: set flush.messages of topic") {
+					t.Fatalf("heal: %v", err)
+				}
+				again, err := exec.Command(r.bin, "heal", "--out", out).CombinedOutput()
+				if err != nil || !strings.Contains(string(again), "nothing to heal") {
+					t.Fatalf("second heal: %v %s", err, again)
+				}
+			} else if !strings.Contains(buf.String(), "heal: resume node 2") {
+				t.Fatal("the interrupted run did not say what it undid")
+			}
+			if r.stopped(t, 2) {
+				t.Fatal("node 2 is still paused")
+			}
+			if v := r.topicFlush(t, topic); v != nil {
+				t.Fatalf("flush.messages still %s on the topic", *v)
+			}
+			if err := r.k.WaitReady(context.Background(), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
