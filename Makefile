@@ -9,9 +9,11 @@ build:
 
 # The test command README.md documents and .ci/run calls. Tests that need a
 # real cluster skip themselves unless .ci/run (or you) set their variables.
+# -p 1: packages one at a time, because the real-cluster tests of several
+# packages kill, pause and restart the nodes of the same cluster.
 TESTFLAGS ?=
 test:
-	$(GO) test -count=1 -timeout 25m $(TESTFLAGS) ./...
+	$(GO) test -p 1 -count=1 -timeout 28m $(TESTFLAGS) ./...
 
 test-short:
 	$(GO) test -count=1 -short ./...

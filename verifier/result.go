@@ -159,7 +159,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 		}
 	}
 	for _, f := range r.Faults {
-		fmt.Fprintf(w, "  fault at %.1fs: %s %s -> node %d: %s", f.AtS, f.Action, f.Target, f.Node, f.Result)
+		if f.Node >= 0 {
+			fmt.Fprintf(w, "  fault at %.1fs: %s %s -> node %d: %s", f.AtS, f.Action, f.Target, f.Node, f.Result)
+		} else {
+			fmt.Fprintf(w, "  fault at %.1fs: %s %s: %s", f.AtS, f.Action, f.Target, f.Result)
+		}
 		if f.Error != "" {
 			fmt.Fprintf(w, " (%s)", f.Error)
 		}
