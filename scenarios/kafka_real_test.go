@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
@@ -26,21 +27,7 @@ import (
 // run's summary. ACKCHECK_RATE overrides the load rate (default 1000 msg/s:
 // see README.md for why).
 
-func realCluster(t *testing.T) *cluster.Kafka {
-	t.Helper()
-	dir := os.Getenv("ACKCHECK_KAFKA_CLUSTER_DIR")
-	if dir == "" {
-		t.Skip("ACKCHECK_KAFKA_CLUSTER_DIR not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D")
-	}
-	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.WaitReady(context.Background(), 60*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
+func realCluster(t *testing.T) *cluster.Kafka { return clustertest.Kafka(t) }
 
 func rate() float64 {
 	if r, err := strconv.ParseFloat(os.Getenv("ACKCHECK_RATE"), 64); err == nil && r > 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,39 +11,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/cluster/clustertest"
 )
 
 // Ctrl-C while a fault is applied: the killed broker is down when SIGINT
 // arrives; ackcheck must start it again before it exits, and say so.
 // Needs the real cluster (ACKCHECK_KAFKA_CLUSTER_DIR).
 func TestRealInterruptHeals(t *testing.T) {
-	dir := os.Getenv("ACKCHECK_KAFKA_CLUSTER_DIR")
-	if dir == "" {
-		t.Skip("ACKCHECK_KAFKA_CLUSTER_DIR not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D")
-	}
-	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := clustertest.Kafka(t)
+	dir := k.Dir()
 	bin := binary(t)
 	out := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(bin, "leader-kill", "--cluster-dir", dir, "--topic", "interrupt-"+time.Now().Format("150405"),
 		"--partitions", "4", "--rate", "300", "--duration", "60s", "--kill-at", "3s", "--restart-after", "50s",
 		"--progress-interval", "1s", "--out", out)
-	var stdout syncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stdout.String(), "fault kill") {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no kill within 30s:\n%s", stdout.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	stdout := startUntil(t, cmd, "fault kill", 30*time.Second)
 	down := 0
 	for _, s := range k.Status() {
 		if s.PID == 0 {
@@ -55,7 +36,7 @@ func TestRealInterruptHeals(t *testing.T) {
 		t.Fatalf("%d nodes down after the kill, want 1", down)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	t.Logf("output:\n%s", stdout.String())
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
 		t.Fatalf("exit %v, want %d (interrupted)", err, exitError)
@@ -87,4 +68,25 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// startUntil starts cmd with its output in a buffer and waits until the
+// output contains marker; it kills cmd and fails the test after timeout.
+func startUntil(t *testing.T, cmd *exec.Cmd, marker string, timeout time.Duration) *syncBuffer {
+	t.Helper()
+	buf := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = buf, buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(buf.String(), marker) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("no %q within %s:\n%s", marker, timeout, buf.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return buf
 }

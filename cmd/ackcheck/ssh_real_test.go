@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/remote/sshdtest"
 )
@@ -28,17 +29,7 @@ type sshRig struct {
 
 func newSSHRig(t *testing.T) *sshRig {
 	t.Helper()
-	dir := os.Getenv("ACKCHECK_KAFKA_CLUSTER_DIR")
-	if dir == "" {
-		t.Skip("ACKCHECK_KAFKA_CLUSTER_DIR not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D")
-	}
-	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.WaitReady(context.Background(), time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	k := clustertest.Kafka(t)
 	r := &sshRig{bin: binary(t), dir: k.Dir(), srv: sshdtest.Start(t), k: k}
 	r.clusterFile = r.writeClusterFile(t, r.srv.User, r.srv.KeyFile, r.srv.KnownHosts)
 	return r
@@ -226,19 +217,7 @@ func TestRealSSHInterruptAndHeal(t *testing.T) {
 			cmd := exec.Command(r.bin, "run", "--cluster-file", r.clusterFile, "--topic", topic, "--partitions", "4",
 				"--rate", "200", "--duration", "60s", "--progress-interval", "1s", "--out", out,
 				"--fault", "at=1s fsync-on topic:"+topic+"; at=2s pause node:2")
-			var buf syncBuffer
-			cmd.Stdout, cmd.Stderr = &buf, &buf
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(40 * time.Second)
-			for !strings.Contains(buf.String(), "fault pause") {
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("no pause:\n%s", buf.String())
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			buf := startUntil(t, cmd, "fault pause", 40*time.Second)
 			if !r.stopped(t, 2) || r.topicFlush(t, topic) == nil {
 				cmd.Process.Kill()
 				t.Fatal("the faults did not apply")

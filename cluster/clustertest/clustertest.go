@@ -1,0 +1,33 @@
+// Package clustertest gives tests the real local cluster that .ci/run (or
+// a developer) started, or skips them with what to do.
+package clustertest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+)
+
+// EnvKafka names the directory of a running local Kafka cluster.
+const EnvKafka = "ACKCHECK_KAFKA_CLUSTER_DIR"
+
+// Kafka returns the cluster in $ACKCHECK_KAFKA_CLUSTER_DIR once every node
+// answers, or skips the test when the variable is not set.
+func Kafka(t *testing.T) *cluster.Kafka {
+	t.Helper()
+	dir := os.Getenv(EnvKafka)
+	if dir == "" {
+		t.Skip(EnvKafka + " not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D")
+	}
+	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.WaitReady(context.Background(), 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
