@@ -229,3 +229,9 @@ type TopicConfigurer interface {
 type AckDescriber interface {
 	AckMeaning(ctx context.Context, topic string) (string, error)
 }
+
+// VersionReporter is implemented by drivers that can ask each broker what
+// it runs (for reports).
+type VersionReporter interface {
+	BrokerVersions(ctx context.Context) (map[int32]string, error)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -593,4 +594,18 @@ func (in *Injector) WaitRecovery(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 	}
+}
+
+// InForce describes what the faults have applied and not yet undone, for
+// progress lines ("" when nothing is).
+func (in *Injector) InForce() string {
+	if in.Journal == nil {
+		return ""
+	}
+	_, undos := in.Journal.Pending()
+	var parts []string
+	for i := len(undos) - 1; i >= 0; i-- {
+		parts = append(parts, undos[i].Why)
+	}
+	return strings.Join(parts, "; ")
 }

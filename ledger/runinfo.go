@@ -28,6 +28,8 @@ type RunInfo struct {
 	// AckMeaning is what an ack meant when the load started, as read from
 	// the running cluster's settings ("" if the driver cannot say).
 	AckMeaning string `json:"ack_meaning,omitempty"`
+	// BrokerVersions are what each broker reported running at the start.
+	BrokerVersions map[int32]string `json:"broker_versions,omitempty"`
 	// Notes are facts a report must state (e.g. an SSH host key accepted
 	// without being in known_hosts).
 	Notes []string `json:"notes,omitempty"`

@@ -197,6 +197,11 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 	if run.AckMeaning != "" {
 		cfg.logf("an ack means: %s", run.AckMeaning)
 	}
+	if vr, ok := cfg.Driver.(drivers.VersionReporter); ok {
+		if vs, err := vr.BrokerVersions(ctx); err == nil {
+			run.BrokerVersions = vs
+		}
+	}
 	// The schedule starts now, after any setting was applied.
 	lc.Start = time.Now()
 	run.LoadStart = lc.Start
@@ -206,7 +211,7 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 	stopProgress := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		reportProgress(cfg, lc, stats, stopProgress)
+		reportProgress(cfg, lc, stats, stopProgress, inj)
 	}()
 	if cfg.Faults != nil {
 		faultsDone.Add(2)
@@ -346,7 +351,7 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(out, "result.json"), res); err != nil {
+	if err := writeOutputs(out, res, run); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -377,7 +382,7 @@ func writeJSON(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
-func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struct{}) {
+func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struct{}, inj *faults.Injector) {
 	if cfg.Progress == nil {
 		return
 	}
@@ -400,9 +405,15 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 			if la := s.LastAck(); !la.IsZero() {
 				sinceAck = max(0, now.Sub(la)).Round(time.Millisecond).String()
 			}
-			fmt.Fprintf(cfg.Progress, "%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago\n",
+			inForce := ""
+			if inj != nil {
+				if f := inj.InForce(); f != "" {
+					inForce = "  in force: " + f
+				}
+			}
+			fmt.Fprintf(cfg.Progress, "%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago%s\n",
 				now.Sub(start).Round(time.Second), lc.Duration, s.Sent.Load(), acked, rate, lc.Rate,
-				s.Rejected.Load()+s.Unknown.Load(), s.Shed.Load(), s.InFlight.Load(), p99, sinceAck)
+				s.Rejected.Load()+s.Unknown.Load(), s.Shed.Load(), s.InFlight.Load(), p99, sinceAck, inForce)
 		}
 	}
 }

@@ -24,6 +24,11 @@ type Options struct {
 	Window time.Duration
 	// MaxSamples caps the sample IDs kept per failing class. Default 100.
 	MaxSamples int
+	// Recovery deadlines; zero means none. A missed deadline fails the
+	// verdict: the longest interval without acks, and, for every fault that
+	// took a node away, the time until it answered again and until every
+	// replica was back in sync (never observed counts as missed).
+	MaxNoAck, MaxReady, MaxInSync time.Duration
 }
 
 // ackResolution is the bucket width of the no-ack timeline.
@@ -31,6 +36,13 @@ const ackResolution = time.Millisecond
 
 // maxTimeline caps the no-ack timeline (1 bit per ms: 24 h is 10.8 MB).
 const maxTimeline = 24 * time.Hour
+
+// Per-partition stretches without acks are tracked in buckets of
+// gapResolution, and reported from gapMin on.
+const (
+	gapResolution = 10 * time.Millisecond
+	gapMin        = 500 * time.Millisecond
+)
 
 type stream struct {
 	c    *ledger.Cursor
@@ -137,6 +149,33 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		timeline[i/64] |= 1 << (i % 64)
 	}
 
+	// Per second of the load: sends and failures by intended time, acks by
+	// ack time. Per partition: a bitmap of gapResolution buckets with acks.
+	var perSecond []Second
+	second := func(at int64) *Second {
+		i := int((at - run.LoadStart.UnixNano()) / int64(time.Second))
+		if i < 0 || i > int(maxTimeline/time.Second) {
+			return nil
+		}
+		for len(perSecond) <= i {
+			perSecond = append(perSecond, Second{T: len(perSecond)})
+		}
+		return &perSecond[i]
+	}
+	partAcks := map[int32][]uint64{}
+	markPartition := func(p int32, at int64) {
+		i := (at - run.LoadStart.UnixNano()) / int64(gapResolution)
+		if i < 0 || i >= int64(maxTimeline/gapResolution) || (!loadEnd.IsZero() && at > loadEnd.UnixNano()) {
+			return
+		}
+		bm := partAcks[p]
+		for int64(len(bm))*64 <= i {
+			bm = append(bm, 0)
+		}
+		bm[i/64] |= 1 << (i % 64)
+		partAcks[p] = bm
+	}
+
 	lastOffset := map[int32]int64{} // per partition, for the current producer
 	curProducer := uint32(0)
 	var readBuf []ledger.Event
@@ -231,6 +270,12 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		}
 
 		res.Sent++
+		if sec := second(send.Time); sec != nil {
+			sec.Sent++
+			if !acked {
+				sec.Failed++
+			}
+		}
 		w := windowAt(send.Time)
 		if w != nil {
 			w.sent++
@@ -241,6 +286,10 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 			load.RecordLatency(pubAll, time.Duration(ack.Time))
 			at := send.Time + ack.Time
 			markAck(at)
+			markPartition(ack.Partition, at)
+			if sec := second(at); sec != nil {
+				sec.Acked++
+			}
 			ft.ack(ack.Partition, at)
 			lastAckAt = max(lastAckAt, at)
 			if w != nil {
@@ -318,6 +367,24 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 			res.AckMeanings = append(res.AckMeanings, Phase{FromS: max(0, f.AtS), Since: f.Action + " " + f.Target, Meaning: f.AckMeaning})
 		}
 	}
+	res.Timeline = perSecond
+	loadLen := int64(loadEnd.Sub(run.LoadStart) / gapResolution)
+	res.GapMinMs = float64(gapMin / time.Millisecond)
+	res.PartitionGaps = map[int32][]Gap{}
+	for _, p := range parts {
+		res.PartitionGaps[p] = []Gap{} // every partition is listed, gaps or not
+		for _, g := range gaps(partAcks[p], loadLen, int64(gapMin/gapResolution)) {
+			res.PartitionGaps[p] = append(res.PartitionGaps[p], Gap{
+				FromS: (time.Duration(g[0]) * gapResolution).Seconds(),
+				ToS:   (time.Duration(g[1]) * gapResolution).Seconds(),
+			})
+		}
+	}
+	res.Hist = &Histograms{Start: run.LoadStart, Window: opts.Window, PublishAll: pubAll, E2EAll: e2eAll}
+	for _, w := range windows {
+		res.Hist.Publish = append(res.Hist.Publish, w.pub)
+		res.Hist.E2E = append(res.Hist.E2E, w.e2e)
+	}
 	res.Publish = summarize(pubAll)
 	res.E2E = summarize(e2eAll)
 	for i, w := range windows {
@@ -359,6 +426,21 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	}
 	if res.Sent == 0 {
 		fail("nothing was sent: there is nothing to judge")
+	}
+	if d := opts.MaxNoAck; d > 0 && res.LongestNoAckMs > float64(d/time.Millisecond) {
+		fail("deadline: %.0f ms without acks exceeds --max-no-ack %s", res.LongestNoAckMs, d)
+	}
+	for _, f := range res.Faults {
+		if f.FirstAckMs == nil {
+			continue
+		}
+		late := func(v float64, d time.Duration) bool { return d > 0 && (v < 0 || v > float64(d/time.Millisecond)) }
+		if late(f.ReadyMs, opts.MaxReady) {
+			fail("deadline: node %d ready %s after the %s at %.1fs, over --max-ready %s", f.Node, msText(f.ReadyMs), f.Action, f.AtS, opts.MaxReady)
+		}
+		if late(f.InSyncMs, opts.MaxInSync) {
+			fail("deadline: replicas in sync %s after the %s at %.1fs, over --max-in-sync %s", msText(f.InSyncMs), f.Action, f.AtS, opts.MaxInSync)
+		}
 	}
 	for _, f := range res.Faults {
 		if f.Action == "unexpected-death" {
@@ -422,4 +504,31 @@ func longestGap(timeline []uint64, n int64) (length, start int64) {
 		length, start = run, runStart
 	}
 	return length, start
+}
+
+// gaps returns the [from, to) bucket ranges of at least minLen empty
+// buckets among the first n of bm.
+func gaps(bm []uint64, n, minLen int64) [][2]int64 {
+	var out [][2]int64
+	start := int64(-1)
+	for i := int64(0); i <= n; i++ {
+		set := i == n || (i/64 < int64(len(bm)) && bm[i/64]>>(i%64)&1 == 1)
+		switch {
+		case !set && start < 0:
+			start = i
+		case set && start >= 0:
+			if i-start >= minLen {
+				out = append(out, [2]int64{start, i})
+			}
+			start = -1
+		}
+	}
+	return out
+}
+
+func msText(v float64) string {
+	if v < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.0f ms", v)
 }

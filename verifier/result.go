@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"fmt"
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"io"
 	"sort"
 	"strings"
@@ -101,6 +102,43 @@ type Result struct {
 	// Notes are facts the report must state (e.g. a host key accepted
 	// without being in known_hosts).
 	Notes []string `json:"notes,omitempty"`
+
+	// Timeline has one entry per second of the load.
+	Timeline []Second `json:"timeline,omitempty"`
+	// PartitionGaps lists, per partition, the stretches of at least
+	// GapMinMs during the load in which it got no ack.
+	PartitionGaps map[int32][]Gap `json:"partition_gaps,omitempty"`
+	GapMinMs      float64         `json:"gap_min_ms,omitempty"`
+
+	// Hist holds the histograms (not in result.json: reports write them
+	// as .hlog files).
+	Hist *Histograms `json:"-"`
+}
+
+// Second is one second of the schedule (by intended send time for sent
+// and failed, by ack time for acked).
+type Second struct {
+	T      int   `json:"t"`
+	Sent   int64 `json:"sent"`
+	Acked  int64 `json:"acked"`
+	Failed int64 `json:"failed"`
+}
+
+// Gap is a stretch in which one partition got no ack.
+type Gap struct {
+	FromS float64 `json:"from_s"`
+	ToS   float64 `json:"to_s"`
+}
+
+// Histograms are the run's latency histograms in microseconds: one per
+// window and one for the whole run. Reports write them as HdrHistogram
+// interval logs.
+type Histograms struct {
+	Start        time.Time
+	Window       time.Duration
+	Publish, E2E []*hdrhistogram.Histogram
+	PublishAll   *hdrhistogram.Histogram
+	E2EAll       *hdrhistogram.Histogram
 }
 
 // Phase is a stretch of the run under one durability setting.

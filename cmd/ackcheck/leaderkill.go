@@ -53,7 +53,7 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
 			if err != nil {
 				return err
 			}
-			return report(cmd, res, rf.out)
+			return report(cmd, res, rf.out, rf.cf.junit)
 		},
 	}
 	rf.register(cmd)

@@ -8,6 +8,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
+	reportpkg "github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/spf13/cobra"
@@ -17,16 +18,25 @@ type checkFlags struct {
 	noDuplicates bool
 	ordered      bool
 	readIdle     time.Duration
+	maxNoAck     time.Duration
+	maxReady     time.Duration
+	maxInSync    time.Duration
+	junit        string
 }
 
 func (c *checkFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&c.noDuplicates, "no-duplicates", false, "fail the verdict on any duplicate (for idempotent producers)")
 	cmd.Flags().BoolVar(&c.ordered, "ordered", false, "fail the verdict on any reordering within a partition")
 	cmd.Flags().DurationVar(&c.readIdle, "read-idle-timeout", 60*time.Second, "give up reading back a partition that makes no progress for this long")
+	cmd.Flags().DurationVar(&c.maxNoAck, "max-no-ack", 0, "deadline: fail if acks stop for longer than this (0: none)")
+	cmd.Flags().DurationVar(&c.maxReady, "max-ready", 0, "deadline: fail if a node taken away by a fault answers again later than this after it (0: none)")
+	cmd.Flags().DurationVar(&c.maxInSync, "max-in-sync", 0, "deadline: fail if replicas are not all in sync this long after a fault (0: none)")
+	cmd.Flags().StringVar(&c.junit, "junit", "", "also write the checks as JUnit XML to this file, for CI systems")
 }
 
 func (c *checkFlags) options() verifier.Options {
-	return verifier.Options{NoDuplicates: c.noDuplicates, Ordered: c.ordered}
+	return verifier.Options{NoDuplicates: c.noDuplicates, Ordered: c.ordered,
+		MaxNoAck: c.maxNoAck, MaxReady: c.maxReady, MaxInSync: c.maxInSync}
 }
 
 // runFlags are the flags of every command that runs a load.
@@ -180,7 +190,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return report(cmd, res, rf.out)
+			return report(cmd, res, rf.out, rf.cf.junit)
 		},
 	}
 	rf.register(cmd)
@@ -219,7 +229,7 @@ them (the SASL password is never stored: pass it again).`,
 			if err != nil {
 				return err
 			}
-			return report(cmd, res, out)
+			return report(cmd, res, out, cf.junit)
 		},
 	}
 	kf.register(cmd.Flags())
@@ -228,12 +238,24 @@ them (the SASL password is never stored: pass it again).`,
 	return cmd
 }
 
-func report(cmd *cobra.Command, res *verifier.Result, out string) error {
+// report prints the verdict, names the files written, writes the JUnit
+// file if asked, and turns a failed verdict into exit status 1.
+func report(cmd *cobra.Command, res *verifier.Result, out, junit string) error {
 	if res == nil {
 		return nil
 	}
 	res.WriteSummary(cmd.OutOrStdout())
-	fmt.Fprintf(cmd.OutOrStdout(), "result: %s/result.json\n", out)
+	fmt.Fprintf(cmd.OutOrStdout(), "result: %s/result.json, report: %s/report.html (and report.md, publish.hlog, e2e.hlog)\n", out, out)
+	if junit != "" {
+		data, err := reportpkg.JUnit(res)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(junit, data, 0o644); err != nil {
+			return fmt.Errorf("write --junit %s: %w", junit, err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "junit: %s\n", junit)
+	}
 	if res.Verdict != verifier.Pass {
 		return errVerdictFailed
 	}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/ackcheck/ackcheck/runner"
+	"github.com/spf13/cobra"
+)
+
+func newReportCmd() *cobra.Command {
+	var (
+		cf  checkFlags
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Regenerate result.json, report.html, report.md and the .hlog files of a run",
+		Long: `report judges a run directory again from its ledger alone, using its last
+read-back (no broker is needed), and rewrites result.json, report.html (self-
+contained, with SVG charts), report.md, publish.hlog and e2e.hlog. Tolerances
+and deadlines may differ from the run's: the verdict follows the flags given
+here. --junit writes the checks as JUnit XML.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("--out is required: the directory of the run to report on")
+			}
+			res, err := runner.Report(cmd.Context(), out, cf.options())
+			if err != nil {
+				return err
+			}
+			return report(cmd, res, out, cf.junit)
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().StringVar(&out, "out", "", "run directory of an earlier run")
+	return cmd
+}

@@ -1,0 +1,345 @@
+// Package report turns a judged run into what people read and what CI
+// systems parse: a self-contained HTML page with SVG charts, a Markdown
+// summary to paste into a pull request, HdrHistogram interval logs of the
+// latencies (readable by HdrHistogram's own tools, so runs from several
+// load machines can be merged), and a JUnit XML file with one test case
+// per check.
+//
+// Everything is produced from the run directory alone (the ledger, after a
+// read-back), so `ackcheck report` can regenerate it at any time.
+package report
+
+import (
+	"fmt"
+	"html"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ackcheck/ackcheck/verifier"
+)
+
+// Input is a judged run and the settings it ran with, in display order.
+type Input struct {
+	Result   *verifier.Result
+	Settings [][2]string
+}
+
+// Files names what Write writes into a run directory.
+var Files = []string{"report.html", "report.md", "publish.hlog", "e2e.hlog"}
+
+// Write writes report.html, report.md, publish.hlog and e2e.hlog to dir.
+func Write(dir string, in Input) error {
+	if err := writeFile(filepath.Join(dir, "report.html"), HTML(in)); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "report.md"), Markdown(in)); err != nil {
+		return err
+	}
+	if h := in.Result.Hist; h != nil {
+		for _, name := range []string{"publish.hlog", "e2e.hlog"} {
+			var b strings.Builder
+			if err := WriteHlog(&b, h, name == "publish.hlog"); err != nil {
+				return fmt.Errorf("write %s: %w", name, err)
+			}
+			if err := writeFile(filepath.Join(dir, name), b.String()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func writeFile(path, content string) error {
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// faultBands turns the faults into shaded stretches: a node taken away
+// (kill, stop, pause) from the fault to the action that gave it back (or
+// the end of the run); a setting change as a thin mark.
+func faultBands(r *verifier.Result, end float64) []band {
+	var out []band
+	for i, f := range r.Faults {
+		if f.Result != "applied" {
+			continue
+		}
+		switch f.Action {
+		case "kill", "stop", "pause":
+			to := end
+			for _, g := range r.Faults[i+1:] {
+				if g.Node == f.Node && g.Result == "applied" && (g.Action == "restart" || g.Action == "resume") {
+					to = g.AtS
+					break
+				}
+			}
+			out = append(out, band{From: f.AtS, To: to, Label: fmt.Sprintf("%s node %d", f.Action, f.Node)})
+		case "fsync-on", "fsync-off":
+			out = append(out, band{From: f.AtS, To: f.AtS, Label: f.Action + " " + f.Target})
+		}
+	}
+	return out
+}
+
+func loadSeconds(r *verifier.Result) float64 {
+	if !r.LoadEnd.IsZero() {
+		return r.LoadEnd.Sub(r.LoadStart).Seconds()
+	}
+	return float64(len(r.Timeline))
+}
+
+// Charts returns the report's charts as SVG documents: acks per second,
+// publish and end-to-end latency per window, and partitions without acks,
+// each with the faults shaded.
+func Charts(in Input) []string {
+	r := in.Result
+	end := loadSeconds(r)
+	bands := faultBands(r, end)
+	acks := lineChart{ID: "acks", Title: "Acks per second (offered: sends scheduled)", XLabel: "seconds since the load started", YLabel: "messages/s", Bands: bands}
+	var xs, acked, sent []float64
+	// The chart covers the seconds in which sends were scheduled: a last
+	// second holding only late acks would draw a drop that did not happen.
+	tl := r.Timeline
+	for len(tl) > 0 && tl[len(tl)-1].Sent == 0 {
+		tl = tl[:len(tl)-1]
+	}
+	for _, s := range tl {
+		xs = append(xs, float64(s.T)+0.5)
+		acked = append(acked, float64(s.Acked))
+		sent = append(sent, float64(s.Sent))
+	}
+	acks.Series = []series{{Name: "acked/s", X: xs, Y: acked}, {Name: "offered/s", X: xs, Y: sent, Color: "#999"}}
+
+	lat := func(id, title string, get func(verifier.Window) verifier.Latency) lineChart {
+		c := lineChart{ID: id, Title: title, XLabel: "seconds since the load started", YLabel: "ms (log scale)", LogY: true, Bands: bands}
+		var wx, p50, p99, mx []float64
+		width := 10.0
+		if r.Hist != nil && r.Hist.Window > 0 {
+			width = r.Hist.Window.Seconds()
+		} else if len(r.Windows) > 1 {
+			width = r.Windows[1].StartS - r.Windows[0].StartS
+		}
+		for _, w := range r.Windows {
+			l := get(w)
+			if l.Count == 0 {
+				continue
+			}
+			wx = append(wx, w.StartS+width/2)
+			p50, p99, mx = append(p50, l.P50), append(p99, l.P99), append(mx, l.Max)
+		}
+		c.Series = []series{{Name: "p50", X: wx, Y: p50}, {Name: "p99", X: wx, Y: p99}, {Name: "max", X: wx, Y: mx}}
+		return c
+	}
+	pub := lat("publish-latency", "Publish latency per window (from the scheduled send time)", func(w verifier.Window) verifier.Latency { return w.Publish })
+	e2e := lat("e2e-latency", "End-to-end latency per window", func(w verifier.Window) verifier.Latency { return w.E2E })
+
+	var parts []int32
+	for p := range r.PartitionGaps {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	ln := lanes{ID: "partition-gaps", Title: "Partitions without acks", XMax: end, Bands: bands}
+	for _, p := range parts {
+		ln.Rows = append(ln.Rows, fmt.Sprintf("p%d", p))
+		var gs [][2]float64
+		for _, g := range r.PartitionGaps[p] {
+			gs = append(gs, [2]float64{g.FromS, g.ToS})
+		}
+		ln.Gaps = append(ln.Gaps, gs)
+	}
+	return []string{acks.SVG(), pub.SVG(), e2e.SVG(), ln.SVG()}
+}
+
+// counts are the verdict's rows: name, value, whether it fails the verdict.
+func counts(r *verifier.Result) [][3]string {
+	bad := func(n int64) string {
+		if n > 0 {
+			return "FAIL"
+		}
+		return ""
+	}
+	return [][3]string{
+		{"acked lost", fmt.Sprint(r.Lost), bad(r.Lost)},
+		{"corrupt", fmt.Sprint(r.Corrupt), bad(r.Corrupt)},
+		{"phantom", fmt.Sprint(r.Phantom), bad(r.Phantom)},
+		{"duplicates", fmt.Sprint(r.Duplicates), ""},
+		{"reordered", fmt.Sprint(r.Reordered), ""},
+		{"indeterminate", fmt.Sprint(r.Indeterminate), ""},
+		{"not written", fmt.Sprint(r.NotWritten), ""},
+		{"sent", fmt.Sprint(r.Sent), ""},
+		{"acked", fmt.Sprint(r.Acked), ""},
+		{"failed", fmt.Sprint(r.Failed), ""},
+		{"shed", fmt.Sprint(r.Shed), ""},
+		{"read back", fmt.Sprint(r.Read), ""},
+	}
+}
+
+func ms(v float64) string {
+	if v < 0 {
+		return "not observed"
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
+
+// recovery rows: per fault that took a node away.
+func recovery(r *verifier.Result) [][]string {
+	var rows [][]string
+	for _, f := range r.Faults {
+		if f.FirstAckMs == nil {
+			continue
+		}
+		proof := ""
+		if kp := f.KillProof; kp != nil {
+			proof = fmt.Sprintf("PID %d → %d, data dir inode %d → %d (same: %v), survivors unchanged: %v, restarts: %d",
+				kp.OldPID, kp.NewPID, kp.InodeBefore, kp.InodeAfter, kp.SameDataDir, kp.SurvivorsUnchanged, kp.Restarts)
+		}
+		rows = append(rows, []string{fmt.Sprintf("%.1f s", f.AtS), f.Action + " " + f.Target, fmt.Sprint(f.Node),
+			ms(f.SlowestFirstAckMs), ms(f.ReadyMs), ms(f.InSyncMs), proof})
+	}
+	return rows
+}
+
+var recoveryHeader = []string{"at", "fault", "node", "slowest partition's first ack after it", "killed server ready", "all replicas in sync", "kill proof"}
+
+// HTML renders the self-contained page.
+func HTML(in Input) string {
+	r := in.Result
+	e := html.EscapeString
+	var b strings.Builder
+	verdictColor := "#1a9850"
+	if r.Verdict != verifier.Pass {
+		verdictColor = "#d73027"
+	}
+	fmt.Fprintf(&b, `<!DOCTYPE html><html><head><meta charset="utf-8"><title>ackcheck %s: %s</title>
+<style>body{font-family:sans-serif;margin:24px;max-width:980px;color:#222}table{border-collapse:collapse;margin:8px 0 16px}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}th{background:#f3f3f3}
+.verdict{font-size:28px;font-weight:bold;color:#fff;background:%s;padding:10px 16px;display:inline-block;border-radius:4px}
+.fail{color:#d73027;font-weight:bold}svg{display:block;margin:12px 0;background:#fff}</style></head><body>
+`, e(r.RunID), e(r.Verdict), verdictColor)
+	fmt.Fprintf(&b, `<div class="verdict" id="verdict">%s</div><p>run %s, driver %s, topic %s, longest without acks <b>%.0f ms</b></p>`,
+		e(strings.ToUpper(r.Verdict)), e(r.RunID), e(r.Driver), e(r.Topic), r.LongestNoAckMs)
+	if len(r.Reasons) > 0 {
+		b.WriteString("<ul>")
+		for _, reason := range r.Reasons {
+			fmt.Fprintf(&b, `<li class="fail">%s</li>`, e(reason))
+		}
+		b.WriteString("</ul>")
+	}
+	b.WriteString(`<table id="counts"><tr><th>check</th><th>count</th><th></th></tr>`)
+	for _, c := range counts(r) {
+		fmt.Fprintf(&b, `<tr><td>%s</td><td>%s</td><td class="fail">%s</td></tr>`, e(c[0]), e(c[1]), e(c[2]))
+	}
+	b.WriteString("</table>")
+	if rows := recovery(r); len(rows) > 0 {
+		b.WriteString(`<h2>Recovery</h2><table id="recovery"><tr>`)
+		for _, h := range recoveryHeader {
+			fmt.Fprintf(&b, "<th>%s</th>", e(h))
+		}
+		b.WriteString("</tr>")
+		for _, row := range rows {
+			b.WriteString("<tr>")
+			for _, c := range row {
+				fmt.Fprintf(&b, "<td>%s</td>", e(c))
+			}
+			b.WriteString("</tr>")
+		}
+		b.WriteString("</table>")
+	}
+	fmt.Fprintf(&b, `<h2>Latency</h2><p>publish p50 %.2f ms, p99 %.2f ms, max %.2f ms; end-to-end p50 %.2f ms, p99 %.2f ms, max %.2f ms</p>`,
+		r.Publish.P50, r.Publish.P99, r.Publish.Max, r.E2E.P50, r.E2E.P99, r.E2E.Max)
+	for _, svg := range Charts(in) {
+		b.WriteString(svg)
+	}
+	if len(r.Faults) > 0 {
+		b.WriteString(`<h2>Faults</h2><table id="faults"><tr><th>at</th><th>fault</th><th>result</th><th>expected</th></tr>`)
+		for _, f := range r.Faults {
+			res := f.Result
+			if f.Error != "" {
+				res += ": " + f.Error
+			}
+			fmt.Fprintf(&b, "<tr><td>%.1f s</td><td>%s %s</td><td>%s</td><td>%s</td></tr>", f.AtS, e(f.Action), e(f.Target), e(res), e(f.Expect))
+		}
+		b.WriteString("</table>")
+	}
+	if len(r.AckMeanings) > 0 {
+		b.WriteString(`<h2>What an ack meant</h2><table id="ack-meanings"><tr><th>from</th><th>since</th><th>meaning</th></tr>`)
+		for _, p := range r.AckMeanings {
+			fmt.Fprintf(&b, "<tr><td>%.1f s</td><td>%s</td><td>%s</td></tr>", p.FromS, e(p.Since), e(p.Meaning))
+		}
+		b.WriteString("</table>")
+	}
+	b.WriteString(`<h2>Settings</h2><table id="settings">`)
+	for _, s := range in.Settings {
+		fmt.Fprintf(&b, "<tr><th>%s</th><td>%s</td></tr>", e(s[0]), e(s[1]))
+	}
+	b.WriteString("</table>")
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "<p><b>Note:</b> %s</p>", e(n))
+	}
+	b.WriteString("</body></html>\n")
+	return b.String()
+}
+
+func mdRow(cells ...string) string {
+	for i, c := range cells {
+		cells[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	return "| " + strings.Join(cells, " | ") + " |\n"
+}
+
+// Markdown renders the tables of the HTML page for a pull request.
+func Markdown(in Input) string {
+	r := in.Result
+	var b strings.Builder
+	fmt.Fprintf(&b, "## ackcheck: %s\n\nRun `%s`, driver %s, topic `%s`. Longest interval without acks: **%.0f ms**.\n\n",
+		strings.ToUpper(r.Verdict), r.RunID, r.Driver, r.Topic, r.LongestNoAckMs)
+	for _, reason := range r.Reasons {
+		fmt.Fprintf(&b, "- **%s**\n", reason)
+	}
+	if len(r.Reasons) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString(mdRow("check", "count", ""))
+	b.WriteString("|---|---:|---|\n")
+	for _, c := range counts(r) {
+		b.WriteString(mdRow(c[0], c[1], c[2]))
+	}
+	if rows := recovery(r); len(rows) > 0 {
+		b.WriteString("\n### Recovery\n\n")
+		b.WriteString(mdRow(recoveryHeader...))
+		b.WriteString("|---|---|---|---|---|---|---|\n")
+		for _, row := range rows {
+			b.WriteString(mdRow(row...))
+		}
+	}
+	b.WriteString("\n### Latency (ms)\n\n")
+	b.WriteString(mdRow("", "p50", "p99", "p99.9", "max"))
+	b.WriteString("|---|---:|---:|---:|---:|\n")
+	for _, l := range []struct {
+		name string
+		v    verifier.Latency
+	}{{"publish", r.Publish}, {"end-to-end", r.E2E}} {
+		b.WriteString(mdRow(l.name, fmt.Sprintf("%.2f", l.v.P50), fmt.Sprintf("%.2f", l.v.P99), fmt.Sprintf("%.2f", l.v.P999), fmt.Sprintf("%.2f", l.v.Max)))
+	}
+	if len(r.AckMeanings) > 0 {
+		b.WriteString("\n### What an ack meant\n\n")
+		b.WriteString(mdRow("from", "since", "meaning"))
+		b.WriteString("|---|---|---|\n")
+		for _, p := range r.AckMeanings {
+			b.WriteString(mdRow(fmt.Sprintf("%.1f s", p.FromS), p.Since, p.Meaning))
+		}
+	}
+	b.WriteString("\n### Settings\n\n")
+	b.WriteString(mdRow("setting", "value"))
+	b.WriteString("|---|---|\n")
+	for _, s := range in.Settings {
+		b.WriteString(mdRow(s[0], s[1]))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\nNote: %s\n", n)
+	}
+	return b.String()
+}

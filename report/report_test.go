@@ -1,0 +1,307 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/report"
+	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// realRun runs ackcheck against kfake for 3 s and adds the records of a
+// kill, a restart and an fsync toggle, as a fault run would have them.
+func realRun(t *testing.T) (*verifier.Result, string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := runner.Run(context.Background(), runner.Config{
+		Out: out, Driver: d, Topic: drivers.TopicSpec{Name: "t", Partitions: 4, ReplicationFactor: 3},
+		Load:   load.Config{Rate: 1000, Duration: 3 * time.Second, MessageSize: 128, LiveRead: true},
+		Verify: true, Check: verifier.Options{Window: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Faults = append(res.Faults,
+		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "kill", Target: "most-leaders:t", Node: 2, Result: "applied"}, AtS: 1,
+			ReadyMs: 900, InSyncMs: 1200, SlowestFirstAckMs: 300, FirstAckMs: map[int32]float64{0: 300},
+			KillProof: &verifier.KillProof{OldPID: 10, NewPID: 11, InodeBefore: 5, InodeAfter: 5, SameDataDir: true, SurvivorsUnchanged: true, Restarts: 1}},
+		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "fsync-on", Target: "topic:t", Node: -1, Result: "applied"}, AtS: 1.5},
+		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "restart", Target: "previous", Node: 2, Result: "applied"}, AtS: 2},
+	)
+	return res, out
+}
+
+var settings = [][2]string{{"driver", "kafka"}, {"acks", "all"}, {"rate", "1000 msg/s"}}
+
+type svgDoc struct {
+	ID     string `xml:"id,attr"`
+	Groups []struct {
+		Class  string `xml:"class,attr"`
+		Name   string `xml:"data-name,attr"`
+		Points int    `xml:"data-points,attr"`
+	} `xml:"g"`
+	Rects []struct {
+		Class string `xml:"class,attr"`
+		Label string `xml:"data-label,attr"`
+		Row   string `xml:"data-row,attr"`
+	} `xml:"rect"`
+}
+
+func TestChartsAreWellFormedWithSeriesAndFaultBands(t *testing.T) {
+	res, _ := realRun(t)
+	svgs := report.Charts(report.Input{Result: res, Settings: settings})
+	want := map[string][]string{
+		"acks":            {"acked/s", "offered/s"},
+		"publish-latency": {"p50", "p99", "max"},
+		"e2e-latency":     {"p50", "p99", "max"},
+		"partition-gaps":  nil,
+	}
+	for _, s := range svgs {
+		var doc svgDoc
+		if err := xml.Unmarshal([]byte(s), &doc); err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v\n%.300s", err, s)
+		}
+		names, ok := want[doc.ID]
+		if !ok {
+			t.Fatalf("unexpected chart %q", doc.ID)
+		}
+		delete(want, doc.ID)
+		got := map[string]int{}
+		for _, g := range doc.Groups {
+			if g.Class == "series" {
+				got[g.Name] = g.Points
+			}
+		}
+		for _, n := range names {
+			if got[n] < 2 {
+				t.Errorf("%s: series %q has %d points", doc.ID, n, got[n])
+			}
+		}
+		bands := map[string]bool{}
+		for _, r := range doc.Rects {
+			if r.Class == "fault-band" {
+				bands[r.Label] = true
+			}
+		}
+		if !bands["kill node 2"] || !bands["fsync-on topic:t"] {
+			t.Errorf("%s: fault bands %v", doc.ID, bands)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("charts missing: %v", want)
+	}
+}
+
+func TestPartitionGapsAreDrawn(t *testing.T) {
+	r := &verifier.Result{LoadEnd: time.Unix(10, 0), LoadStart: time.Unix(0, 0),
+		PartitionGaps: map[int32][]verifier.Gap{0: {{FromS: 2, ToS: 5}}, 1: nil}}
+	svgs := report.Charts(report.Input{Result: r})
+	var doc svgDoc
+	if err := xml.Unmarshal([]byte(svgs[3]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	gaps := 0
+	for _, rc := range doc.Rects {
+		if rc.Class == "gap" {
+			gaps++
+			if rc.Row != "p0" {
+				t.Fatalf("gap drawn in row %s", rc.Row)
+			}
+		}
+	}
+	if gaps != 1 {
+		t.Fatalf("%d gaps drawn, want 1", gaps)
+	}
+}
+
+func TestMarkdownHasTheTables(t *testing.T) {
+	res, _ := realRun(t)
+	md := report.Markdown(report.Input{Result: res, Settings: settings})
+	for _, want := range []string{
+		"## ackcheck: PASS",
+		"| acked lost | 0 |  |",
+		"| check | count |  |\n|---|---:|---|",
+		"### Recovery\n\n| at | fault | node | slowest partition's first ack after it | killed server ready | all replicas in sync | kill proof |",
+		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 900 ms | 1200 ms | PID 10 → 11",
+		"| publish |",
+		"| acks | all |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q\n%s", want, md)
+		}
+	}
+}
+
+func TestJUnit(t *testing.T) {
+	type suite struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
+		} `xml:"testcase"`
+	}
+	parse := func(r *verifier.Result) suite {
+		data, err := report.JUnit(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s suite
+		if err := xml.Unmarshal(data, &s); err != nil {
+			t.Fatalf("JUnit XML: %v\n%s", err, data)
+		}
+		return s
+	}
+	pass := parse(&verifier.Result{Sent: 10, Acked: 10, ReadBackComplete: true, Verdict: verifier.Pass})
+	if pass.Failures != 0 || pass.Tests != 7 || len(pass.Cases) != 7 {
+		t.Fatalf("passing run: %+v", pass)
+	}
+	failing := &verifier.Result{Sent: 10, Acked: 10, Lost: 3, Duplicates: 2, ReadBackComplete: true, Verdict: verifier.Fail,
+		Reasons: []string{"3 acked messages were not read back", "2 duplicate copies (--no-duplicates)", "node 3 died at 4.0s and no fault killed it"}}
+	s := parse(failing)
+	failed := map[string]string{}
+	for _, c := range s.Cases {
+		if c.Failure != nil {
+			failed[c.Name] = c.Failure.Message
+		}
+	}
+	if s.Failures != 3 || failed["no acked message lost"] == "" || failed["no duplicates (--no-duplicates)"] == "" ||
+		failed["node 3 died at 4.0s and no fault killed it"] == "" {
+		t.Fatalf("failing run: %d failures %v", s.Failures, failed)
+	}
+}
+
+func TestHlogRoundTrips(t *testing.T) {
+	res, _ := realRun(t)
+	for _, publish := range []bool{true, false} {
+		var b bytes.Buffer
+		if err := report.WriteHlog(&b, res.Hist, publish); err != nil {
+			t.Fatal(err)
+		}
+		r := hdrhistogram.NewHistogramLogReader(&b)
+		var n int
+		var total int64
+		for {
+			h, err := r.NextIntervalHistogram()
+			if err == io.EOF || (err == nil && h == nil) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			total += h.TotalCount()
+		}
+		want := res.Hist.PublishAll.TotalCount()
+		wantN := len(res.Hist.Publish)
+		if !publish {
+			want, wantN = res.Hist.E2EAll.TotalCount(), len(res.Hist.E2E)
+		}
+		if n != wantN || total != want || total == 0 {
+			t.Fatalf("publish=%v: read %d intervals with %d values, want %d with %d", publish, n, total, wantN, want)
+		}
+	}
+}
+
+// The page renders in a real browser and shows something: headless
+// Chromium (Debian's) takes a screenshot, which must not be blank.
+func TestHTMLRendersInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("ACKCHECK_REQUIRE_CHROMIUM") != "" {
+			t.Fatal("chromium missing and ACKCHECK_REQUIRE_CHROMIUM is set: apt-get install chromium")
+		}
+		t.Skip("chromium not installed (apt-get install chromium); set ACKCHECK_REQUIRE_CHROMIUM to make this a failure")
+	}
+	res, out := realRun(t)
+	if err := report.Write(out, report.Input{Result: res, Settings: settings}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range report.Files {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	page := filepath.Join(out, "report.html")
+	// Self-contained: nothing to fetch at view time (the SVG namespace is a
+	// name, not a download).
+	body := strings.ReplaceAll(mustRead(t, page), "http://www.w3.org/2000/svg", "")
+	if strings.Contains(body, "http://") || strings.Contains(body, "https://") || strings.Contains(body, "src=") {
+		t.Fatal("report.html refers to the network")
+	}
+	shot := filepath.Join(t.TempDir(), "report.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--window-size=1000,1800", "--screenshot="+shot, "file://"+page)
+	if outp, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, outp)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	colors := map[uint32]bool{}
+	b := img.Bounds()
+	nonWhite := 0
+	for y := b.Min.Y; y < b.Max.Y; y += 3 {
+		for x := b.Min.X; x < b.Max.X; x += 3 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			colors[(r>>8)<<16|(g>>8)<<8|bl>>8] = true
+			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				nonWhite++
+			}
+		}
+	}
+	if len(colors) < 8 || nonWhite < 500 {
+		t.Fatalf("the screenshot looks blank: %d colours, %d non-white samples", len(colors), nonWhite)
+	}
+	if dir := os.Getenv("ACKCHECK_REPORT_DIR"); dir != "" {
+		os.MkdirAll(dir, 0o755)
+		data, _ := os.ReadFile(shot)
+		os.WriteFile(filepath.Join(dir, "report-screenshot.png"), data, 0o644)
+	}
+	t.Logf("screenshot %dx%d, %d colours", b.Dx(), b.Dy(), len(colors))
+}
+
+func mustRead(t *testing.T, p string) string {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}

@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/report"
+	"github.com/ackcheck/ackcheck/verifier"
+)
+
+// settingsRows lists a run's settings for reports, from run.json and the
+// ledger's run description.
+func settingsRows(s Settings, run ledger.RunInfo) [][2]string {
+	rows := [][2]string{
+		{"driver", s.Driver},
+		{"topic", fmt.Sprintf("%s (%d partitions, replication factor %d)", s.Topic.Name, s.Topic.Partitions, s.Topic.ReplicationFactor)},
+		{"rate", fmt.Sprintf("%.0f msg/s for %s, %d producers", s.Rate, s.Duration, s.Producers)},
+		{"message size", fmt.Sprintf("%d bytes", s.MessageSize)},
+		{"keys", map[bool]string{true: "none: round-robin over partitions", false: fmt.Sprint(s.Keys)}[s.Keys == 0]},
+		{"max in flight", fmt.Sprint(s.MaxInFlight)},
+	}
+	var ds map[string]any
+	if json.Unmarshal(s.DriverSettings, &ds) == nil {
+		for _, k := range []string{"Brokers", "Acks", "Idempotent", "Compression", "Linger", "DeliveryTimeout", "SASLMechanism", "TLS"} {
+			if v, ok := ds[k]; ok && v != nil && v != "" && v != false {
+				rows = append(rows, [2]string{strings.ToLower(k), fmt.Sprint(v)})
+			}
+		}
+	}
+	if len(run.BrokerVersions) > 0 {
+		var ids []int
+		for id := range run.BrokerVersions {
+			ids = append(ids, int(id))
+		}
+		sort.Ints(ids)
+		var vs []string
+		for _, id := range ids {
+			vs = append(vs, fmt.Sprintf("node %d: %s", id, run.BrokerVersions[int32(id)]))
+		}
+		rows = append(rows, [2]string{"broker versions (as the brokers report them)", strings.Join(vs, ", ")})
+	}
+	if run.AckMeaning != "" {
+		rows = append(rows, [2]string{"an ack meant at the start", run.AckMeaning})
+	}
+	if s.Faults != nil {
+		where := s.Faults.ClusterDir
+		if where == "" {
+			where = s.Faults.ClusterFile
+		}
+		rows = append(rows, [2]string{"faults acted on", where})
+	}
+	return rows
+}
+
+// writeOutputs writes result.json and the reports of a judged run.
+func writeOutputs(out string, res *verifier.Result, run ledger.RunInfo) error {
+	if err := writeJSON(out+"/result.json", res); err != nil {
+		return err
+	}
+	s, err := ReadSettings(out)
+	if err != nil {
+		return err
+	}
+	return report.Write(out, report.Input{Result: res, Settings: settingsRows(s, run)})
+}
+
+// Report judges a run directory again from its ledger alone (the last
+// read-back is in it: no broker is needed) and rewrites result.json and
+// the reports.
+func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.Result, error) {
+	if _, err := os.Stat(LedgerDir(out)); err != nil {
+		return nil, fmt.Errorf("%s has no ledger: pass the --out of an earlier run", out)
+	}
+	l, err := ledger.Open(LedgerDir(out), ledger.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var run ledger.RunInfo
+	if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
+		return nil, fmt.Errorf("%s: ledger has no run description: %w", out, err)
+	}
+	res, err := verifier.Check(ctx, l, opts)
+	if err != nil {
+		return nil, err
+	}
+	return res, writeOutputs(out, res, run)
+}
