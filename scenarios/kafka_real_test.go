@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
 )
@@ -65,6 +67,35 @@ func saveSummary(t *testing.T, name string, res *verifier.Result) {
 // leader-kill command does.
 func runLeaderKill(t *testing.T, k *cluster.Kafka, d drivers.Driver, dur, killAt, restartAfter time.Duration) *verifier.Result {
 	t.Helper()
+	res, _ := runLeaderKillOut(t, k, d, dur, killAt, restartAfter)
+	return res
+}
+
+// checkReportRenders renders the run's report.html in headless Chromium
+// and fails on a blank page; the PNG goes to ACKCHECK_REPORT_DIR.
+func checkReportRenders(t *testing.T, out, name string) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err != nil && os.Getenv("ACKCHECK_REQUIRE_CHROMIUM") == "" {
+		t.Log("chromium not installed: report.html not rendered")
+		return
+	}
+	shot := filepath.Join(t.TempDir(), name+".png")
+	if dir := os.Getenv("ACKCHECK_REPORT_DIR"); dir != "" {
+		shot = filepath.Join(dir, name+".png")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := report.Screenshot(ctx, filepath.Join(out, "report.html"), shot, 1000, 2200); err != nil {
+		t.Fatal(err)
+	}
+	colors, inked, err := report.Inked(shot)
+	if err != nil || colors < 8 || inked < 0.02 {
+		t.Fatalf("report of the real run looks blank: %d colours, %.1f%% inked, %v", colors, inked*100, err)
+	}
+}
+
+func runLeaderKillOut(t *testing.T, k *cluster.Kafka, d drivers.Driver, dur, killAt, restartAfter time.Duration) (*verifier.Result, string) {
+	t.Helper()
 	topic := topicName(t)
 	sc := LeaderKill{Topic: topic, KillAt: killAt, RestartAfter: restartAfter}
 	if err := sc.Validate(dur); err != nil {
@@ -72,8 +103,9 @@ func runLeaderKill(t *testing.T, k *cluster.Kafka, d drivers.Driver, dur, killAt
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dur+5*time.Minute)
 	defer cancel()
+	out := filepath.Join(t.TempDir(), "run")
 	res, err := runner.Run(ctx, runner.Config{
-		Out:    filepath.Join(t.TempDir(), "run"),
+		Out:    out,
 		Driver: d,
 		Topic:  drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
 		Load: load.Config{Rate: rate(), Duration: dur, Producers: 4, MessageSize: 1024, LiveRead: true,
@@ -91,7 +123,7 @@ func runLeaderKill(t *testing.T, k *cluster.Kafka, d drivers.Driver, dur, killAt
 	if err := k.WaitReady(ctx, time.Minute); err != nil {
 		t.Fatalf("cluster not whole after the scenario: %v", err)
 	}
-	return res
+	return res, out
 }
 
 type testWriter struct{ t *testing.T }
@@ -120,8 +152,9 @@ func TestRealKafkaConformance(t *testing.T) {
 func TestRealLeaderKillAcksAll(t *testing.T) {
 	k := realCluster(t)
 	d := realDriver(t, k, kafka.Config{Acks: "all"})
-	res := runLeaderKill(t, k, d, 60*time.Second, 20*time.Second, 10*time.Second)
+	res, out := runLeaderKillOut(t, k, d, 60*time.Second, 20*time.Second, 10*time.Second)
 	saveSummary(t, "leader-kill-acks-all", res)
+	checkReportRenders(t, out, "leader-kill-acks-all")
 	if res.Lost != 0 || res.Corrupt != 0 || res.Phantom != 0 || res.Verdict != verifier.Pass {
 		t.Fatalf("acks=all lost %d, corrupt %d, phantom %d, verdict %s %v", res.Lost, res.Corrupt, res.Phantom, res.Verdict, res.Reasons)
 	}
