@@ -64,6 +64,9 @@ type Config struct {
 	Progress io.Writer
 	// ProgressEvery is the interval of progress lines. Default 10s.
 	ProgressEvery time.Duration
+	// Live rewrites the progress line in place (a terminal); other lines
+	// are printed above it. Otherwise every progress line is its own.
+	Live bool
 	// Ledger tunes the ledger (tests).
 	Ledger ledger.Options
 	// Faults, if set, are injected during the load.
@@ -104,10 +107,17 @@ func JournalPath(out string) string { return filepath.Join(out, "heal.jsonl") }
 // LedgerDir is where a run directory keeps its ledger.
 func LedgerDir(out string) string { return filepath.Join(out, "ledger") }
 
+// clearLine returns to the start of the terminal line and clears it.
+const clearLine = "\r\033[K"
+
 func (c *Config) logf(format string, args ...any) {
-	if c.Progress != nil {
-		fmt.Fprintf(c.Progress, format+"\n", args...)
+	if c.Progress == nil {
+		return
 	}
+	if c.Live {
+		format = clearLine + format
+	}
+	fmt.Fprintf(c.Progress, format+"\n", args...)
 }
 
 // Run performs the run. It returns the verdict (nil with --no-verify).
@@ -394,6 +404,9 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 	for {
 		select {
 		case <-stop:
+			if cfg.Live {
+				fmt.Fprint(cfg.Progress, "\n")
+			}
 			return
 		case <-t.C:
 			now := time.Now()
@@ -411,9 +424,14 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 					inForce = "  in force: " + f
 				}
 			}
-			fmt.Fprintf(cfg.Progress, "%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago%s\n",
+			line := fmt.Sprintf("%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago%s",
 				now.Sub(start).Round(time.Second), lc.Duration, s.Sent.Load(), acked, rate, lc.Rate,
 				s.Rejected.Load()+s.Unknown.Load(), s.Shed.Load(), s.InFlight.Load(), p99, sinceAck, inForce)
+			if cfg.Live {
+				fmt.Fprint(cfg.Progress, clearLine+line)
+			} else {
+				fmt.Fprintln(cfg.Progress, line)
+			}
 		}
 	}
 }

@@ -147,16 +147,17 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		r.nodesClose()
 		return runner.Config{}, nil, err
 	}
+	live := isTerminal(os.Stdout)
 	if r.progress == 0 {
 		r.progress = 10 * time.Second
-		if isTerminal(os.Stdout) {
+		if live {
 			r.progress = time.Second
 		}
 	}
 	return runner.Config{
 		Out: r.out, Driver: d, DriverSettings: public, Topic: r.topic, Load: r.lc,
 		Verify: !r.noVerify, Check: r.cf.options(), ReadIdleTimeout: r.cf.readIdle,
-		Progress: cmd.OutOrStdout(), ProgressEvery: r.progress, Faults: plan,
+		Progress: cmd.OutOrStdout(), ProgressEvery: r.progress, Live: live, Faults: plan,
 	}, d, nil
 }
 
