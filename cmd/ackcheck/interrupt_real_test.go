@@ -41,7 +41,7 @@ func TestRealInterruptHeals(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
 		t.Fatalf("exit %v, want %d (interrupted)", err, exitError)
 	}
-	if !strings.Contains(stdout.String(), "heal: started node") {
+	if !strings.Contains(stdout.String(), "heal: start node") {
 		t.Fatal("ackcheck did not say what it healed")
 	}
 	if err := k.WaitReady(context.Background(), 90*time.Second); err != nil {
