@@ -113,8 +113,11 @@ func (d *Driver) AckMeaning(ctx context.Context, topic string) (string, error) {
 
 func ackMeaning(acks, flush, minISR string) string {
 	synced := " to its page cache; none fsyncs it before answering, so a power loss of those brokers can lose it"
-	if flush == "1" {
+	switch flush {
+	case "1":
 		synced = " and fsynced it"
+	case "?":
+		synced = "; whether it was fsynced is unknown: the brokers did not report flush.messages"
 	}
 	switch acks {
 	case "0":
@@ -122,5 +125,9 @@ func ackMeaning(acks, flush, minISR string) string {
 	case "1":
 		return fmt.Sprintf("acks=1, flush.messages=%s: answered after the leader alone wrote it%s; followers copy it later", flush, synced)
 	}
-	return fmt.Sprintf("acks=all, min.insync.replicas=%s, flush.messages=%s: answered after the leader and each in-sync follower (at least %s replicas) wrote it%s", minISR, flush, minISR, synced)
+	replicas := "replicas"
+	if minISR == "1" {
+		replicas = "replica"
+	}
+	return fmt.Sprintf("acks=all, min.insync.replicas=%s, flush.messages=%s: answered after the leader and each in-sync follower (at least %s %s) wrote it%s", minISR, flush, minISR, replicas, synced)
 }
