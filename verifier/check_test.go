@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +115,8 @@ func TestClasses(t *testing.T) {
 		{"incomplete read-back", true, false, Options{}, okPair,
 			map[string]int64{"acked": 1, "read": 1}, Fail},
 		{"nothing sent", true, true, Options{}, nil, map[string]int64{}, Fail},
+		{"ack position mismatch is counted, not failed", true, true, Options{}, []ev{send(0, 0, 0), ack(0, 0, 0, 7, ms), read(0, 0, 0, 8)},
+			map[string]int64{"acked": 1, "read": 1, "mismatch": 1}, Pass},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,6 +125,7 @@ func TestClasses(t *testing.T) {
 				"acked": r.Acked, "failed": r.Failed, "read": r.Read, "lost": r.Lost, "corrupt": r.Corrupt,
 				"phantom": r.Phantom, "duplicates": r.Duplicates, "reordered": r.Reordered,
 				"indeterminate": r.Indeterminate, "not_written": r.NotWritten, "unrecorded": r.Unrecorded,
+				"mismatch": r.AckPositionMismatch,
 			}
 			for k, v := range got {
 				if v != tc.want[k] {
@@ -223,5 +227,63 @@ func TestUnexpectedDeathFailsVerdict(t *testing.T) {
 	}
 	if r.Faults[0].KillProof == nil || r.Faults[0].KillProof.Restarts != 0 {
 		t.Fatalf("kill without restart: proof %+v", r.Faults[0].KillProof)
+	}
+}
+
+// Deadlines fire when missed, stay quiet when met, and a recovery that was
+// never observed counts as missed.
+func TestDeadlines(t *testing.T) {
+	ms := time.Millisecond
+	var evs []ev
+	seq := uint64(0)
+	for at := time.Duration(0); at < 10*time.Second; at += 10 * ms {
+		if at > time.Second && at < 4500*ms { // a 3.5 s stall
+			continue
+		}
+		evs = append(evs, send(0, seq, at), ack(0, seq, 0, int64(seq), ms), read(0, seq, 0, int64(seq)))
+		seq++
+	}
+	build := func(faults []ledger.FaultRecord) *ledger.Ledger {
+		l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		for _, e := range evs {
+			l.Record(e.kind, e.e)
+		}
+		l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
+			StartOffsets: map[int32]int64{0: 0}})
+		l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
+		l.PutMeta(ledger.MetaFaults, faults)
+		return l
+	}
+	kill := ledger.FaultRecord{Action: "kill", Result: "applied", Node: 2, At: t0.Add(time.Second),
+		ReadyAt: t0.Add(3 * time.Second)} // ready after 2 s; in sync never observed
+	tests := []struct {
+		name    string
+		opts    Options
+		reasons []string
+	}{
+		{"none set", Options{}, nil},
+		{"all met", Options{MaxNoAck: 5 * time.Second, MaxReady: 3 * time.Second}, nil},
+		{"no-ack missed", Options{MaxNoAck: 2 * time.Second}, []string{"deadline: 3499 ms without acks exceeds --max-no-ack 2s"}},
+		{"ready missed", Options{MaxReady: time.Second}, []string{"deadline: node 2 ready 2000 ms after the kill at 1.0s, over --max-ready 1s"}},
+		{"in sync never observed", Options{MaxInSync: time.Minute}, []string{"deadline: replicas in sync never after the kill at 1.0s, over --max-in-sync 1m0s"}},
+	}
+	l := build([]ledger.FaultRecord{kill})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Check(context.Background(), l, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(r.Reasons, "|") != strings.Join(tc.reasons, "|") {
+				t.Fatalf("reasons %q, want %q", r.Reasons, tc.reasons)
+			}
+			if (len(tc.reasons) > 0) != (r.Verdict == Fail) {
+				t.Fatalf("verdict %s with reasons %q", r.Verdict, r.Reasons)
+			}
+		})
 	}
 }
