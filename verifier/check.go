@@ -98,6 +98,7 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		Shed:             run.Shed,
 		RecordsRead:      rb.Records,
 		Foreign:          rb.Foreign,
+		OtherRun:         rb.OtherRun,
 		LoadStart:        run.LoadStart,
 		LoadEnd:          run.LoadEnd,
 		CleanLedger:      run.Clean,

@@ -41,14 +41,13 @@ const MetaReadBack = "readback"
 
 // ReadBackReport says what the read-back found.
 type ReadBackReport struct {
-	At       time.Time                       `json:"at"`
-	Complete bool                            `json:"complete"`
-	Records  int64                           `json:"records"`
-	Foreign  int64                           `json:"foreign"`
-	OtherRun int64                           `json:"other_run"`
-	Notes    map[int32]string                `json:"notes,omitempty"`
-	Ends     map[int32]int64                 `json:"ends"`
-	Reads    map[int32]drivers.PartitionRead `json:"-"`
+	At       time.Time        `json:"at"`
+	Complete bool             `json:"complete"`
+	Records  int64            `json:"records"`
+	Foreign  int64            `json:"foreign"`
+	OtherRun int64            `json:"other_run"`
+	Notes    map[int32]string `json:"notes,omitempty"`
+	Ends     map[int32]int64  `json:"ends"`
 }
 
 // ReadBack reads the run's partitions from run.StartOffsets to the current
@@ -106,7 +105,6 @@ func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledge
 	if err != nil {
 		return rep, fmt.Errorf("read-back: %w", err)
 	}
-	rep.Reads = reads.Partitions
 	rep.Complete = reads.Complete()
 	for p, pr := range reads.Partitions {
 		if pr.Note != "" {

@@ -69,6 +69,9 @@ type Result struct {
 	NotWritten    int64 `json:"not_written"`
 	Unrecorded    int64 `json:"unrecorded"`
 	Foreign       int64 `json:"foreign"`
+	// OtherRun counts intact records of another ackcheck run found in this
+	// run's range: two runs wrote the same topic at once.
+	OtherRun int64 `json:"other_run"`
 	// AckPositionMismatch counts acked messages none of whose copies is at
 	// the acked position (the broker reported one offset and stored it at
 	// another). Informational.
@@ -170,6 +173,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	if r.Foreign > 0 {
 		row("foreign", r.Foreign, "records in range not written by ackcheck")
+	}
+	if r.OtherRun > 0 {
+		row("other run", r.OtherRun, "records of another ackcheck run in range: two runs shared the topic")
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "  longest without acks: %.0f ms (from %.1f s)\n", r.LongestNoAckMs, r.LongestNoAckAt)
