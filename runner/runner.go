@@ -172,31 +172,14 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 	}
 
 	cfg.logf("run %016x: %.0f msg/s for %s, %d-byte messages, %d producers -> %s", runID, lc.Rate, lc.Duration, lc.MessageSize, run.Producers, cfg.Out)
-	var inj *faults.Injector
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	defer stopFaults()
 	var faultsDone sync.WaitGroup
-	if cfg.Faults != nil {
-		j, err := faults.OpenJournal(JournalPath(cfg.Out))
-		if err != nil {
-			return nil, err
-		}
-		defer j.Close()
-		inj = &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: info.Name, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf,
-			Journal: j, Broker: cfg.Faults.Broker}
-		run.Notes = append(run.Notes, cfg.Faults.Notes...)
-		if f := cfg.Faults.Fsync; f != nil {
-			a := faults.FsyncOff
-			if *f {
-				a = faults.FsyncOn
-			}
-			rec := inj.Apply(ctx, faults.Step{Action: a, Target: faults.Target{Kind: faults.Topic, Topic: info.Name}})
-			if rec.Result != "applied" {
-				inj.Heal(context.WithoutCancel(ctx))
-				return nil, fmt.Errorf("--fsync: %s", rec.Error)
-			}
-		}
+	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run)
+	if err != nil {
+		return nil, err
 	}
+	defer closeJournal()
 	if ad, ok := cfg.Driver.(drivers.AckDescriber); ok {
 		if m, err := ad.AckMeaning(ctx, info.Name); err == nil {
 			run.AckMeaning = m
@@ -262,6 +245,35 @@ func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
 		return nil, nil
 	}
 	return verify(ctx, cfg.Out, cfg.Driver, l, run, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+}
+
+// startFaults opens the run's heal journal and injector and applies the
+// run-wide settings (--fsync) before the load. It returns a nil injector
+// when the run has no faults.
+func startFaults(ctx context.Context, cfg Config, topic string, l *ledger.Ledger, run *ledger.RunInfo) (*faults.Injector, func(), error) {
+	if cfg.Faults == nil {
+		return nil, func() {}, nil
+	}
+	j, err := faults.OpenJournal(JournalPath(cfg.Out))
+	if err != nil {
+		return nil, nil, err
+	}
+	inj := &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: topic, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf,
+		Journal: j, Broker: cfg.Faults.Broker}
+	run.Notes = append(run.Notes, cfg.Faults.Notes...)
+	if f := cfg.Faults.Fsync; f != nil {
+		a := faults.FsyncOff
+		if *f {
+			a = faults.FsyncOn
+		}
+		rec := inj.Apply(ctx, faults.Step{Action: a, Target: faults.Target{Kind: faults.Topic, Topic: topic}})
+		if rec.Result != "applied" {
+			inj.Heal(context.WithoutCancel(ctx))
+			j.Close()
+			return nil, nil, fmt.Errorf("--fsync: %s", rec.Error)
+		}
+	}
+	return inj, func() { j.Close() }, nil
 }
 
 // finishFaults lets recovery measurements finish (bounded), stops the
