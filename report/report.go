@@ -98,7 +98,7 @@ func Charts(in Input) []string {
 	r := in.Result
 	end := loadSeconds(r)
 	bands := faultBands(r, end)
-	acks := lineChart{ID: "acks", Title: "Acks per second (offered: sends scheduled)", XLabel: "seconds since the load started", YLabel: "messages/s", Bands: bands}
+	acks := lineChart{ID: "acks", Title: "Acks per second (offered: sends scheduled)", XLabel: "seconds since the load started", YLabel: "messages/s", Bands: bands, XMax: end}
 	var xs, acked, sent []float64
 	// The chart covers the seconds in which sends were scheduled: a last
 	// second holding only late acks would draw a drop that did not happen.
@@ -114,7 +114,7 @@ func Charts(in Input) []string {
 	acks.Series = []series{{Name: "acked/s", X: xs, Y: acked}, {Name: "offered/s", X: xs, Y: sent, Color: "#999"}}
 
 	lat := func(id, title string, get func(verifier.Window) verifier.Latency) lineChart {
-		c := lineChart{ID: id, Title: title, XLabel: "seconds since the load started", YLabel: "ms (log scale)", LogY: true, Bands: bands}
+		c := lineChart{ID: id, Title: title, XLabel: "seconds since the load started", YLabel: "ms (log scale)", LogY: true, Bands: bands, XMax: end}
 		var wx, p50, p99, mx []float64
 		width := 10.0
 		if r.Hist != nil && r.Hist.Window > 0 {

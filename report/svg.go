@@ -30,6 +30,9 @@ type lineChart struct {
 	ID, Title, XLabel, YLabel string
 	Width, Height             int
 	LogY                      bool
+	// XMax, if above the data, extends the x axis (so that every chart of
+	// a run spans the whole load).
+	XMax float64
 	Series                    []series
 	Bands                     []band
 }
@@ -100,6 +103,7 @@ func (c lineChart) SVG() string {
 		xmin, xmax, ymin, ymax = 0, 1, 0, 1
 	}
 	xmin = math.Min(xmin, 0) // every chart is time since the load started
+	xmax = math.Max(xmax, c.XMax)
 	if xmax == xmin {
 		xmax = xmin + 1
 	}
