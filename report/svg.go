@@ -32,9 +32,9 @@ type lineChart struct {
 	LogY                      bool
 	// XMax, if above the data, extends the x axis (so that every chart of
 	// a run spans the whole load).
-	XMax float64
-	Series                    []series
-	Bands                     []band
+	XMax   float64
+	Series []series
+	Bands  []band
 }
 
 const (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -73,18 +72,11 @@ func writeOutputs(out string, res *verifier.Result, run ledger.RunInfo) error {
 // read-back is in it: no broker is needed) and rewrites result.json and
 // the reports.
 func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.Result, error) {
-	if _, err := os.Stat(LedgerDir(out)); err != nil {
-		return nil, fmt.Errorf("%s has no ledger: pass the --out of an earlier run", out)
-	}
-	l, err := ledger.Open(LedgerDir(out), ledger.Options{})
+	l, run, err := openRun(out)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	var run ledger.RunInfo
-	if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
-		return nil, fmt.Errorf("%s: ledger has no run description: %w", out, err)
-	}
 	res, err := verifier.Check(ctx, l, opts)
 	if err != nil {
 		return nil, err

@@ -338,19 +338,30 @@ func ReadSettings(out string) (Settings, error) {
 
 // Verify reads back and judges an existing run directory again.
 func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
-	if _, err := os.Stat(LedgerDir(out)); err != nil {
-		return nil, fmt.Errorf("%s has no ledger: pass the --out of an earlier run", out)
-	}
-	l, err := ledger.Open(LedgerDir(out), ledger.Options{})
+	l, run, err := openRun(out)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	var run ledger.RunInfo
-	if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
-		return nil, fmt.Errorf("%s: ledger has no run description: %w", out, err)
-	}
 	return verify(ctx, out, d, l, run, opts, idle, progress)
+}
+
+// openRun opens an existing run directory's ledger and its run
+// description. The caller closes the ledger.
+func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
+	var run ledger.RunInfo
+	if _, err := os.Stat(LedgerDir(out)); err != nil {
+		return nil, run, fmt.Errorf("%s has no ledger: pass the --out of an earlier run", out)
+	}
+	l, err := ledger.Open(LedgerDir(out), ledger.Options{})
+	if err != nil {
+		return nil, run, err
+	}
+	if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
+		l.Close()
+		return nil, run, fmt.Errorf("%s: ledger has no run description: %w", out, err)
+	}
+	return l, run, nil
 }
 
 func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
