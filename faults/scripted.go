@@ -25,7 +25,7 @@ type NodeSpec struct {
 	Agent   bool   `yaml:"agent"`
 	// How to find the broker's PID: exactly one of these.
 	PIDFile     string `yaml:"pid_file"`
-	PGrep       string `yaml:"pgrep"` // a pgrep -f pattern; the oldest match is the broker
+	PGrep       string `yaml:"pgrep"` // a pgrep -f pattern; the oldest matching process is the broker
 	SystemdUnit string `yaml:"systemd_unit"`
 	// Start starts the broker on its data dir and returns (e.g.
 	// "systemctl start kafka"). Stop, if set, stops it cleanly; otherwise
@@ -106,9 +106,13 @@ func (s *Scripted) PID(ctx context.Context, id int32) (int, error) {
 		// zombie.
 		cmd = fmt.Sprintf(`p=$(cat %s 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' /proc/"$p"/status 2>/dev/null && echo "$p"; true`, remote.Quote(n.PIDFile))
 	case n.PGrep != "":
-		// The oldest match: the broker started before the shell that runs
-		// this pgrep, whose own command line contains the pattern.
-		cmd = fmt.Sprintf(`pgrep -o -f -- %s; true`, remote.Quote(n.PGrep))
+		// The pattern travels base64-encoded and is decoded only into
+		// pgrep's own arguments (pgrep never matches itself): written out,
+		// it would stand in the command line of the shell running this, and
+		// pgrep would report that shell as the broker whenever the broker
+		// is down.
+		cmd = fmt.Sprintf(`pgrep -o -f -- "$(printf %%s %s | base64 -d)"; true`,
+			remote.Quote(base64.StdEncoding.EncodeToString([]byte(n.PGrep))))
 	default:
 		cmd = fmt.Sprintf(`systemctl show -p MainPID --value %s`, remote.Quote(n.SystemdUnit))
 	}
