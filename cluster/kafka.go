@@ -440,7 +440,6 @@ func (k *Kafka) StopNode(ctx context.Context, id int32, grace time.Duration) err
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			deadline = time.Now().Add(10 * time.Second)
-			grace = 0
 		}
 		select {
 		case <-ctx.Done():

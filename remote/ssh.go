@@ -151,15 +151,13 @@ func (s *SSH) hostKeyCallback() (ssh.HostKeyCallback, error) {
 		home, _ := os.UserHomeDir()
 		file = filepath.Join(home, ".ssh", "known_hosts")
 	}
+	// A missing known_hosts with --accept-unknown-host-keys means every
+	// host is unknown; ackcheck never writes the user's known_hosts.
+	files := []string{file}
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) && s.cfg.AcceptUnknownHostKey {
-		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(file, nil, 0o600); err != nil {
-			return nil, err
-		}
+		files = nil
 	}
-	check, err := knownhosts.New(file)
+	check, err := knownhosts.New(files...)
 	if err != nil {
 		return nil, fmt.Errorf("ssh %s: read known_hosts %s: %w (create it with ssh-keyscan -p %d %s >> %s)", s.Where(), file, err, s.cfg.Port, s.cfg.Host, file)
 	}

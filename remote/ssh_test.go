@@ -90,6 +90,23 @@ func TestSSH(t *testing.T) {
 			}
 		})
 	}
+	t.Run("missing known_hosts: unknown host accepted with the flag, file not created", func(t *testing.T) {
+		cfg := good
+		cfg.KnownHosts = filepath.Join(t.TempDir(), "absent")
+		cfg.AcceptUnknownHostKey = true
+		s, err := DialSSH(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if _, err := os.Stat(cfg.KnownHosts); !os.IsNotExist(err) {
+			t.Fatal("ackcheck wrote a known_hosts file")
+		}
+		cfg.AcceptUnknownHostKey = false
+		if _, err := DialSSH(ctx, cfg); err == nil || !strings.Contains(err.Error(), "known_hosts") {
+			t.Fatalf("missing known_hosts without the flag: %v", err)
+		}
+	})
 	t.Run("unknown host accepted with the flag, and reported", func(t *testing.T) {
 		cfg := good
 		cfg.KnownHosts = filepath.Join(t.TempDir(), "empty")

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/xml"
-	"fmt"
 	"strings"
 
 	"github.com/ackcheck/ackcheck/verifier"
@@ -33,46 +32,33 @@ type Check struct {
 	Name, Failure string
 }
 
-// Checks lists the verdict's checks, failing where the verdict fails:
-// every failing reason belongs to exactly one case.
+// Checks lists the verdict's checks, one JUnit case each, failing where
+// the verdict failed (from Result.Failures, never from the wording of a
+// reason). The seven standing checks are always there; each deadline
+// missed and each unexpected death is a case of its own.
 func Checks(r *verifier.Result) []Check {
-	fail := func(bad bool, format string, args ...any) string {
-		if !bad {
-			return ""
+	standing := []struct{ name, check string }{
+		{"no acked message lost", verifier.CheckLost},
+		{"no corruption", verifier.CheckCorrupt},
+		{"no phantom", verifier.CheckPhantom},
+		{"read-back complete", verifier.CheckReadBack},
+		{"something sent", verifier.CheckSent},
+		{"no duplicates (--no-duplicates)", verifier.CheckDuplicates},
+		{"in order (--ordered)", verifier.CheckReordered},
+	}
+	msgs := map[string][]string{}
+	for _, f := range r.Failures {
+		msgs[f.Check] = append(msgs[f.Check], f.Message)
+	}
+	var cs []Check
+	for _, c := range standing {
+		cs = append(cs, Check{c.name, strings.Join(msgs[c.check], "; ")})
+		delete(msgs, c.check)
+	}
+	for _, f := range r.Failures { // deadlines, unexpected deaths
+		if _, ok := msgs[f.Check]; ok {
+			cs = append(cs, Check{f.Message, f.Message})
 		}
-		return fmt.Sprintf(format, args...)
-	}
-	cs := []Check{
-		{"no acked message lost", fail(r.Lost > 0, "%d acked messages were not read back", r.Lost)},
-		{"no corruption", fail(r.Corrupt > 0, "%d copies failed their checksum", r.Corrupt)},
-		{"no phantom", fail(r.Phantom > 0, "%d messages read that were never sent", r.Phantom)},
-		{"read-back complete", fail(!r.ReadBackComplete, "the read-back did not reach every partition's end")},
-		{"something sent", fail(r.Sent == 0, "nothing was sent")},
-	}
-	reasons := map[string]bool{}
-	for _, x := range r.Reasons {
-		reasons[x] = true
-	}
-	dup, ord, other := "", "", []string{}
-	for _, x := range r.Reasons {
-		if !reasons[x] {
-			continue
-		}
-		reasons[x] = false
-		switch {
-		case strings.Contains(x, "duplicate copies"):
-			dup = x
-		case strings.Contains(x, "out of order"):
-			ord = x
-		case strings.Contains(x, "acked messages were not read back"), strings.Contains(x, "failed their checksum"),
-			strings.Contains(x, "never sent"), strings.Contains(x, "read-back did not reach"), strings.Contains(x, "nothing was sent"):
-		default:
-			other = append(other, x)
-		}
-	}
-	cs = append(cs, Check{"no duplicates (--no-duplicates)", dup}, Check{"in order (--ordered)", ord})
-	for _, x := range other { // deadlines, unexpected deaths
-		cs = append(cs, Check{x, x})
 	}
 	return cs
 }

@@ -184,7 +184,11 @@ func TestJUnit(t *testing.T) {
 		t.Fatalf("passing run: %+v", pass)
 	}
 	failing := &verifier.Result{Sent: 10, Acked: 10, Lost: 3, Duplicates: 2, ReadBackComplete: true, Verdict: verifier.Fail,
-		Reasons: []string{"3 acked messages were not read back", "2 duplicate copies (--no-duplicates)", "node 3 died at 4.0s and no fault killed it"}}
+		Failures: []verifier.Failure{
+			{Check: verifier.CheckLost, Message: "3 acked messages were not read back"},
+			{Check: verifier.CheckDuplicates, Message: "2 duplicate copies (--no-duplicates)"},
+			{Check: verifier.CheckUnexpectedDeath, Message: "node 3 died at 4.0s and no fault killed it"},
+		}}
 	s := parse(failing)
 	failed := map[string]string{}
 	for _, c := range s.Cases {

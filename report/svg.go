@@ -68,8 +68,6 @@ func fmtNum(v float64) string {
 	switch {
 	case v == 0:
 		return "0"
-	case math.Abs(v) >= 1000:
-		return fmt.Sprintf("%.0f", v)
 	case math.Abs(v) >= 10:
 		return fmt.Sprintf("%.0f", v)
 	case math.Abs(v) >= 1:

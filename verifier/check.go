@@ -403,33 +403,35 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	res.LongestNoAckAt = (time.Duration(at) * ackResolution).Seconds()
 
 	res.Verdict = Pass
-	fail := func(format string, args ...any) {
+	fail := func(check, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
 		res.Verdict = Fail
-		res.Reasons = append(res.Reasons, fmt.Sprintf(format, args...))
+		res.Reasons = append(res.Reasons, msg)
+		res.Failures = append(res.Failures, Failure{Check: check, Message: msg})
 	}
 	if res.Lost > 0 {
-		fail("%d acked messages were not read back", res.Lost)
+		fail(CheckLost, "%d acked messages were not read back", res.Lost)
 	}
 	if res.Corrupt > 0 {
-		fail("%d copies failed their checksum", res.Corrupt)
+		fail(CheckCorrupt, "%d copies failed their checksum", res.Corrupt)
 	}
 	if res.Phantom > 0 {
-		fail("%d messages were read that ackcheck never sent", res.Phantom)
+		fail(CheckPhantom, "%d messages were read that ackcheck never sent", res.Phantom)
 	}
 	if opts.NoDuplicates && res.Duplicates > 0 {
-		fail("%d duplicate copies (--no-duplicates)", res.Duplicates)
+		fail(CheckDuplicates, "%d duplicate copies (--no-duplicates)", res.Duplicates)
 	}
 	if opts.Ordered && res.Reordered > 0 {
-		fail("%d messages out of order (--ordered)", res.Reordered)
+		fail(CheckReordered, "%d messages out of order (--ordered)", res.Reordered)
 	}
 	if !res.ReadBackComplete {
-		fail("the read-back did not reach every partition's end; rerun `ackcheck verify` when the brokers are back")
+		fail(CheckReadBack, "the read-back did not reach every partition's end; rerun `ackcheck verify` when the brokers are back")
 	}
 	if res.Sent == 0 {
-		fail("nothing was sent: there is nothing to judge")
+		fail(CheckSent, "nothing was sent: there is nothing to judge")
 	}
 	if d := opts.MaxNoAck; d > 0 && res.LongestNoAckMs > float64(d/time.Millisecond) {
-		fail("deadline: %.0f ms without acks exceeds --max-no-ack %s", res.LongestNoAckMs, d)
+		fail(CheckMaxNoAck, "deadline: %.0f ms without acks exceeds --max-no-ack %s", res.LongestNoAckMs, d)
 	}
 	for _, f := range res.Faults {
 		if f.FirstAckMs == nil {
@@ -437,17 +439,17 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		}
 		late := func(v float64, d time.Duration) bool { return d > 0 && (v < 0 || v > float64(d/time.Millisecond)) }
 		if late(f.ReadyMs, opts.MaxReady) {
-			fail("deadline: node %d ready %s after the %s at %.1fs, over --max-ready %s", f.Node, msText(f.ReadyMs), f.Action, f.AtS, opts.MaxReady)
+			fail(CheckMaxReady, "deadline: node %d ready %s after the %s at %.1fs, over --max-ready %s", f.Node, msText(f.ReadyMs), f.Action, f.AtS, opts.MaxReady)
 		}
 		if late(f.InSyncMs, opts.MaxInSync) {
-			fail("deadline: replicas in sync %s after the %s at %.1fs, over --max-in-sync %s", msText(f.InSyncMs), f.Action, f.AtS, opts.MaxInSync)
+			fail(CheckMaxInSync, "deadline: replicas in sync %s after the %s at %.1fs, over --max-in-sync %s", msText(f.InSyncMs), f.Action, f.AtS, opts.MaxInSync)
 		}
 	}
 	for _, f := range res.Faults {
 		if f.Action == "unexpected-death" {
 			// As in roachtest: a crash nobody scheduled means the run did
 			// not test what it says it tested.
-			fail("node %d died at %.1fs and no fault killed it", f.Node, f.AtS)
+			fail(CheckUnexpectedDeath, "node %d died at %.1fs and no fault killed it", f.Node, f.AtS)
 		}
 	}
 	return res, nil

@@ -138,6 +138,14 @@ func TestClasses(t *testing.T) {
 			if tc.verdict == Fail && len(r.Reasons) == 0 {
 				t.Error("a failing verdict without a reason")
 			}
+			if len(r.Failures) != len(r.Reasons) {
+				t.Errorf("%d failures for %d reasons", len(r.Failures), len(r.Reasons))
+			}
+			for i, f := range r.Failures {
+				if f.Check == "" || f.Message != r.Reasons[i] {
+					t.Errorf("failure %d: %+v for reason %q", i, f, r.Reasons[i])
+				}
+			}
 		})
 	}
 }

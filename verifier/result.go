@@ -79,6 +79,9 @@ type Result struct {
 
 	Verdict string   `json:"verdict"`
 	Reasons []string `json:"reasons,omitempty"`
+	// Failures are the reasons with the check each belongs to, so that
+	// tools (JUnit) group them without parsing sentences.
+	Failures []Failure `json:"failures,omitempty"`
 
 	LongestNoAckMs float64  `json:"longest_no_ack_ms"`
 	LongestNoAckAt float64  `json:"longest_no_ack_start_s"`
@@ -116,6 +119,27 @@ type Result struct {
 	// Hist holds the histograms (not in result.json: reports write them
 	// as .hlog files).
 	Hist *Histograms `json:"-"`
+}
+
+// The checks a verdict can fail, as named in Failure.Check.
+const (
+	CheckLost            = "lost"
+	CheckCorrupt         = "corrupt"
+	CheckPhantom         = "phantom"
+	CheckDuplicates      = "duplicates"
+	CheckReordered       = "reordered"
+	CheckReadBack        = "read-back"
+	CheckSent            = "sent"
+	CheckMaxNoAck        = "max-no-ack"
+	CheckMaxReady        = "max-ready"
+	CheckMaxInSync       = "max-in-sync"
+	CheckUnexpectedDeath = "unexpected-death"
+)
+
+// Failure is one reason the verdict failed.
+type Failure struct {
+	Check   string `json:"check"`
+	Message string `json:"message"`
 }
 
 // Second is one second of the schedule (by intended send time for sent
