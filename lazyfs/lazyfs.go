@@ -270,14 +270,14 @@ func (l *FS) Status() Status {
 
 // LossReport is what a loss undid.
 type LossReport struct {
-	At              time.Time `json:"at"`
-	FilesRestored   int       `json:"files_restored"`
-	BytesDropped    int64     `json:"bytes_dropped"`    // cut off past the synced size
-	BytesRestored   int64     `json:"bytes_restored"`   // overwritten pages put back
-	EntriesUndone   int       `json:"entries_undone"`   // directory changes rolled back
-	UndoFailures    []string  `json:"undo_failures"`    // changes that could not be undone
-	OpenHandles     int       `json:"open_handles"`     // files still open at the loss
-	WaitedForCloseMs int64    `json:"waited_for_close_ms"`
+	At               time.Time `json:"at"`
+	FilesRestored    int       `json:"files_restored"`
+	BytesDropped     int64     `json:"bytes_dropped"`  // cut off past the synced size
+	BytesRestored    int64     `json:"bytes_restored"` // overwritten pages put back
+	EntriesUndone    int       `json:"entries_undone"` // directory changes rolled back
+	UndoFailures     []string  `json:"undo_failures"`  // changes that could not be undone
+	OpenHandles      int       `json:"open_handles"`   // files still open at the loss
+	WaitedForCloseMs int64     `json:"waited_for_close_ms"`
 }
 
 // Lose loses every unsynced write and directory change. It first waits up
