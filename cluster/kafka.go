@@ -11,6 +11,8 @@
 //	<dir>/node<N>/kafka.log       stdout and stderr of the JVM
 //	<dir>/node<N>/pid             the PID of the running JVM
 //
+// With LazyFS, each data dir is a lazyfs mount (see lazyfs.go).
+//
 // Nodes run detached (their own session), so they outlive the ackcheck
 // command that started them. Stop and Down only ever signal a PID read from
 // a node's pid file, and only after checking that the process's command
@@ -56,6 +58,13 @@ type KafkaOptions struct {
 	// Props are extra server.properties for every node (they override the
 	// defaults written by Up).
 	Props map[string]string
+	// LazyFS puts each node's data dir on ackcheck lazyfs (a FUSE
+	// filesystem that can lose unsynced writes), for power-loss faults.
+	// Fixed when the cluster is created.
+	LazyFS bool
+	// LazyFSBinary is the ackcheck binary that serves the lazyfs mounts.
+	// Default: the running executable.
+	LazyFSBinary string
 }
 
 func (o *KafkaOptions) defaults() {
@@ -93,6 +102,8 @@ type clusterFile struct {
 	BasePort  int    `json:"base_port"`
 	HeapMB    int    `json:"heap_mb"`
 	CacheDir  string `json:"cache_dir"`
+	LazyFS    bool   `json:"lazyfs,omitempty"`
+	LazyFSBin string `json:"lazyfs_binary,omitempty"`
 }
 
 // OpenKafka returns the cluster in opts.Dir. If the directory already holds
@@ -112,9 +123,15 @@ func OpenKafka(opts KafkaOptions) (*Kafka, error) {
 		if err := json.Unmarshal(data, &cf); err != nil {
 			return nil, fmt.Errorf("%s/cluster.json is damaged: %w (remove the directory to start afresh)", dir, err)
 		}
-		opts.Nodes, opts.BasePort, opts.HeapMB = cf.Nodes, cf.BasePort, cf.HeapMB
+		if opts.LazyFS && !cf.LazyFS {
+			return nil, fmt.Errorf("the cluster in %s was created without --lazyfs: take it down and remove the directory to create one with lazyfs", dir)
+		}
+		opts.Nodes, opts.BasePort, opts.HeapMB, opts.LazyFS = cf.Nodes, cf.BasePort, cf.HeapMB, cf.LazyFS
 		if opts.CacheDir == "" {
 			opts.CacheDir = cf.CacheDir
+		}
+		if opts.LazyFSBinary == "" {
+			opts.LazyFSBinary = cf.LazyFSBin
 		}
 	}
 	opts.defaults()
@@ -289,6 +306,11 @@ func (k *Kafka) Up(ctx context.Context) error {
 		return err
 	}
 	for _, id := range k.Nodes() {
+		if err := k.startLazyFS(ctx, id); err != nil {
+			return err
+		}
+	}
+	for _, id := range k.Nodes() {
 		if pid, _ := k.PID(id); pid != 0 {
 			continue
 		}
@@ -330,9 +352,24 @@ func (k *Kafka) create(ctx context.Context) error {
 		return errors.New("make a cluster ID: StorageTool printed nothing")
 	}
 	clusterID := lines[len(lines)-1]
+	if k.opts.LazyFS && k.opts.LazyFSBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the ackcheck binary to serve lazyfs: %w", err)
+		}
+		k.opts.LazyFSBinary = exe
+	}
 	for _, id := range k.Nodes() {
 		if err := os.MkdirAll(k.DataDir(id), 0o755); err != nil {
 			return err
+		}
+		if k.opts.LazyFS {
+			if err := os.MkdirAll(k.backingDir(id), 0o755); err != nil {
+				return err
+			}
+			if err := k.startLazyFS(ctx, id); err != nil {
+				return err
+			}
 		}
 		if err := writeProps(k.propsFile(id), k.serverProps(id)); err != nil {
 			return err
@@ -342,8 +379,13 @@ func (k *Kafka) create(ctx context.Context) error {
 			return fmt.Errorf("format node %d storage: %w\n%s", id, err, tail(out, 2000))
 		}
 	}
+	// The formatted storage is where every node starts: durable.
+	if err := k.SyncAll(ctx); err != nil {
+		return err
+	}
 	cf := clusterFile{Version: KafkaVersion, ClusterID: clusterID, Nodes: k.opts.Nodes,
-		BasePort: k.opts.BasePort, HeapMB: k.opts.HeapMB, CacheDir: k.opts.CacheDir}
+		BasePort: k.opts.BasePort, HeapMB: k.opts.HeapMB, CacheDir: k.opts.CacheDir,
+		LazyFS: k.opts.LazyFS, LazyFSBin: k.opts.LazyFSBinary}
 	data, _ := json.MarshalIndent(cf, "", "  ")
 	return os.WriteFile(meta, data, 0o644)
 }
@@ -353,6 +395,9 @@ func (k *Kafka) create(ctx context.Context) error {
 func (k *Kafka) StartNode(ctx context.Context, id int32) error {
 	if pid, _ := k.PID(id); pid != 0 {
 		return fmt.Errorf("node %d already runs as PID %d", id, pid)
+	}
+	if err := k.checkLazyFS(ctx, id); err != nil {
+		return err
 	}
 	logf, err := os.OpenFile(k.LogFile(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -450,11 +495,15 @@ func (k *Kafka) StopNode(ctx context.Context, id int32, grace time.Duration) err
 	return nil
 }
 
-// Down stops every node (SIGTERM, then SIGKILL after 30s).
+// Down stops every node (SIGTERM, then SIGKILL after 30s), then the
+// lazyfs mounts under them, if any.
 func (k *Kafka) Down(ctx context.Context) error {
 	var errs []error
 	for _, id := range k.Nodes() {
 		errs = append(errs, k.StopNode(ctx, id, 30*time.Second))
+	}
+	for _, id := range k.Nodes() {
+		errs = append(errs, k.stopLazyFS(ctx, id))
 	}
 	return errors.Join(errs...)
 }
@@ -466,6 +515,7 @@ type NodeStatus struct {
 	ClientAddr     string `json:"client_addr"`
 	ControllerAddr string `json:"controller_addr"`
 	Answers        bool   `json:"answers"`
+	LazyFSPID      int    `json:"lazyfs_pid,omitempty"`
 }
 
 // Status reports each node's PID, ports and whether its client port
@@ -475,6 +525,7 @@ func (k *Kafka) Status() []NodeStatus {
 	for _, id := range k.Nodes() {
 		pid, _ := k.PID(id)
 		s := NodeStatus{ID: id, PID: pid, ClientAddr: k.clientAddr(id), ControllerAddr: k.controllerAddr(id)}
+		s.LazyFSPID = k.lazyFSPID(id)
 		if c, err := net.DialTimeout("tcp", s.ClientAddr, 500*time.Millisecond); err == nil {
 			c.Close()
 			s.Answers = true

@@ -146,6 +146,9 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 		in.add(rec)
 		return rec
 	}
+	if st.Action == PowerLoss && st.Target.Kind == All {
+		return in.applyPowerLossAll(ctx, rec)
+	}
 	// Only targets chosen by role need the topology. The others must not
 	// wait for it: a resume must not queue behind a metadata request that
 	// the paused broker it is about to resume cannot answer.
@@ -208,10 +211,132 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 		in.watchers.Add(1)
 		go func() {
 			defer in.watchers.Done()
-			in.watchRecovery(ctx, i, node)
+			in.watchRecovery(ctx, i, []int32{node})
 		}()
 	}
 	return rec
+}
+
+// applyPowerLossAll cuts the power of every node at once.
+func (in *Injector) applyPowerLossAll(ctx context.Context, rec ledger.FaultRecord) ledger.FaultRecord {
+	if in.Nodes == nil {
+		rec.Result, rec.Error = "skipped", "no cluster to act on: give --cluster-dir or --cluster-file"
+		in.add(rec)
+		return rec
+	}
+	ids := in.Nodes.IDs()
+	err := in.powerLoss(ctx, ids, &rec)
+	if err != nil {
+		rec.Result, rec.Error = "failed", err.Error()
+		in.logf("fault power-loss all failed: %v", err)
+	} else {
+		rec.Result = "applied"
+		in.logf("fault power-loss all: nodes %v lost what they had not fsynced and started again", ids)
+	}
+	i := in.add(rec)
+	if err == nil {
+		in.watchers.Add(1)
+		go func() {
+			defer in.watchers.Done()
+			in.watchRecovery(ctx, i, ids)
+		}()
+	}
+	return rec
+}
+
+// powerLoss SIGKILLs every node in ids as close together as it can, waits
+// for each process to be gone, loses each one's unsynced writes, and
+// starts each again. Each node's restart is journaled before its kill.
+func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *ledger.FaultRecord) error {
+	pl, ok := in.Nodes.(PowerLosser)
+	if !ok {
+		return fmt.Errorf("power-loss needs data dirs that can lose unsynced writes: start the local cluster with `ackcheck cluster kafka up --lazyfs`, or give each node a lose_command in the cluster file (%s)", in.Nodes.Where())
+	}
+	rec.Nodes, rec.PIDs, rec.Restarted, rec.Lost = ids, map[int32]int{}, map[int32]int{}, map[int32]string{}
+	journal := map[int32]int{}
+	for _, id := range ids {
+		pid, err := in.Nodes.PID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if pid == 0 {
+			return fmt.Errorf("node %d does not run: a power loss needs a running broker", id)
+		}
+		j, err := in.Journal.Add(Undo{Kind: "start", Node: id, Why: fmt.Sprintf("power-loss of node %d", id)})
+		if err != nil {
+			return err
+		}
+		journal[id] = j
+	}
+	in.mu.Lock()
+	for _, id := range ids {
+		in.state[id] = "down" // before the signal: its death is expected
+	}
+	in.mu.Unlock()
+	rec.At = time.Now()
+	for _, id := range ids {
+		pid, err := in.Nodes.Signal(ctx, id, syscall.SIGKILL)
+		if err != nil {
+			return err
+		}
+		rec.PIDs[id] = pid
+	}
+	if len(ids) == 1 {
+		rec.PID = rec.PIDs[ids[0]]
+	}
+	// The loss must come after the last write the dead process made: wait
+	// for each process to be gone (lazyfs then waits for its files to be
+	// closed).
+	deadline := time.Now().Add(30 * time.Second)
+	for _, id := range ids {
+		for {
+			pid, err := in.Nodes.PID(ctx, id)
+			if err == nil && pid == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("node %d's process did not die within 30s of SIGKILL", id)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	errs := make([]error, len(ids))
+	lost := make([]string, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lost[i], errs[i] = pl.LoseUnsynced(ctx, id)
+		}()
+	}
+	wg.Wait()
+	for i, id := range ids {
+		if errs[i] != nil {
+			return fmt.Errorf("lose node %d's unsynced writes: %w", id, errs[i])
+		}
+		rec.Lost[id] = lost[i]
+		in.logf("power-loss node %d: %s", id, lost[i])
+	}
+	for _, id := range ids {
+		if err := in.Nodes.Start(ctx, id); err != nil {
+			return fmt.Errorf("start node %d after the power loss: %w", id, err)
+		}
+	}
+	for _, id := range ids {
+		rec.Restarted[id] = in.waitPID(ctx, id)
+		in.mu.Lock()
+		in.state[id] = "up"
+		in.mu.Unlock()
+		if err := in.Journal.Done(journal[id]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // act performs one action and moves the node's state. An action that
@@ -261,6 +386,8 @@ func (in *Injector) act(ctx context.Context, a Action, node int32, rec *ledger.F
 				err = in.Journal.Done(id)
 			}
 		}
+	case PowerLoss:
+		err = in.powerLoss(ctx, []int32{node}, rec)
 	case Restart:
 		if pid, _ := in.Nodes.PID(ctx, node); pid != 0 {
 			return fmt.Errorf("node %d still runs as PID %d: nothing to restart", node, pid)
@@ -405,7 +532,7 @@ func (in *Injector) restartAndWait(ctx context.Context, id int32) error {
 // only looked for once the node is back (restarted or resumed), so an ISR
 // that has not shrunk yet cannot count as "back in sync". It gives up when
 // ctx ends.
-func (in *Injector) watchRecovery(ctx context.Context, i int, node int32) {
+func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32) {
 	tick := time.NewTicker(in.Poll)
 	defer tick.Stop()
 	at := in.Records()[i].At
@@ -418,18 +545,21 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, node int32) {
 		case <-tick.C:
 		}
 		in.mu.Lock()
-		back := in.state[node] == "up"
+		back := true
+		for _, node := range nodes {
+			back = back && in.state[node] == "up"
+		}
 		in.mu.Unlock()
 		if !back {
 			continue
 		}
 		// Each moment is stamped when its check succeeded, not when the
 		// poll began: a probe can wait up to its timeout.
-		if readyAt.IsZero() && in.answers(ctx, node) {
+		if readyAt.IsZero() && in.allAnswer(ctx, nodes) {
 			now := time.Now()
 			readyAt = now
 			in.update(i, func(r *ledger.FaultRecord) { r.ReadyAt = now })
-			in.logf("node %d answers as a broker again, %s after the %s", node, now.Sub(at).Round(time.Millisecond), action)
+			in.logf("node(s) %v answer as brokers again, %s after the %s", nodes, now.Sub(at).Round(time.Millisecond), action)
 		}
 		if inSyncAt.IsZero() && in.allInSync(ctx) {
 			now := time.Now()
@@ -438,6 +568,15 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, node int32) {
 			in.logf("all replicas of %s in sync again, %s after the %s", in.Topic, now.Sub(at).Round(time.Millisecond), action)
 		}
 	}
+}
+
+func (in *Injector) allAnswer(ctx context.Context, nodes []int32) bool {
+	for _, n := range nodes {
+		if !in.answers(ctx, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // answers reports whether node is in the cluster's metadata and serves a

@@ -29,6 +29,14 @@ type Nodes interface {
 	Where() string
 }
 
+// PowerLosser is implemented by Nodes whose data dirs can lose what was
+// not fsynced (ackcheck lazyfs). LoseUnsynced must be called only while the
+// node's broker is dead; it returns when the loss is complete, with a
+// one-line summary of what was lost.
+type PowerLosser interface {
+	LoseUnsynced(ctx context.Context, id int32) (string, error)
+}
+
 // Local is a local cluster started by `ackcheck cluster kafka up`.
 type Local struct{ Cluster *cluster.Kafka }
 
@@ -60,3 +68,8 @@ func (l Local) DataDirInode(_ context.Context, id int32) (uint64, error) {
 
 // Where implements Nodes.
 func (l Local) Where() string { return "local cluster in " + l.Cluster.Dir() }
+
+// LoseUnsynced implements PowerLosser for a cluster started with --lazyfs.
+func (l Local) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+	return l.Cluster.LoseUnsynced(ctx, id)
+}

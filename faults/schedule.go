@@ -22,6 +22,11 @@ const (
 	// configuration (brokers, config edit and rolling restart).
 	FsyncOn  Action = "fsync-on"
 	FsyncOff Action = "fsync-off"
+	// PowerLoss loses every write the node's disk has not fsynced and
+	// SIGKILLs the broker at the same instant, then starts it again on
+	// what the disk kept. Its target may be all: every node at once, as
+	// when a rack loses power. It needs data dirs on ackcheck lazyfs.
+	PowerLoss Action = "power-loss"
 )
 
 // expectations are quoted next to each fault in reports.
@@ -33,6 +38,7 @@ var expectations = map[Action]string{
 	Resume:   "the node answers again, catches up and rejoins the ISR",
 	FsyncOn:  "from now on a write is fsynced on each replica before it counts toward an ack: acks get slower, and a power loss loses nothing acked",
 	FsyncOff: "from now on acks come from memory (page cache): faster, and a power loss of the replicas can lose acked writes",
+	PowerLoss: "the node dies and its disk keeps only what was fsynced; it starts again on that. Acks that meant fsynced on enough replicas survive; acks from memory on every replica that lost power do not",
 }
 
 // Expectation is what action is expected to cause.
@@ -40,7 +46,9 @@ func (a Action) Expectation() string { return expectations[a] }
 
 // takesNodeAway reports whether the action makes the node unavailable,
 // so that its recovery is measured.
-func (a Action) takesNodeAway() bool { return a == Kill || a == Stop || a == Pause }
+func (a Action) takesNodeAway() bool {
+	return a == Kill || a == Stop || a == Pause || a == PowerLoss
+}
 
 // Step is one scheduled fault.
 type Step struct {
@@ -77,7 +85,7 @@ func ParseSchedule(s string) ([]Step, error) {
 		}
 		st := Step{At: at, Action: Action(fields[1]), Target: Target{Kind: Previous}}
 		switch st.Action {
-		case Kill, Stop, Pause:
+		case Kill, Stop, Pause, PowerLoss:
 			if len(fields) != 3 {
 				return nil, bad(string(st.Action) + " needs a target")
 			}
@@ -87,12 +95,15 @@ func ParseSchedule(s string) ([]Step, error) {
 				return nil, bad(string(st.Action) + " needs topic:<topic> or brokers")
 			}
 		default:
-			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause, resume, fsync-on or fsync-off")
+			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause, resume, power-loss, fsync-on or fsync-off")
 		}
 		if len(fields) == 3 {
 			if st.Target, err = ParseTarget(fields[2]); err != nil {
 				return nil, bad(err.Error())
 			}
+		}
+		if (st.Target.Kind == All) != (st.Action == PowerLoss && st.Target.Kind == All) {
+			return nil, bad(fmt.Sprintf("%s cannot target all: only power-loss hits every node at once", st.Action))
 		}
 		isFsync := st.Action == FsyncOn || st.Action == FsyncOff
 		isScope := st.Target.Kind == Topic || st.Target.Kind == Brokers

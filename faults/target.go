@@ -41,6 +41,8 @@ const (
 	Topic TargetKind = "topic"
 	// Brokers: every node's broker configuration (fsync-on brokers).
 	Brokers TargetKind = "brokers"
+	// All: every node at once (power-loss all).
+	All TargetKind = "all"
 )
 
 // Target picks a node when a fault fires.
@@ -65,8 +67,8 @@ func (t Target) String() string {
 	return string(t.Kind)
 }
 
-// ParseTarget reads leader:T/P, most-leaders:T, controller, node:N or
-// previous.
+// ParseTarget reads leader:T/P, most-leaders:T, controller, node:N,
+// previous, all, topic:T or brokers.
 func ParseTarget(s string) (Target, error) {
 	kind, arg, _ := strings.Cut(s, ":")
 	switch TargetKind(kind) {
@@ -87,7 +89,7 @@ func ParseTarget(s string) (Target, error) {
 			return Target{}, fmt.Errorf("target %q: write topic:<topic>", s)
 		}
 		return Target{Kind: Topic, Topic: arg}, nil
-	case Controller, Previous, Brokers:
+	case Controller, Previous, Brokers, All:
 		if arg != "" {
 			return Target{}, fmt.Errorf("target %q takes no argument", s)
 		}
@@ -99,7 +101,7 @@ func ParseTarget(s string) (Target, error) {
 		}
 		return Target{Kind: Node, Node: int32(n)}, nil
 	}
-	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, previous, topic:<topic> or brokers", s)
+	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, previous, all, topic:<topic> or brokers", s)
 }
 
 // ErrNoTarget is wrapped by Resolve when the target names no node now.

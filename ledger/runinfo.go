@@ -68,4 +68,11 @@ type FaultRecord struct {
 
 	// AckMeaning, for fsync toggles: what an ack meant once it applied.
 	AckMeaning string `json:"ack_meaning,omitempty"`
+
+	// Power loss: every node it hit (one, or all at once), each one's PID
+	// before and after, and what each node's filesystem lost.
+	Nodes     []int32          `json:"nodes,omitempty"`
+	PIDs      map[int32]int    `json:"pids,omitempty"`
+	Restarted map[int32]int    `json:"restarted,omitempty"`
+	Lost      map[int32]string `json:"lost,omitempty"`
 }

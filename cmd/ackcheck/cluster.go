@@ -30,7 +30,9 @@ func newClusterKafkaCmd() *cobra.Command {
 		Long: `up fetches Apache Kafka ` + cluster.KafkaVersion + ` from Maven Central with mvn (once, into a cache
 outside any repository), formats KRaft storage, and starts the nodes on
 127.0.0.1 with their own ports, data dirs, logs and PID files under --dir.
-Replication factor 3 and min.insync.replicas=2 by default.
+Replication factor 3 and min.insync.replicas=2 by default. With --lazyfs,
+each node's data dir is served by ackcheck lazyfs (FUSE), which the
+power-loss fault uses to drop what the node had not fsynced.
 down stops exactly the PIDs in --dir (SIGTERM, then SIGKILL after 30s).
 status shows each node's PID, ports and whether it answers.
 start and stop act on one node (--node), for scripts and cluster files.`,
@@ -91,6 +93,7 @@ start and stop act on one node (--node), for scripts and cluster files.`,
 	cmd.Flags().IntVar(&opts.HeapMB, "heap-mb", 0, "JVM heap per node in MiB (default 768)")
 	cmd.Flags().StringToStringVar(&opts.Props, "prop", nil, "extra server.properties for every node, k=v (at the first up)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "status as JSON")
+	cmd.Flags().BoolVar(&opts.LazyFS, "lazyfs", false, "put each node's data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
 	cmd.Flags().Int32Var(&node, "node", 0, "the node for start and stop")
 	cmd.MarkFlagRequired("dir")
 	return cmd
