@@ -31,13 +31,13 @@ const (
 
 // expectations are quoted next to each fault in reports.
 var expectations = map[Action]string{
-	Kill:     "the node dies at once; partitions it led elect new leaders from their in-sync replicas; no acked message is lost with acks=all",
-	Stop:     "the node shuts down cleanly and hands its leaderships over; no acked message is lost",
-	Restart:  "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR",
-	Pause:    "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led",
-	Resume:   "the node answers again, catches up and rejoins the ISR",
-	FsyncOn:  "from now on a write is fsynced on each replica before it counts toward an ack: acks get slower, and a power loss loses nothing acked",
-	FsyncOff: "from now on acks come from memory (page cache): faster, and a power loss of the replicas can lose acked writes",
+	Kill:      "the node dies at once; partitions it led elect new leaders from their in-sync replicas; no acked message is lost with acks=all",
+	Stop:      "the node shuts down cleanly and hands its leaderships over; no acked message is lost",
+	Restart:   "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR",
+	Pause:     "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led",
+	Resume:    "the node answers again, catches up and rejoins the ISR",
+	FsyncOn:   "from now on a write is fsynced on each replica before it counts toward an ack: acks get slower, and a power loss loses nothing acked",
+	FsyncOff:  "from now on acks come from memory (page cache): faster, and a power loss of the replicas can lose acked writes",
 	PowerLoss: "the node dies and its disk keeps only what was fsynced; it starts again on that. Acks that meant fsynced on enough replicas survive; acks from memory on every replica that lost power do not",
 }
 
