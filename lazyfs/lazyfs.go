@@ -238,7 +238,7 @@ type Status struct {
 	Backing        string      `json:"backing"`
 	Mountpoint     string      `json:"mountpoint"`
 	DirtyFiles     int         `json:"dirty_files"`
-	SavedBytes     int64       `json:"saved_bytes"` // overwritten bytes remembered
+	SavedBytes     int64       `json:"saved_bytes"` // overwritten bytes remembered (zero pages cost nothing)
 	UnsyncedBytes  int64       `json:"unsynced_bytes"`
 	PendingEntries int         `json:"pending_entries"`
 	OpenHandles    int         `json:"open_handles"`
@@ -259,7 +259,9 @@ func (l *FS) Status() Status {
 		Losses: l.losses, LastLoss: l.lastLoss}
 	for _, st := range l.files {
 		for _, b := range st.saved {
-			s.SavedBytes += int64(len(b))
+			if len(b) > 0 && &b[0] != &zeroPage[0] {
+				s.SavedBytes += int64(len(b))
+			}
 		}
 		if fi, err := st.f.Stat(); err == nil {
 			s.UnsyncedBytes += max(0, fi.Size()-st.synced)
@@ -494,9 +496,23 @@ func (st *fileState) preserve(off, n int64) error {
 				return fmt.Errorf("remember page %d of %s: %w", p, st.f.Name(), err)
 			}
 		}
+		if isZero(buf[:m]) {
+			buf = zeroPage[:m] // preallocated index files are mostly zeros: share one page
+		}
 		st.saved[p] = buf[:m]
 	}
 	return nil
+}
+
+var zeroPage = make([]byte, pageSize)
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }

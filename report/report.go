@@ -77,6 +77,13 @@ func faultBands(r *verifier.Result, end float64) []band {
 				}
 			}
 			out = append(out, band{From: f.AtS, To: to, Label: fmt.Sprintf("%s node %d", f.Action, f.Node)})
+		case "power-loss":
+			// Down from the loss until the node(s) answered again.
+			to := end
+			if f.ReadyMs >= 0 {
+				to = f.AtS + f.ReadyMs/1000
+			}
+			out = append(out, band{From: f.AtS, To: to, Label: "power-loss " + f.Target})
 		case "fsync-on", "fsync-off":
 			out = append(out, band{From: f.AtS, To: f.AtS, Label: f.Action + " " + f.Target})
 		}
@@ -196,7 +203,16 @@ func recovery(r *verifier.Result) [][]string {
 			proof = fmt.Sprintf("PID %d → %d, data dir inode %d → %d (same: %v), survivors unchanged: %v, restarts: %d",
 				kp.OldPID, kp.NewPID, kp.InodeBefore, kp.InodeAfter, kp.SameDataDir, kp.SurvivorsUnchanged, kp.Restarts)
 		}
-		rows = append(rows, []string{fmt.Sprintf("%.1f s", f.AtS), f.Action + " " + f.Target, fmt.Sprint(f.Node),
+		node := fmt.Sprint(f.Node)
+		if len(f.Nodes) > 0 {
+			node = strings.Trim(fmt.Sprint(f.Nodes), "[]")
+			var lost []string
+			for _, id := range f.Nodes {
+				lost = append(lost, fmt.Sprintf("node %d PID %d → %d, lost %s", id, f.PIDs[id], f.Restarted[id], f.Lost[id]))
+			}
+			proof = strings.Join(lost, "; ")
+		}
+		rows = append(rows, []string{fmt.Sprintf("%.1f s", f.AtS), f.Action + " " + f.Target, node,
 			ms(f.SlowestFirstAckMs), ms(f.ReadyMs), ms(f.InSyncMs), proof})
 	}
 	return rows

@@ -62,7 +62,7 @@ func loadFaults(l *ledger.Ledger, loadStart time.Time) (*faultTracker, error) {
 	for i, r := range recs {
 		rep := FaultReport{FaultRecord: r, AtS: r.At.Sub(loadStart).Seconds(),
 			ReadyMs: ms(r.At, r.ReadyAt), InSyncMs: ms(r.At, r.InSyncAt), SlowestFirstAckMs: -1}
-		track := r.Result == "applied" && (r.Action == "kill" || r.Action == "stop" || r.Action == "pause")
+		track := r.Result == "applied" && (r.Action == "kill" || r.Action == "stop" || r.Action == "pause" || r.Action == "power-loss")
 		if r.Action == "kill" && r.Result == "applied" {
 			rep.KillProof = killProof(recs, i)
 		}

@@ -175,6 +175,36 @@ type Phase struct {
 	Meaning string  `json:"meaning"`
 }
 
+// LatencyBetween summarises the latency of the messages sent in the
+// windows that lie wholly within [from, to) of the load: the steady state
+// before a fault, say. ok is false when no window does (or the histograms
+// are not at hand: a Result read back from result.json has none).
+func (r *Result) LatencyBetween(from, to time.Duration) (publish, e2e Latency, ok bool) {
+	h := r.Hist
+	if h == nil || h.Window <= 0 {
+		return
+	}
+	var pub, end *hdrhistogram.Histogram
+	for i := range h.Publish {
+		start := time.Duration(i) * h.Window
+		if start < from || start+h.Window > to {
+			continue
+		}
+		if pub == nil {
+			pub = hdrhistogram.New(1, h.PublishAll.HighestTrackableValue(), 3)
+			end = hdrhistogram.New(1, h.E2EAll.HighestTrackableValue(), 3)
+		}
+		pub.Merge(h.Publish[i])
+		if i < len(h.E2E) {
+			end.Merge(h.E2E[i])
+		}
+	}
+	if pub == nil {
+		return
+	}
+	return summarize(pub), summarize(end), true
+}
+
 // WriteSummary prints the verdict as a table a person reads first.
 func (r *Result) WriteSummary(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -239,6 +269,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		if f.FirstAckMs != nil {
 			fmt.Fprintf(w, "    slowest partition's first ack after it: %s\n", msOrNever(f.SlowestFirstAckMs))
 			fmt.Fprintf(w, "    node ready again: %s   all replicas in sync: %s\n", msOrNever(f.ReadyMs), msOrNever(f.InSyncMs))
+		}
+		for _, id := range f.Nodes {
+			fmt.Fprintf(w, "    node %d: PID %d -> %d; lost: %s\n", id, f.PIDs[id], f.Restarted[id], f.Lost[id])
 		}
 		if kp := f.KillProof; kp != nil {
 			fmt.Fprintf(w, "    kill proof: PID %d -> %d, data dir inode %d -> %d (same: %v), survivors unchanged: %v, restarts: %d\n",

@@ -1,0 +1,64 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/verifier"
+)
+
+func TestAuditFinding(t *testing.T) {
+	lossy, safe := KafkaFsyncSettings()[0], KafkaFsyncSettings()[1]
+	tests := []struct {
+		name    string
+		s       AuditSetting
+		lost    int64
+		applied string
+		agrees  bool
+		want    string
+	}{
+		{"default loses", lossy, 40, "applied", true, "As documented: 40 of 100"},
+		{"default keeps everything", lossy, 0, "applied", false, "Disagrees with the expectation: no acked message was lost"},
+		{"flush keeps everything", safe, 0, "applied", true, "As documented: none of 100"},
+		{"flush loses", safe, 3, "applied", false, "durability bug"},
+		{"no power loss", safe, 0, "failed: no lazyfs", false, "No conclusion"},
+	}
+	for _, tc := range tests {
+		agrees, f := finding(tc.s, AuditRow{Acked: 100, Lost: tc.lost, PowerLoss: tc.applied})
+		if agrees != tc.agrees || !strings.Contains(f, tc.want) {
+			t.Errorf("%s: %v %q; want %v and %q", tc.name, agrees, f, tc.agrees, tc.want)
+		}
+	}
+}
+
+func TestAuditMarkdown(t *testing.T) {
+	a := FsyncAudit{LossAt: 10 * time.Second}
+	res := &AuditResult{Scenario: a.Name(), LossAtS: 10, SteadyEndS: a.steadyEnd().Seconds()}
+	for i, s := range KafkaFsyncSettings() {
+		row := AuditRow{Setting: s, Out: "runs/a/" + s.Name, Acked: 1000, Lost: int64(500 * (1 - i)), PowerLoss: "applied",
+			SteadyPublish: verifier.Latency{Count: 1, P50: float64(2 + 6*i), P99: float64(10 + 30*i), Max: 50},
+			NodeLoss:      map[int32]string{2: "x", 1: "y"}}
+		row.Agrees, row.Finding = finding(s, row)
+		res.Rows = append(res.Rows, row)
+	}
+	md := res.Markdown()
+	for _, want := range []string{
+		"| **acked lost** | **500** | **0** |",
+		"| publish p50 / p99 / max ms, sent before the loss | 2.0 / 10.0 / 50.0 | 8.0 / 40.0 / 50.0 |",
+		"4.00x the publish p50 and 4.00x the publish p99",
+		"to 8.0 s (2 s before the loss",
+		"- default, node 1: y\n- default, node 2: x",
+		"runs/a/flush1/report.html",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// Every table row has one cell per setting.
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| ") && strings.Count(line, " | ") != 2 {
+			t.Errorf("row with %d cells: %s", strings.Count(line, " | "), line)
+		}
+	}
+}
