@@ -108,11 +108,11 @@ type AuditRow struct {
 
 // AuditResult is the side-by-side comparison.
 type AuditResult struct {
-	Scenario string     `json:"scenario"`
-	LossAtS  float64    `json:"loss_at_s"`
+	Scenario string  `json:"scenario"`
+	LossAtS  float64 `json:"loss_at_s"`
 	// SteadyEndS ends the span whose latency counts as "before the loss".
-	SteadyEndS float64 `json:"steady_end_s"`
-	Rows     []AuditRow `json:"rows"`
+	SteadyEndS float64    `json:"steady_end_s"`
+	Rows       []AuditRow `json:"rows"`
 	// BrokenPromise is set when a setting whose acks mean fsynced lost an
 	// acked message: the finding a vendor must answer for.
 	BrokenPromise bool `json:"broken_promise"`
