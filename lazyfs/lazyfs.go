@@ -20,7 +20,8 @@
 // then undoes the pending entry changes, newest first. Invariant: a file
 // with nothing remembered holds exactly its durable content.
 //
-// What it models, exactly:
+// What it models, exactly (in the default, strict mode; see Options for
+// the journal mode):
 //
 //   - fsync and fdatasync of a file make all its writes so far durable
 //     (both behave alike: metadata-only syncs are not told apart). A write
@@ -67,6 +68,7 @@ const pageSize = 4096
 type FS struct {
 	backing    string
 	mountpoint string
+	journal    bool // EntriesJournal
 	trash      string
 	server     *fuse.Server
 	root       *node
@@ -109,8 +111,22 @@ type entry struct {
 	replacedDir bool
 }
 
+// Entry durability modes (Options.Entries).
+const (
+	// EntriesStrict: a directory change is durable only once its
+	// directory is fsynced (POSIX's promise, and nothing more).
+	EntriesStrict = "strict"
+	// EntriesJournal: every pending directory change becomes durable at
+	// the next fsync of any file or directory on the filesystem, as with
+	// the metadata journal of ext4 or XFS, whose commit an fsync forces.
+	EntriesJournal = "journal"
+)
+
 // Options tune a mount.
 type Options struct {
+	// Entries is when directory changes become durable: EntriesStrict
+	// (the default) or EntriesJournal.
+	Entries string
 	// Debug logs every FUSE request (go-fuse's debug output).
 	Debug bool
 }
@@ -152,7 +168,14 @@ func Mount(backing, mountpoint string, opts Options) (*FS, error) {
 	if err := os.Mkdir(trash, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", trash, err)
 	}
-	l := &FS{backing: backing, mountpoint: mountpoint, trash: trash, files: map[uint64]*fileState{}}
+	switch opts.Entries {
+	case "":
+		opts.Entries = EntriesStrict
+	case EntriesStrict, EntriesJournal:
+	default:
+		return nil, fmt.Errorf("entries mode %q: use %s or %s", opts.Entries, EntriesStrict, EntriesJournal)
+	}
+	l := &FS{backing: backing, mountpoint: mountpoint, trash: trash, files: map[uint64]*fileState{}, journal: opts.Entries == EntriesJournal}
 	lr := &fs.LoopbackRoot{Path: backing, Dev: uint64(st.Dev)}
 	lr.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
 		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, lfs: l}
@@ -237,6 +260,7 @@ func ClearDeadMount(path string) error {
 type Status struct {
 	Backing        string      `json:"backing"`
 	Mountpoint     string      `json:"mountpoint"`
+	Entries        string      `json:"entries"`
 	DirtyFiles     int         `json:"dirty_files"`
 	SavedBytes     int64       `json:"saved_bytes"` // overwritten bytes remembered (zero pages cost nothing)
 	UnsyncedBytes  int64       `json:"unsynced_bytes"`
@@ -254,7 +278,11 @@ func (l *FS) Status() Status {
 	defer l.lossMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := Status{Backing: l.backing, Mountpoint: l.mountpoint, DirtyFiles: len(l.files),
+	entries := EntriesStrict
+	if l.journal {
+		entries = EntriesJournal
+	}
+	s := Status{Backing: l.backing, Mountpoint: l.mountpoint, Entries: entries, DirtyFiles: len(l.files),
 		PendingEntries: len(l.entries), OpenHandles: l.open, FileSyncs: l.syncs, DirSyncs: l.dirSyncs,
 		Losses: l.losses, LastLoss: l.lastLoss}
 	for _, st := range l.files {
@@ -526,6 +554,9 @@ func (l *FS) fsyncFile(ino uint64, fsync func() syscall.Errno) syscall.Errno {
 	st := l.files[ino]
 	l.syncs++
 	l.mu.Unlock()
+	if l.journal {
+		defer l.dirSynced(0) // after the fsync returned: commits every pending entry
+	}
 	if st == nil {
 		return fsync()
 	}
@@ -553,14 +584,17 @@ func (l *FS) addEntry(e entry) {
 	l.mu.Unlock()
 }
 
-// dirSynced makes durable the pending changes whose directory is dir.
+// dirSynced makes durable the pending changes whose directory is dir (in
+// journal mode: every pending change).
 func (l *FS) dirSynced(dir uint64) {
 	l.mu.Lock()
-	l.dirSyncs++
+	if dir != 0 {
+		l.dirSyncs++
+	}
 	kept := l.entries[:0]
 	var done []entry
 	for _, e := range l.entries {
-		if e.dir == dir {
+		if e.dir == dir || l.journal {
 			done = append(done, e)
 		} else {
 			kept = append(kept, e)

@@ -20,12 +20,17 @@ import (
 // ACKCHECK_REQUIRE_FUSE is set, as .ci/run does).
 func mount(t *testing.T) (*FS, string) {
 	t.Helper()
+	return mountWith(t, Options{})
+}
+
+func mountWith(t *testing.T, opts Options) (*FS, string) {
+	t.Helper()
 	dir := t.TempDir()
 	backing, mnt := filepath.Join(dir, "backing"), filepath.Join(dir, "mnt")
 	if err := os.Mkdir(backing, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Mount(backing, mnt, Options{})
+	l, err := Mount(backing, mnt, opts)
 	if err != nil {
 		if os.Getenv("ACKCHECK_REQUIRE_FUSE") != "" {
 			t.Fatalf("FUSE is required here (ACKCHECK_REQUIRE_FUSE): %v", err)
@@ -268,6 +273,32 @@ func TestEntriesNeedDirectorySync(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(l.trash); len(entries) != 0 {
 		t.Errorf("trash holds %d entries after everything was synced", len(entries))
+	}
+}
+
+func TestJournalMode(t *testing.T) {
+	l, mnt := mountWith(t, Options{Entries: EntriesJournal})
+	sub := filepath.Join(mnt, "partitions")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(sub, "seg"), []byte("synced"), true) // commits the mkdir and the create
+	write(t, filepath.Join(sub, "later"), []byte("not"), false)
+	if err := os.Remove(filepath.Join(sub, "seg")); err != nil {
+		t.Fatal(err)
+	}
+	lose(t, l)
+	if got := read(t, filepath.Join(sub, "seg")); string(got) != "synced" {
+		t.Fatalf("journal mode: the file fsync did not commit its entry, or the unsynced unlink stuck: %q", got)
+	}
+	if exists(filepath.Join(sub, "later")) {
+		t.Fatal("journal mode: an entry created after the last fsync survived")
+	}
+	if s := l.Status(); s.Entries != EntriesJournal {
+		t.Fatalf("status says entries %q", s.Entries)
+	}
+	if _, err := Mount(t.TempDir(), filepath.Join(t.TempDir(), "m"), Options{Entries: "sometimes"}); err == nil || !strings.Contains(err.Error(), "strict or journal") {
+		t.Fatalf("bad mode: %v", err)
 	}
 }
 

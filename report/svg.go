@@ -98,7 +98,15 @@ func (c lineChart) SVG() string {
 		xmin, xmax = math.Min(xmin, b.From), math.Max(xmax, b.To)
 	}
 	if math.IsInf(xmin, 0) {
-		xmin, xmax, ymin, ymax = 0, 1, 0, 1
+		xmin, xmax = 0, 1
+	}
+	// No point to plot (a latency chart of a run without e2e, with only
+	// fault bands): an empty axis, not an infinite one.
+	if math.IsInf(ymin, 0) || math.IsInf(ymax, 0) {
+		ymin, ymax = 0, 1
+		if c.LogY {
+			ymin, ymax = 1, 10
+		}
 	}
 	xmin = math.Min(xmin, 0) // every chart is time since the load started
 	xmax = math.Max(xmax, c.XMax)
@@ -142,7 +150,7 @@ func (c lineChart) SVG() string {
 	}
 	var yt []float64
 	if c.LogY {
-		for v := ymin; v <= ymax*1.0001; v *= 10 {
+		for v := ymin; v <= ymax*1.0001 && len(yt) < 40; v *= 10 {
 			yt = append(yt, v)
 		}
 	} else {

@@ -26,7 +26,7 @@ models and what it does not.`,
 }
 
 func newLazyFSMountCmd() *cobra.Command {
-	var backing, mountpoint, control string
+	var backing, mountpoint, control, entries string
 	var debug bool
 	cmd := &cobra.Command{
 		Use:   "mount",
@@ -41,7 +41,7 @@ func newLazyFSMountCmd() *cobra.Command {
 			if control == "" {
 				control = mountpoint + ".lazyfs.sock"
 			}
-			l, err := lazyfs.Mount(backing, mountpoint, lazyfs.Options{Debug: debug})
+			l, err := lazyfs.Mount(backing, mountpoint, lazyfs.Options{Debug: debug, Entries: entries})
 			if err != nil {
 				return err
 			}
@@ -72,6 +72,7 @@ func newLazyFSMountCmd() *cobra.Command {
 	cmd.Flags().StringVar(&mountpoint, "mountpoint", "", "where the filesystem appears (created if missing)")
 	cmd.Flags().StringVar(&control, "control", "", "Unix socket for lose/sync/status (default <mountpoint>.lazyfs.sock)")
 	cmd.Flags().BoolVar(&debug, "debug", false, "log every FUSE request")
+	cmd.Flags().StringVar(&entries, "entries", lazyfs.EntriesStrict, "when directory changes become durable: strict (at the directory's fsync) or journal (at any fsync, like ext4's metadata journal)")
 	return cmd
 }
 
