@@ -59,9 +59,12 @@ func (a FsyncAudit) Steps() []faults.Step {
 	return []faults.Step{{At: a.LossAt, Action: faults.PowerLoss, Target: faults.Target{Kind: faults.All}}}
 }
 
-// steadyEnd is where the steady state before the loss ends: messages sent
-// in the last 2 s before it may still be in flight when the power goes.
-func (a FsyncAudit) steadyEnd() time.Duration { return max(a.LossAt-2*time.Second, time.Second) }
+// The steady state before the loss: from steadyStart (the first second
+// holds the producers' connection set-up) to 2 s before the loss
+// (messages sent later may be in flight when the power goes).
+const steadyStart = time.Second
+
+func (a FsyncAudit) steadyEnd() time.Duration { return max(a.LossAt-2*time.Second, 2*steadyStart) }
 
 // Name is the scenario's hierarchical name.
 func (a FsyncAudit) Name() string { return "kafka/fsync-audit/power-loss-all" }
@@ -177,7 +180,7 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 	if len(r.AckMeanings) > 0 {
 		row.AckMeaning = r.AckMeanings[0].Meaning
 	}
-	row.SteadyPublish, row.SteadyE2E, _ = r.LatencyBetween(0, a.steadyEnd())
+	row.SteadyPublish, row.SteadyE2E, _ = r.LatencyBetween(steadyStart, a.steadyEnd())
 	for _, f := range r.Faults {
 		if f.Action != string(faults.PowerLoss) {
 			continue
@@ -212,7 +215,7 @@ func finding(s AuditSetting, r AuditRow) (bool, string) {
 // Markdown renders the comparison, one column per setting.
 func (a *AuditResult) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\nPower loss of every node at once at %.1f s into the load; each node keeps only what it had fsynced (ackcheck lazyfs), then restarts. Latency \"sent before the loss\" covers messages sent from the start to %.1f s (2 s before the loss, so that none was in flight when the power went).\n\n", a.Scenario, a.LossAtS, a.SteadyEndS)
+	fmt.Fprintf(&b, "# %s\n\nPower loss of every node at once at %.1f s into the load; each node keeps only what it had fsynced (ackcheck lazyfs), then restarts. Latency \"sent before the loss\" covers messages sent from %.0f s (after the producers connected) to %.1f s (2 s before the loss, so that none was in flight when the power went).\n\n", a.Scenario, a.LossAtS, steadyStart.Seconds(), a.SteadyEndS)
 	cell := func(f func(AuditRow) string) string {
 		var cs []string
 		for _, r := range a.Rows {

@@ -47,7 +47,7 @@ func TestAuditMarkdown(t *testing.T) {
 		"| **acked lost** | **500** | **0** |",
 		"| publish p50 / p99 / max ms, sent before the loss | 2.0 / 10.0 / 50.0 | 8.0 / 40.0 / 50.0 |",
 		"4.00x the publish p50 and 4.00x the publish p99",
-		"to 8.0 s (2 s before the loss",
+		"from 1 s (after the producers connected) to 8.0 s (2 s before the loss",
 		"- default, node 1: y\n- default, node 2: x",
 		"runs/a/flush1/report.html",
 	} {

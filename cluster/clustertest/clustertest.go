@@ -31,3 +31,28 @@ func Kafka(t *testing.T) *cluster.Kafka {
 	}
 	return k
 }
+
+// EnvKafkaLazyFS names the directory of a running local Kafka cluster
+// started with --lazyfs (on other ports than EnvKafka's).
+const EnvKafkaLazyFS = "ACKCHECK_KAFKA_LAZYFS_DIR"
+
+// KafkaLazyFS returns the lazyfs cluster in $ACKCHECK_KAFKA_LAZYFS_DIR
+// once every node answers, or skips the test when the variable is not set.
+func KafkaLazyFS(t *testing.T) *cluster.Kafka {
+	t.Helper()
+	dir := os.Getenv(EnvKafkaLazyFS)
+	if dir == "" {
+		t.Skip(EnvKafkaLazyFS + " not set: start a cluster with `ackcheck cluster kafka up --lazyfs --base-port 29291 --dir D` and set it to D")
+	}
+	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k.LazyFS() {
+		t.Fatalf("%s=%s is a cluster without lazyfs", EnvKafkaLazyFS, dir)
+	}
+	if err := k.WaitReady(context.Background(), 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}

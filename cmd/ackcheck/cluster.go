@@ -76,13 +76,25 @@ start and stop act on one node (--node), for scripts and cluster files.`,
 				return enc.Encode(st)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "node\tpid\tclient\tcontroller\tanswers")
+			lazy := ""
+			if k.LazyFS() {
+				lazy = "\tlazyfs pid"
+			}
+			fmt.Fprintln(tw, "node\tpid\tclient\tcontroller\tanswers"+lazy)
 			for _, s := range st {
 				pid := "-"
 				if s.PID != 0 {
 					pid = fmt.Sprint(s.PID)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\n", s.ID, pid, s.ClientAddr, s.ControllerAddr, s.Answers)
+				row := fmt.Sprintf("%d\t%s\t%s\t%s\t%v", s.ID, pid, s.ClientAddr, s.ControllerAddr, s.Answers)
+				if k.LazyFS() {
+					lp := "- (data dir not mounted)"
+					if s.LazyFSPID != 0 {
+						lp = fmt.Sprint(s.LazyFSPID)
+					}
+					row += "\t" + lp
+				}
+				fmt.Fprintln(tw, row)
 			}
 			return tw.Flush()
 		},
