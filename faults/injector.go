@@ -207,7 +207,7 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 	in.previous = node
 	in.mu.Unlock()
 	i := in.add(rec)
-	if err == nil && st.Action.takesNodeAway() {
+	if err == nil && st.Action.takesNodeAway() && in.Driver != nil {
 		in.watchers.Add(1)
 		go func() {
 			defer in.watchers.Done()
@@ -234,7 +234,7 @@ func (in *Injector) applyPowerLossAll(ctx context.Context, rec ledger.FaultRecor
 		in.logf("fault power-loss all: nodes %v lost what they had not fsynced and started again", ids)
 	}
 	i := in.add(rec)
-	if err == nil {
+	if err == nil && in.Driver != nil {
 		in.watchers.Add(1)
 		go func() {
 			defer in.watchers.Done()

@@ -36,6 +36,11 @@ type NodeSpec struct {
 	DataDir string `yaml:"data_dir"`
 	// ConfigFile is the broker's configuration (for fsync toggles).
 	ConfigFile string `yaml:"config_file"`
+	// LoseCommand makes the node's data dir lose every write it has not
+	// fsynced and returns when the loss is complete, for power-loss
+	// faults; with the data dir on ackcheck lazyfs:
+	// "ackcheck lazyfs lose --control /var/lib/kafka.lazyfs.sock".
+	LoseCommand string `yaml:"lose_command"`
 }
 
 func (n NodeSpec) validate() error {
@@ -251,6 +256,28 @@ func (s *Scripted) WriteConfig(ctx context.Context, id int32, content string) er
 		return fmt.Errorf("write node %d's config: %w", id, err)
 	}
 	return nil
+}
+
+var _ PowerLosser = (*Scripted)(nil)
+
+// LoseUnsynced implements PowerLosser with the node's lose_command. It
+// refuses while the broker still runs.
+func (s *Scripted) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+	n, r, err := s.node(id)
+	if err != nil {
+		return "", err
+	}
+	if n.LoseCommand == "" {
+		return "", fmt.Errorf("node %d has no lose_command in the cluster file: put its data dir on ackcheck lazyfs and give \"ackcheck lazyfs lose --control <socket>\"", id)
+	}
+	if pid, err := s.PID(ctx, id); err != nil || pid != 0 {
+		return "", fmt.Errorf("node %d still runs (PID %d, %v): a loss under a live broker is not a power loss", id, pid, err)
+	}
+	out, err := r.Run(ctx, n.LoseCommand)
+	if err != nil {
+		return "", fmt.Errorf("lose_command of node %d: %w", id, err)
+	}
+	return strings.Join(strings.Fields(out), " "), nil
 }
 
 // Close closes every runner.

@@ -170,3 +170,32 @@ nodes:
 		}
 	}
 }
+
+func TestScriptedPowerLoss(t *testing.T) {
+	ctx := context.Background()
+	s, n := scriptedNode(t, "pid_file")
+	if _, err := s.LoseUnsynced(ctx, 1); err == nil || !strings.Contains(err.Error(), "no lose_command") {
+		t.Fatalf("without lose_command: %v", err)
+	}
+	marker := filepath.Join(t.TempDir(), "lost")
+	n.LoseCommand = fmt.Sprintf("echo lost > %s; echo 3 files cut back", marker)
+	s = NewScripted([]NodeSpec{n}, map[int32]remote.Runner{1: remote.Local{}}, "local")
+	if err := s.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoseUnsynced(ctx, 1); err == nil || !strings.Contains(err.Error(), "still runs") {
+		t.Fatalf("a loss under a live broker was not refused: %v", err)
+	}
+	in := &Injector{Nodes: s}
+	rec := in.Apply(ctx, Step{Action: PowerLoss, Target: Target{Kind: Node, Node: 1}})
+	if rec.Result != "applied" || rec.Lost[1] != "3 files cut back" {
+		t.Fatalf("power-loss: %s %q, lost %q", rec.Result, rec.Error, rec.Lost)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("lose_command did not run")
+	}
+	pid, _ := s.PID(ctx, 1)
+	if pid == 0 || pid == rec.PIDs[1] || rec.Restarted[1] != pid {
+		t.Fatalf("after the power loss: PID %d, before %d, recorded %d", pid, rec.PIDs[1], rec.Restarted[1])
+	}
+}
