@@ -37,8 +37,26 @@ type PowerLosser interface {
 	LoseUnsynced(ctx context.Context, id int32) (string, error)
 }
 
-// Local is a local cluster started by `ackcheck cluster kafka up`.
-type Local struct{ Cluster *cluster.Kafka }
+// LocalCluster is a cluster ackcheck started on this machine (`ackcheck
+// cluster kafka|pulsar up`): cluster.Kafka and cluster.Pulsar.
+type LocalCluster interface {
+	Nodes() []int32
+	PID(id int32) (int, error)
+	Signal(id int32, sig syscall.Signal) (int, error)
+	StopNode(ctx context.Context, id int32, grace time.Duration) error
+	StartNode(ctx context.Context, id int32) error
+	DataDirInode(id int32) (uint64, error)
+	Dir() string
+	LoseUnsynced(ctx context.Context, id int32) (string, error)
+}
+
+var (
+	_ LocalCluster = (*cluster.Kafka)(nil)
+	_ LocalCluster = (*cluster.Pulsar)(nil)
+)
+
+// Local is a local cluster started by `ackcheck cluster ... up`.
+type Local struct{ Cluster LocalCluster }
 
 var _ Nodes = Local{}
 

@@ -56,3 +56,25 @@ func KafkaLazyFS(t *testing.T) *cluster.Kafka {
 	}
 	return k
 }
+
+// EnvPulsar names the directory of a running local Pulsar standalone
+// (`ackcheck cluster pulsar up --dir D`).
+const EnvPulsar = "ACKCHECK_PULSAR_DIR"
+
+// Pulsar returns the standalone in $ACKCHECK_PULSAR_DIR once it passes its
+// health check, or skips the test when the variable is not set.
+func Pulsar(t *testing.T) *cluster.Pulsar {
+	t.Helper()
+	dir := os.Getenv(EnvPulsar)
+	if dir == "" {
+		t.Skip(EnvPulsar + " not set: start one with `ackcheck cluster pulsar up --dir D` and set it to D")
+	}
+	p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitReady(context.Background(), 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

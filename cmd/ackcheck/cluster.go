@@ -16,7 +16,76 @@ func newClusterCmd() *cobra.Command {
 		Use:   "cluster",
 		Short: "Start, stop and inspect a local test cluster on 127.0.0.1",
 	}
-	cmd.AddCommand(newClusterKafkaCmd())
+	cmd.AddCommand(newClusterKafkaCmd(), newClusterPulsarCmd())
+	return cmd
+}
+
+func newClusterPulsarCmd() *cobra.Command {
+	var opts cluster.PulsarOptions
+	var asJSON, journalSync bool
+	cmd := &cobra.Command{
+		Use:   "pulsar up|down|status|start|stop",
+		Short: "A local Apache Pulsar " + cluster.PulsarVersion + " standalone (broker, bookie and metadata store in one JVM)",
+		Long: `up fetches Apache Pulsar ` + cluster.PulsarVersion + ` (pulsar-broker, which holds standalone mode, and
+its dependencies) from Maven Central with mvn, once, into a cache outside
+any repository, writes standalone.conf, and starts the standalone on
+127.0.0.1 with its PID file, log and data under --dir. It returns once the
+broker passes its health check (a write and a read through the bookie).
+down stops exactly the PID in --dir (SIGTERM, then SIGKILL after 60s).`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"up", "down", "status", "start", "stop"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("journal-sync-data") {
+				opts.JournalSyncData = &journalSync
+			}
+			p, err := cluster.OpenPulsar(opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch args[0] {
+			case "up":
+				fmt.Fprintf(out, "starting Pulsar %s standalone in %s ...\n", cluster.PulsarVersion, p.Dir())
+				if err := p.Up(cmd.Context()); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "ready: --driver pulsar --service-url %s --admin-url %s --bookie-http-url %s\n", p.ServiceURL(), p.AdminURL(), p.BookieHTTPURL())
+			case "down":
+				if err := p.Down(cmd.Context()); err != nil {
+					return err
+				}
+				fmt.Fprintln(out, "stopped")
+				return nil
+			case "start":
+				return p.StartNode(cmd.Context(), 1)
+			case "stop":
+				return p.StopNode(cmd.Context(), 1, 60*time.Second)
+			case "status":
+			default:
+				return fmt.Errorf("unknown action %q: use up, down, status, start or stop", args[0])
+			}
+			st := p.Status(cmd.Context())
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			pid := "-"
+			if st.PID != 0 {
+				pid = fmt.Sprint(st.PID)
+			}
+			fmt.Fprintf(out, "pid %s  %s  %s  healthy %v %s\n", pid, st.ServiceURL, st.AdminURL, st.Healthy, st.Health)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "standalone directory (required)")
+	cmd.Flags().IntVar(&opts.BrokerPort, "broker-port", 0, "binary protocol port (default 26650; fixed at the first up)")
+	cmd.Flags().IntVar(&opts.WebPort, "web-port", 0, "admin and web port (default 28080)")
+	cmd.Flags().IntVar(&opts.BookiePort, "bookie-port", 0, "bookie port (default 23181)")
+	cmd.Flags().IntVar(&opts.HeapMB, "heap-mb", 0, "JVM heap in MiB (default 1024)")
+	cmd.Flags().BoolVar(&journalSync, "journal-sync-data", true, "bookie journalSyncData: fsync the journal before acking (at the first up)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "status as JSON")
+	cmd.MarkFlagRequired("dir")
 	return cmd
 }
 

@@ -9,11 +9,15 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/drivers/pulsar"
 	"github.com/spf13/pflag"
 )
 
-// kafkaFlags are the Kafka driver's flags, named as Kafka users know them.
-type kafkaFlags struct {
+// driverFlags are every driver's flags, each named as that broker's users
+// know them.
+type driverFlags struct {
+	pulsar pulsarFlags
+
 	brokers         []string
 	acks            string
 	idempotent      bool
@@ -30,7 +34,7 @@ type kafkaFlags struct {
 	tlsInsecure     bool
 }
 
-func (k *kafkaFlags) register(fs *pflag.FlagSet) {
+func (k *driverFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&k.brokers, "brokers", nil, "Kafka bootstrap brokers, host:port[,host:port...]")
 	fs.StringVar(&k.acks, "acks", "all", "producer acks: all, 1 or 0")
 	fs.BoolVar(&k.idempotent, "idempotent", false, "idempotent producer (default: on with --acks all, off otherwise)")
@@ -45,11 +49,55 @@ func (k *kafkaFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&k.tlsCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
 	fs.StringVar(&k.tlsKey, "tls-key", "", "PEM client key (with --tls-cert)")
 	fs.BoolVar(&k.tlsInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
+	k.pulsar.register(fs)
+}
+
+// pulsarFlags are the Pulsar driver's flags.
+type pulsarFlags struct {
+	serviceURL, adminURL string
+	bookieHTTPURL        string
+	tenant, namespace    string
+	batching             bool
+	batchingDelay        time.Duration
+	sendTimeout          time.Duration
+	maxPending           int
+}
+
+func (p *pulsarFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&p.serviceURL, "service-url", "", "Pulsar: the broker's binary protocol URL, pulsar://host:6650")
+	fs.StringVar(&p.adminURL, "admin-url", "", "Pulsar: the broker's admin REST URL, http://host:8080")
+	fs.StringVar(&p.bookieHTTPURL, "bookie-http-url", "", "Pulsar: a bookie's admin API, http://host:8000, to read journalSyncData from the running bookie")
+	fs.StringVar(&p.tenant, "tenant", "public", "Pulsar: tenant of the run's topic")
+	fs.StringVar(&p.namespace, "namespace", "default", "Pulsar: namespace of the run's topic")
+	fs.BoolVar(&p.batching, "batching", true, "Pulsar: batch messages in the producer (batchingEnabled)")
+	fs.DurationVar(&p.batchingDelay, "batching-max-publish-delay", 10*time.Millisecond, "Pulsar: longest a batch waits to fill (batchingMaxPublishDelay)")
+	fs.DurationVar(&p.sendTimeout, "send-timeout", 30*time.Second, "Pulsar: longest a message may wait for its ack (sendTimeout); then its outcome is unknown")
+	fs.IntVar(&p.maxPending, "max-pending-messages", 10000, "Pulsar: pending messages per partition producer; a send past it is rejected (maxPendingMessages)")
+}
+
+func (p *pulsarFlags) config(fs *pflag.FlagSet, base pulsar.Config) pulsar.Config {
+	c := base
+	set := func(name string, apply func()) {
+		if fs.Changed(name) || (name == "service-url" && c.ServiceURL == "") || (name == "admin-url" && c.AdminURL == "") ||
+			(name == "bookie-http-url" && c.BookieHTTPURL == "") {
+			apply()
+		}
+	}
+	set("service-url", func() { c.ServiceURL = p.serviceURL })
+	set("admin-url", func() { c.AdminURL = p.adminURL })
+	set("bookie-http-url", func() { c.BookieHTTPURL = p.bookieHTTPURL })
+	set("tenant", func() { c.Tenant = p.tenant })
+	set("namespace", func() { c.Namespace = p.namespace })
+	set("batching", func() { c.DisableBatching = !p.batching })
+	set("batching-max-publish-delay", func() { c.BatchingMaxPublishDelay = p.batchingDelay })
+	set("send-timeout", func() { c.SendTimeout = p.sendTimeout })
+	set("max-pending-messages", func() { c.MaxPendingMessages = p.maxPending })
+	return c
 }
 
 // config builds the driver config: base (from run.json, for verify) with
 // every flag the user set on top.
-func (k *kafkaFlags) config(fs *pflag.FlagSet, base kafka.Config) kafka.Config {
+func (k *driverFlags) config(fs *pflag.FlagSet, base kafka.Config) kafka.Config {
 	c := base
 	set := func(name string, apply func()) {
 		if fs.Changed(name) || (name == "brokers" && len(c.Brokers) == 0) {
@@ -79,7 +127,7 @@ func (k *kafkaFlags) config(fs *pflag.FlagSet, base kafka.Config) kafka.Config {
 // newDriver connects the named driver. settings is the driver part of an
 // earlier run.json (nil for a new run). It returns the driver and its
 // settings with secrets removed, for run.json.
-func newDriver(name string, fs *pflag.FlagSet, kf *kafkaFlags, settings json.RawMessage) (drivers.Driver, any, error) {
+func newDriver(name string, fs *pflag.FlagSet, kf *driverFlags, settings json.RawMessage) (drivers.Driver, any, error) {
 	switch strings.ToLower(name) {
 	case "kafka":
 		var base kafka.Config
@@ -96,6 +144,18 @@ func newDriver(name string, fs *pflag.FlagSet, kf *kafkaFlags, settings json.Raw
 		public := d.Config()
 		public.SASLPassword = ""
 		return d, public, nil
+	case "pulsar":
+		var base pulsar.Config
+		if len(settings) > 0 {
+			if err := json.Unmarshal(settings, &base); err != nil {
+				return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
+			}
+		}
+		d, err := pulsar.New(kf.pulsar.config(fs, base))
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Config(), nil
 	}
-	return nil, nil, fmt.Errorf("--driver %q: the drivers are: kafka", name)
+	return nil, nil, fmt.Errorf("--driver %q: the drivers are: kafka, pulsar", name)
 }

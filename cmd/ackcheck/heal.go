@@ -10,7 +10,7 @@ import (
 
 func newHealCmd() *cobra.Command {
 	var (
-		kf            kafkaFlags
+		kf            driverFlags
 		out           string
 		acceptUnknown bool
 	)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/faults"
@@ -15,9 +14,11 @@ import (
 type openedNodes struct {
 	nodes   faults.Nodes
 	brokers []string // client addresses, if the source knows them
-	broker  string   // broker kind
-	notes   []string
-	close   func()
+	// serviceURL and adminURL reach a local Pulsar standalone.
+	serviceURL, adminURL, bookieURL string
+	broker                          string // broker kind
+	notes                           []string
+	close                           func()
 }
 
 // openNodes reaches the cluster a FaultSource names: a local cluster
@@ -28,8 +29,16 @@ func openNodes(ctx context.Context, src runner.FaultSource, acceptUnknown bool) 
 	case src.ClusterDir != "" && src.ClusterFile != "":
 		return nil, fmt.Errorf("give --cluster-dir or --cluster-file, not both")
 	case src.ClusterDir != "":
-		if _, err := os.Stat(src.ClusterDir + "/cluster.json"); err != nil {
-			return nil, fmt.Errorf("--cluster-dir %s holds no cluster: start one with `ackcheck cluster kafka up --dir %s`", src.ClusterDir, src.ClusterDir)
+		switch cluster.Kind(src.ClusterDir) {
+		case "":
+			return nil, fmt.Errorf("--cluster-dir %s holds no cluster: start one with `ackcheck cluster kafka up --dir %s` (or cluster pulsar up)", src.ClusterDir, src.ClusterDir)
+		case "pulsar":
+			p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: src.ClusterDir})
+			if err != nil {
+				return nil, err
+			}
+			return &openedNodes{nodes: faults.Local{Cluster: p}, serviceURL: p.ServiceURL(), adminURL: p.AdminURL(), bookieURL: p.BookieHTTPURL(),
+				broker: "pulsar", close: func() {}}, nil
 		}
 		k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: src.ClusterDir})
 		if err != nil {

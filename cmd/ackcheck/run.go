@@ -42,7 +42,7 @@ func (c *checkFlags) options() verifier.Options {
 // runFlags are the flags of every command that runs a load.
 type runFlags struct {
 	driverName    string
-	kf            kafkaFlags
+	kf            driverFlags
 	cf            checkFlags
 	topic         drivers.TopicSpec
 	topicCfg      map[string]string
@@ -61,7 +61,7 @@ type runFlags struct {
 
 func (r *runFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&r.driverName, "driver", "kafka", "broker driver: kafka")
+	f.StringVar(&r.driverName, "driver", "kafka", "broker driver: kafka or pulsar")
 	r.kf.register(f)
 	r.cf.register(cmd)
 	f.StringVar(&r.topic.Name, "topic", "ackcheck", "topic to write; created if missing, used as it is if it exists")
@@ -127,6 +127,12 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		src.Broker = opened.broker
 		if !cmd.Flags().Changed("brokers") && len(opened.brokers) > 0 {
 			r.kf.brokers = opened.brokers
+		}
+		if !cmd.Flags().Changed("service-url") && opened.serviceURL != "" {
+			r.kf.pulsar.serviceURL, r.kf.pulsar.adminURL = opened.serviceURL, opened.adminURL
+		}
+		if !cmd.Flags().Changed("bookie-http-url") && opened.bookieURL != "" {
+			r.kf.pulsar.bookieHTTPURL = opened.bookieURL
 		}
 	}
 	needsNodes := false
@@ -201,7 +207,7 @@ func newRunCmd() *cobra.Command {
 
 func newVerifyCmd() *cobra.Command {
 	var (
-		kf  kafkaFlags
+		kf  driverFlags
 		cf  checkFlags
 		out string
 	)

@@ -1,0 +1,490 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// PulsarVersion is the Apache Pulsar release the local standalone runs.
+const PulsarVersion = "4.2.4"
+
+// PulsarOptions configures a local Pulsar standalone. Zero values take
+// defaults.
+type PulsarOptions struct {
+	// Dir holds the standalone:
+	//
+	//	<dir>/cluster.json         kind, ports, version
+	//	<dir>/standalone.conf      broker and bookie settings
+	//	<dir>/log4j2.properties
+	//	<dir>/data/                metadata (RocksDB) and bookie data
+	//	<dir>/pulsar.log           stdout and stderr of the JVM
+	//	<dir>/pid                  the PID of the running JVM
+	Dir string
+	// BrokerPort is the binary protocol port (default 26650); the admin
+	// and web port is WebPort (default 28080); the bookie BookiePort
+	// (default 23181).
+	BrokerPort, WebPort, BookiePort int
+	// CacheDir holds the jars fetched from Maven Central (default as for
+	// Kafka).
+	CacheDir string
+	// HeapMB is the JVM heap (default 1024).
+	HeapMB int
+	// JournalSyncData is the bookie's journalSyncData: true (Pulsar's
+	// default) fsyncs the journal before a write is acknowledged. Fixed
+	// when the standalone is created.
+	JournalSyncData *bool
+}
+
+// Pulsar is a local Apache Pulsar standalone: broker, bookie and metadata
+// store in one JVM, node 1 to the fault injector.
+type Pulsar struct {
+	opts PulsarOptions
+}
+
+type pulsarFile struct {
+	Kind            string `json:"kind"`
+	Version         string `json:"version"`
+	BrokerPort      int    `json:"broker_port"`
+	WebPort         int    `json:"web_port"`
+	BookiePort      int    `json:"bookie_port"`
+	HeapMB          int    `json:"heap_mb"`
+	CacheDir        string `json:"cache_dir"`
+	JournalSyncData bool   `json:"journal_sync_data"`
+}
+
+// Kind reads which local cluster a directory holds: "kafka", "pulsar",
+// or "" when it holds none.
+func Kind(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if err != nil {
+		return ""
+	}
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	json.Unmarshal(data, &k)
+	if k.Kind == "" {
+		return "kafka" // written before clusters had kinds
+	}
+	return k.Kind
+}
+
+// OpenPulsar returns the standalone in opts.Dir; a directory that already
+// holds one keeps its recorded ports.
+func OpenPulsar(opts PulsarOptions) (*Pulsar, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("no cluster directory: pass --dir")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
+	if data, err := os.ReadFile(filepath.Join(dir, "cluster.json")); err == nil {
+		var pf pulsarFile
+		if err := json.Unmarshal(data, &pf); err != nil || pf.Kind != "pulsar" {
+			return nil, fmt.Errorf("%s holds no Pulsar standalone (cluster.json: kind %q, %v)", dir, pf.Kind, err)
+		}
+		opts.BrokerPort, opts.WebPort, opts.BookiePort, opts.HeapMB = pf.BrokerPort, pf.WebPort, pf.BookiePort, pf.HeapMB
+		opts.JournalSyncData = &pf.JournalSyncData
+		if opts.CacheDir == "" {
+			opts.CacheDir = pf.CacheDir
+		}
+	}
+	if opts.BrokerPort == 0 {
+		opts.BrokerPort = 26650
+	}
+	if opts.WebPort == 0 {
+		opts.WebPort = 28080
+	}
+	if opts.BookiePort == 0 {
+		opts.BookiePort = 23181
+	}
+	if opts.HeapMB == 0 {
+		opts.HeapMB = 1024
+	}
+	if opts.JournalSyncData == nil {
+		t := true
+		opts.JournalSyncData = &t
+	}
+	if opts.CacheDir == "" {
+		ko := KafkaOptions{}
+		ko.defaults()
+		opts.CacheDir = ko.CacheDir
+	}
+	return &Pulsar{opts: opts}, nil
+}
+
+// bookieHTTPPort is the bookie's admin API port: the bookie port + 1000.
+func (p *Pulsar) bookieHTTPPort() int { return p.opts.BookiePort + 1000 }
+
+// BookieHTTPURL is the bookie's admin API, which reports the bookie's
+// configuration as it runs (journalSyncData).
+func (p *Pulsar) BookieHTTPURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d", p.bookieHTTPPort())
+}
+
+// ServiceURL is the binary protocol address (pulsar://).
+func (p *Pulsar) ServiceURL() string { return fmt.Sprintf("pulsar://127.0.0.1:%d", p.opts.BrokerPort) }
+
+// AdminURL is the admin REST address (http://).
+func (p *Pulsar) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.opts.WebPort) }
+
+// Dir is the standalone's directory.
+func (p *Pulsar) Dir() string { return p.opts.Dir }
+
+// Nodes is the standalone's one node, ID 1.
+func (p *Pulsar) Nodes() []int32 { return []int32{1} }
+
+func (p *Pulsar) libDir() string {
+	return filepath.Join(p.opts.CacheDir, "pulsar-"+PulsarVersion, "libs")
+}
+func (p *Pulsar) pidFile() string  { return filepath.Join(p.opts.Dir, "pid") }
+func (p *Pulsar) confFile() string { return filepath.Join(p.opts.Dir, "standalone.conf") }
+
+// LogFile is the JVM's output.
+func (p *Pulsar) LogFile() string { return filepath.Join(p.opts.Dir, "pulsar.log") }
+
+// DataDir holds the metadata store and the bookie's journal and ledgers.
+func (p *Pulsar) DataDir() string { return filepath.Join(p.opts.Dir, "data") }
+
+// Fetch downloads Pulsar's broker (standalone mode included) and its
+// runtime dependencies from Maven Central with mvn, once.
+func (p *Pulsar) Fetch(ctx context.Context) error {
+	libs := p.libDir()
+	home := filepath.Dir(libs)
+	// pulsar-broker's dependencies, as Maven mediates them, mix
+	// OpenTelemetry 1.56 and 1.62 (the broker then fails with
+	// NoSuchMethodError) and log4j 2.18 with a 2.25 slf4j bridge: the
+	// BOMs and explicit versions keep each family in step.
+	pom := `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>ackcheck</groupId><artifactId>pulsar-runtime</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencyManagement>
+    <dependencies>
+      <dependency><groupId>io.opentelemetry</groupId><artifactId>opentelemetry-bom</artifactId><version>1.62.0</version><type>pom</type><scope>import</scope></dependency>
+      <dependency><groupId>io.opentelemetry</groupId><artifactId>opentelemetry-bom-alpha</artifactId><version>1.62.0-alpha</version><type>pom</type><scope>import</scope></dependency>
+    </dependencies>
+  </dependencyManagement>
+  <dependencies>
+    <dependency><groupId>org.apache.pulsar</groupId><artifactId>pulsar-broker</artifactId><version>` + PulsarVersion + `</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-api</artifactId><version>2.25.4</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>2.25.4</version></dependency>
+    <dependency><groupId>org.apache.bookkeeper.http</groupId><artifactId>vertx-http-server</artifactId><version>4.17.3</version></dependency>
+  </dependencies>
+</project>
+`
+	// The cache is complete when the pom that filled it is recorded beside
+	// it; any other pom (an older ackcheck's) means fetch again.
+	if done, err := os.ReadFile(filepath.Join(home, "fetched.pom.xml")); err == nil && string(done) == pom {
+		return nil
+	}
+	if _, err := exec.LookPath("mvn"); err != nil {
+		return errors.New("mvn not found: install Maven (and Java 17) to fetch Apache Pulsar from Maven Central")
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(libs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(home, "pom.xml"), []byte(pom), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "dependency:copy-dependencies",
+		"-DoutputDirectory=libs", "-DincludeScope=runtime")
+	cmd.Dir = home
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("fetch Pulsar %s with mvn: %w\n%s", PulsarVersion, err, tail(out, 2000))
+	}
+	return os.WriteFile(filepath.Join(home, "fetched.pom.xml"), []byte(pom), 0o644)
+}
+
+// standaloneConf is the broker's and the bookie's configuration: the
+// standalone reads both from one file. Sized for 2 cores: no functions
+// worker, no stream storage, small caches.
+func (p *Pulsar) standaloneConf() string {
+	props := map[string]string{
+		"clusterName":                       "standalone",
+		"bindAddress":                       "127.0.0.1",
+		"advertisedAddress":                 "127.0.0.1",
+		"brokerServicePort":                 strconv.Itoa(p.opts.BrokerPort),
+		"webServicePort":                    strconv.Itoa(p.opts.WebPort),
+		"managedLedgerDefaultEnsembleSize":  "1",
+		"managedLedgerDefaultWriteQuorum":   "1",
+		"managedLedgerDefaultAckQuorum":     "1",
+		"managedLedgerCacheSizeMB":          "64",
+		"allowAutoTopicCreation":            "false",
+		"brokerDeleteInactiveTopicsEnabled": "false",
+		"numIOThreads":                      "2",
+		"numHttpServerThreads":              "4",
+		"journalSyncData":                   strconv.FormatBool(*p.opts.JournalSyncData),
+		"httpServerEnabled":                 "true", // the bookie's admin API: its configuration as it runs
+		"httpServerClass":                   "org.apache.bookkeeper.http.vertx.VertxHttpServer",
+		"httpServerPort":                    strconv.Itoa(p.bookieHTTPPort()),
+		"dbStorage_writeCacheMaxSizeMb":     "64",
+		"dbStorage_readAheadCacheMaxSizeMb": "32",
+		"functionsWorkerEnabled":            "false",
+		"systemTopicEnabled":                "false",
+		"topicLevelPoliciesEnabled":         "false",
+	}
+	var b bytes.Buffer
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
+	}
+	return b.String()
+}
+
+// Up fetches Pulsar if needed, writes the standalone's files (once) and
+// starts it unless it runs. It returns when the broker passes its health
+// check, or with the log lines that say why not.
+func (p *Pulsar) Up(ctx context.Context) error {
+	if err := p.Fetch(ctx); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		return errors.New("java not found: install Java 17 to run Apache Pulsar")
+	}
+	if err := p.create(); err != nil {
+		return err
+	}
+	if pid, _ := p.PID(1); pid == 0 {
+		if err := p.StartNode(ctx, 1); err != nil {
+			return err
+		}
+	}
+	return p.WaitReady(ctx, 3*time.Minute)
+}
+
+func (p *Pulsar) create() error {
+	meta := filepath.Join(p.opts.Dir, "cluster.json")
+	if _, err := os.Stat(meta); err == nil {
+		return nil
+	}
+	for _, port := range []int{p.opts.BrokerPort, p.opts.WebPort, p.opts.BookiePort} {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return fmt.Errorf("port %d is taken: stop what uses it or pass other ports", port)
+		}
+		l.Close()
+	}
+	if err := os.MkdirAll(p.DataDir(), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.confFile(), []byte(p.standaloneConf()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644); err != nil {
+		return err
+	}
+	pf := pulsarFile{Kind: "pulsar", Version: PulsarVersion, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
+		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData}
+	data, _ := json.MarshalIndent(pf, "", "  ")
+	return os.WriteFile(meta, data, 0o644)
+}
+
+// StartNode starts the standalone on its existing data, detached, and
+// records its PID. It does not wait for it to serve.
+func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
+	if id != 1 {
+		return fmt.Errorf("the standalone has one node, 1 (not %d)", id)
+	}
+	if pid, _ := p.PID(1); pid != 0 {
+		return fmt.Errorf("the standalone already runs as PID %d", pid)
+	}
+	logf, err := os.OpenFile(p.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	heap := fmt.Sprintf("%dm", p.opts.HeapMB)
+	args := []string{"-cp", filepath.Join(p.libDir(), "*"), "-Xms" + heap, "-Xmx" + heap, "-XX:+UseG1GC",
+		"-XX:MaxDirectMemorySize=1g", "-Djava.awt.headless=true",
+		"-Dlog4j2.configurationFile=" + filepath.Join(p.opts.Dir, "log4j2.properties"),
+		"-Dpulsar.standalone.dir=" + p.opts.Dir, // names this standalone in its command line
+		"org.apache.pulsar.PulsarStandaloneStarter",
+		"--config", p.confFile(),
+		"--metadata-dir", filepath.Join(p.DataDir(), "metadata"),
+		"--bookkeeper-dir", filepath.Join(p.DataDir(), "bookkeeper"),
+		"--bookkeeper-port", strconv.Itoa(p.opts.BookiePort),
+		"--advertised-address", "127.0.0.1",
+		"--no-functions-worker", "--no-stream-storage",
+	}
+	cmd := exec.Command("java", args...)
+	cmd.Dir = p.opts.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the Pulsar standalone: %w", err)
+	}
+	go cmd.Wait()
+	return os.WriteFile(p.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+}
+
+// PID returns the standalone's JVM, or 0 if it does not run. Only a
+// process whose command line names this directory counts.
+func (p *Pulsar) PID(id int32) (int, error) {
+	data, err := os.ReadFile(p.pidFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0, nil
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte("-Dpulsar.standalone.dir="+p.opts.Dir+"\x00")) {
+		return 0, nil
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if i := bytes.LastIndexByte(stat, ')'); err != nil || (i > 0 && i+2 < len(stat) && stat[i+2] == 'Z') {
+		return 0, nil
+	}
+	return pid, nil
+}
+
+// Signal sends sig to the standalone's JVM.
+func (p *Pulsar) Signal(id int32, sig syscall.Signal) (int, error) {
+	pid, err := p.PID(id)
+	if err != nil {
+		return 0, err
+	}
+	if pid == 0 {
+		return 0, errors.New("the Pulsar standalone does not run")
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return pid, fmt.Errorf("signal %v to the standalone (PID %d): %w", sig, pid, err)
+	}
+	return pid, nil
+}
+
+// StopNode stops the standalone with SIGTERM, SIGKILL after grace, and
+// waits for it to be gone.
+func (p *Pulsar) StopNode(ctx context.Context, id int32, grace time.Duration) error {
+	pid, err := p.PID(id)
+	if err != nil || pid == 0 {
+		return err
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for {
+		if cur, _ := p.PID(id); cur == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(10 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Down stops the standalone.
+func (p *Pulsar) Down(ctx context.Context) error { return p.StopNode(ctx, 1, 60*time.Second) }
+
+// Healthy reports whether the broker passes its own health check (it
+// writes and reads a message through the bookie).
+func (p *Pulsar) Healthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.AdminURL()+"/admin/v2/brokers/health", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	body.ReadFrom(resp.Body)
+	if resp.StatusCode != 200 || strings.TrimSpace(body.String()) != "ok" {
+		return fmt.Errorf("health check: %s %s", resp.Status, strings.TrimSpace(body.String()))
+	}
+	return nil
+}
+
+// WaitReady waits until the standalone runs and passes its health check.
+func (p *Pulsar) WaitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if pid, _ := p.PID(1); pid == 0 {
+			data, _ := os.ReadFile(p.LogFile())
+			return fmt.Errorf("the Pulsar standalone exited during start; the end of %s says:\n%s", p.LogFile(), tail(data, 2500))
+		}
+		if last = p.Healthy(ctx); last == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Pulsar standalone did not pass its health check within %s (%v); see %s", timeout, last, p.LogFile())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// DataDirInode is the inode of the data dir (kill proof).
+func (p *Pulsar) DataDirInode(int32) (uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p.DataDir(), &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// LoseUnsynced is not supported: the standalone's data dir is not on
+// lazyfs.
+func (p *Pulsar) LoseUnsynced(context.Context, int32) (string, error) {
+	return "", errors.New("the Pulsar standalone's data dir is not on lazyfs: power-loss is not supported for it yet")
+}
+
+// PulsarStatus is the standalone as Status sees it.
+type PulsarStatus struct {
+	PID        int    `json:"pid"`
+	ServiceURL string `json:"service_url"`
+	AdminURL   string `json:"admin_url"`
+	Healthy    bool   `json:"healthy"`
+	Health     string `json:"health,omitempty"`
+}
+
+// Status reports the PID, addresses and health.
+func (p *Pulsar) Status(ctx context.Context) PulsarStatus {
+	pid, _ := p.PID(1)
+	s := PulsarStatus{PID: pid, ServiceURL: p.ServiceURL(), AdminURL: p.AdminURL()}
+	if pid != 0 {
+		if err := p.Healthy(ctx); err != nil {
+			s.Health = err.Error()
+		} else {
+			s.Healthy = true
+		}
+	}
+	return s
+}

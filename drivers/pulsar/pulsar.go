@@ -1,0 +1,432 @@
+// Package pulsar is ackcheck's driver for Apache Pulsar, on
+// github.com/apache/pulsar-client-go (the client and its pulsaradmin REST
+// client).
+//
+// A run's topic is a partitioned topic; each load producer keeps one
+// Pulsar producer per partition (a message pinned to partition p goes to
+// <topic>-partition-<p>), so that the partition of every ack is the one
+// ackcheck chose. A position is the packed message ID (see Pack). Read
+// uses a Reader per partition, from the run's start to the last message
+// ID seen after the load: no subscription whose state could go stale.
+package pulsar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+// Config is how to reach a Pulsar cluster and how to produce.
+type Config struct {
+	// ServiceURL is the binary protocol address, e.g. pulsar://127.0.0.1:6650.
+	ServiceURL string `json:"service_url"`
+	// AdminURL is the admin REST address, e.g. http://127.0.0.1:8080.
+	AdminURL string `json:"admin_url"`
+	// BookieHTTPURL is a bookie's admin API (httpServerEnabled=true), e.g.
+	// http://127.0.0.1:8000: the bookie's running configuration says
+	// whether its journal is fsynced before an ack (journalSyncData).
+	// Optional; without it the ack meaning says that this is not known.
+	BookieHTTPURL string `json:"bookie_http_url,omitempty"`
+	// Tenant and Namespace hold the run's topics. Default public/default.
+	Tenant    string `json:"tenant"`
+	Namespace string `json:"namespace"`
+	// DisableBatching sends every message in an entry of its own (Pulsar
+	// batches by default).
+	DisableBatching bool `json:"disable_batching"`
+	// BatchingMaxPublishDelay is how long the client waits to fill a batch.
+	// Default 10ms (Pulsar's).
+	BatchingMaxPublishDelay time.Duration `json:"batching_max_publish_delay"`
+	// SendTimeout bounds one message from send to ack; past it the
+	// outcome is unknown. Default 30s (Pulsar's).
+	SendTimeout time.Duration `json:"send_timeout"`
+	// MaxPendingMessages per partition producer; a send past it is
+	// rejected at once (never blocks the paced load). Default 10000.
+	MaxPendingMessages int `json:"max_pending_messages"`
+}
+
+// WithDefaults fills the zero fields.
+func (c Config) WithDefaults() Config {
+	if c.Tenant == "" {
+		c.Tenant = "public"
+	}
+	if c.Namespace == "" {
+		c.Namespace = "default"
+	}
+	if c.BatchingMaxPublishDelay == 0 {
+		c.BatchingMaxPublishDelay = 10 * time.Millisecond
+	}
+	if c.SendTimeout == 0 {
+		c.SendTimeout = 30 * time.Second
+	}
+	if c.MaxPendingMessages == 0 {
+		c.MaxPendingMessages = 10000
+	}
+	return c
+}
+
+// Validate checks the addresses.
+func (c Config) Validate() error {
+	if !strings.HasPrefix(c.ServiceURL, "pulsar://") && !strings.HasPrefix(c.ServiceURL, "pulsar+ssl://") {
+		return fmt.Errorf("--service-url %q: give pulsar://host:port (the broker's binary protocol port, 6650 by default)", c.ServiceURL)
+	}
+	u, err := url.Parse(c.AdminURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--admin-url %q: give http://host:port (the broker's web service port, 8080 by default)", c.AdminURL)
+	}
+	if c.SendTimeout < 0 || c.BatchingMaxPublishDelay < 0 {
+		return fmt.Errorf("--send-timeout and --batching-max-publish-delay cannot be negative")
+	}
+	return nil
+}
+
+// Driver talks to one Pulsar cluster. Create it with New.
+type Driver struct {
+	cfg    Config
+	client pulsar.Client
+	admin  admin.Client
+}
+
+var (
+	_ drivers.Driver          = (*Driver)(nil)
+	_ drivers.NodeProber      = (*Driver)(nil)
+	_ drivers.AckDescriber    = (*Driver)(nil)
+	_ drivers.VersionReporter = (*Driver)(nil)
+)
+
+// New validates cfg and makes the clients. No broker needs to answer yet.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	client, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL: cfg.ServiceURL, ConnectionTimeout: 5 * time.Second, OperationTimeout: 15 * time.Second,
+		Logger: quietLogger(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pulsar client for %s: %w", cfg.ServiceURL, err)
+	}
+	adm, err := admin.New(&config.Config{WebServiceURL: cfg.AdminURL})
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("pulsar admin client for %s: %w", cfg.AdminURL, err)
+	}
+	return &Driver{cfg: cfg, client: client, admin: adm}, nil
+}
+
+// Name implements drivers.Driver.
+func (d *Driver) Name() string { return "pulsar" }
+
+// Config is the configuration in force, defaults applied.
+func (d *Driver) Config() Config { return d.cfg }
+
+// Close implements drivers.Driver.
+func (d *Driver) Close() error { d.client.Close(); return nil }
+
+func (d *Driver) topic(name string) (*utils.TopicName, error) {
+	tn, err := utils.GetTopicName(fmt.Sprintf("persistent://%s/%s/%s", d.cfg.Tenant, d.cfg.Namespace, name))
+	if err != nil {
+		return nil, fmt.Errorf("topic %q: %w", name, err)
+	}
+	return tn, nil
+}
+
+func (d *Driver) partition(name string, p int32) (*utils.TopicName, error) {
+	tn, err := d.topic(name)
+	if err != nil {
+		return nil, err
+	}
+	return tn.GetPartition(int(p))
+}
+
+// unreachable turns a failed admin call into a sentence a user can act on.
+func (d *Driver) unreachable(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host") ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w: %v (check --admin-url %s and --service-url %s, and that the broker runs)",
+			what, drivers.ErrUnreachable, err, d.cfg.AdminURL, d.cfg.ServiceURL)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func isStatus(err error, code int) bool {
+	var e rest.Error
+	if errors.As(err, &e) {
+		return e.Code == code
+	}
+	var pe *rest.Error
+	return errors.As(err, &pe) && pe.Code == code
+}
+
+// EnsureTopic implements drivers.Driver: it creates a partitioned topic,
+// or uses an existing one as it is. Pulsar's replication is a namespace
+// policy (ensemble, write and ack quorum), not a topic setting: the
+// replication factor reported is the write quorum in force.
+func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drivers.TopicInfo, error) {
+	if len(spec.Configs) > 0 {
+		return drivers.TopicInfo{}, fmt.Errorf("the pulsar driver sets no topic configs (got %v): durability is a namespace and bookie setting in Pulsar", spec.Configs)
+	}
+	tn, err := d.topic(spec.Name)
+	if err != nil {
+		return drivers.TopicInfo{}, err
+	}
+	info := drivers.TopicInfo{Name: spec.Name}
+	err = d.admin.Topics().CreateWithContext(ctx, *tn, spec.Partitions)
+	switch {
+	case err == nil:
+		info.Created = true
+	case isStatus(err, 409):
+	default:
+		return info, d.unreachable("create topic "+tn.String(), err)
+	}
+	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
+	if err != nil {
+		return info, d.unreachable("describe topic "+tn.String(), err)
+	}
+	if meta.Partitions < 1 {
+		return info, fmt.Errorf("topic %s exists but is not partitioned: give another --topic (ackcheck needs a partitioned topic)", tn)
+	}
+	for p := 0; p < meta.Partitions; p++ {
+		info.Partitions = append(info.Partitions, int32(p))
+	}
+	info.ReplicationFactor = 1
+	if cfg, err := d.admin.Brokers().GetRuntimeConfigurationsWithContext(ctx); err == nil {
+		if q, err := strconv.Atoi(cfg["managedLedgerDefaultWriteQuorum"]); err == nil {
+			info.ReplicationFactor = q
+		}
+	}
+	// Wait until every partition has an owner that serves it: a producer
+	// made before that fails its first sends.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range info.Partitions {
+		pt, _ := d.partition(spec.Name, p)
+		for {
+			_, err := d.admin.Topics().GetLastMessageIDWithContext(ctx, *pt)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return info, d.unreachable(fmt.Sprintf("partition %d of %s has no serving owner after 30s", p, tn), err)
+			}
+			select {
+			case <-ctx.Done():
+				return info, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return info, nil
+}
+
+// EndOffsets implements drivers.Driver: per partition, the first position
+// after its last message (0 for a partition never written).
+func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	tn, err := d.topic(topic)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
+	if err != nil {
+		if isStatus(err, 404) {
+			return nil, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
+		}
+		return nil, d.unreachable("describe topic "+tn.String(), err)
+	}
+	out := map[int32]int64{}
+	for p := 0; p < meta.Partitions; p++ {
+		pt, _ := tn.GetPartition(p)
+		id, err := d.lastMessageID(ctx, pt)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case id.LedgerID < 0:
+			out[int32(p)] = 0
+		case id.EntryID < 0: // a ledger with no entry yet
+			out[int32(p)], err = Pack(id.LedgerID, 0, 0)
+		default:
+			out[int32(p)], err = afterEntry(id.LedgerID, id.EntryID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("partition %d of %s: %w", p, tn, err)
+		}
+	}
+	return out, nil
+}
+
+// lastMessageID asks for a partition's last message ID, retrying while the
+// partition has no owner (a broker restarting).
+func (d *Driver) lastMessageID(ctx context.Context, pt *utils.TopicName) (utils.MessageID, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		id, err := d.admin.Topics().GetLastMessageIDWithContext(ctx, *pt)
+		if err == nil {
+			return id, nil
+		}
+		if isStatus(err, 404) {
+			return id, fmt.Errorf("%s: %w", pt, drivers.ErrTopicMissing)
+		}
+		if time.Now().After(deadline) {
+			return id, d.unreachable("last message ID of "+pt.String(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return id, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// Topology implements drivers.Driver. Nodes are the active brokers,
+// numbered 1.. in the order of their web addresses; each partition's
+// leader is the broker that owns it. Pulsar's replicas are bookies, which
+// the broker does not report per partition here: Replicas and ISR name
+// the owner only.
+func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, error) {
+	topo := drivers.Topology{At: time.Now(), Controller: -1}
+	clusters, err := d.admin.Clusters().ListWithContext(ctx)
+	if err != nil || len(clusters) == 0 {
+		return topo, d.unreachable("list clusters", err)
+	}
+	brokers, err := d.admin.Brokers().GetActiveBrokersWithContext(ctx, clusters[0])
+	if err != nil {
+		return topo, d.unreachable("list brokers", err)
+	}
+	sort.Strings(brokers)
+	ids := map[string]int32{}
+	for i, b := range brokers {
+		host, port, _ := strings.Cut(b, ":")
+		pn, _ := strconv.Atoi(port)
+		ids[b] = int32(i + 1)
+		topo.Nodes = append(topo.Nodes, drivers.Node{ID: int32(i + 1), Host: host, Port: int32(pn)})
+	}
+	tn, err := d.topic(topic)
+	if err != nil {
+		return topo, err
+	}
+	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
+	if err != nil {
+		return topo, d.unreachable("describe topic "+tn.String(), err)
+	}
+	for p := 0; p < meta.Partitions; p++ {
+		ps := drivers.PartitionState{Partition: int32(p), Leader: -1, Epoch: -1}
+		pt, _ := tn.GetPartition(p)
+		look, err := d.admin.Topics().LookupWithContext(ctx, *pt)
+		if err != nil {
+			ps.Err = err.Error()
+		} else if u, err := url.Parse(look.HTTPURL); err == nil {
+			if id, ok := ids[u.Host]; ok {
+				ps.Leader = id
+				ps.Replicas, ps.ISR = []int32{id}, []int32{id}
+			} else {
+				ps.Err = "owner " + u.Host + " is not an active broker"
+			}
+		}
+		topo.Partitions = append(topo.Partitions, ps)
+	}
+	return topo, nil
+}
+
+// ProbeNode implements drivers.NodeProber with the broker's own health
+// check (a write and a read through the bookies).
+func (d *Driver) ProbeNode(ctx context.Context, _ int32) error {
+	return d.admin.Brokers().HealthCheckWithContext(ctx)
+}
+
+// AckMeaning implements drivers.AckDescriber from the broker's runtime
+// configuration: how many bookies hold each entry before the ack, and
+// whether the bookie fsyncs its journal first.
+func (d *Driver) AckMeaning(ctx context.Context, _ string) (string, error) {
+	cfg, err := d.admin.Brokers().GetRuntimeConfigurationsWithContext(ctx)
+	if err != nil {
+		return "", d.unreachable("read the broker's configuration", err)
+	}
+	ens, wq, aq := cfg["managedLedgerDefaultEnsembleSize"], cfg["managedLedgerDefaultWriteQuorum"], cfg["managedLedgerDefaultAckQuorum"]
+	s := fmt.Sprintf("ensemble %s, write quorum %s, ack quorum %s: answered after %s bookie(s) of %s wrote the entry to their journal", ens, wq, aq, aq, wq)
+	v, ok := cfg["journalSyncData"]
+	if !ok && d.cfg.BookieHTTPURL != "" {
+		bc, err := d.bookieConfig(ctx)
+		if err != nil {
+			return "", err
+		}
+		v, ok = bc["journalSyncData"]
+	}
+	switch {
+	case !ok:
+		s += "; whether the bookies fsync their journal first is not known: give --bookie-http-url (a bookie's admin API) to read journalSyncData from it"
+	case v == "true":
+		s += " and fsynced it (journalSyncData=true)"
+	default:
+		s += " without fsyncing it (journalSyncData=" + v + "): a power loss of those bookies can lose it"
+	}
+	return s, nil
+}
+
+// bookieConfig reads the bookie's configuration as it runs.
+func (d *Driver) bookieConfig(ctx context.Context) (map[string]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(d.cfg.BookieHTTPURL, "/")+"/api/v1/config/server_config", nil)
+	if err != nil {
+		return nil, fmt.Errorf("--bookie-http-url %q: %w", d.cfg.BookieHTTPURL, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read the bookie's configuration from %s: %w (is the bookie's http server enabled? httpServerEnabled=true)", d.cfg.BookieHTTPURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read the bookie's configuration from %s: %s", d.cfg.BookieHTTPURL, resp.Status)
+	}
+	var raw map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("the bookie's configuration from %s: %w", d.cfg.BookieHTTPURL, err)
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		out[k] = fmt.Sprint(v)
+	}
+	return out, nil
+}
+
+// BrokerVersions implements drivers.VersionReporter.
+func (d *Driver) BrokerVersions(ctx context.Context) (map[int32]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(d.cfg.AdminURL, "/")+"/admin/v2/brokers/version", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, d.unreachable("read the broker version", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read the broker version: %s", resp.Status)
+	}
+	return map[int32]string{1: "Apache Pulsar " + strings.Trim(strings.TrimSpace(string(body)), `"`)}, nil
+}
+
+// partitionFor picks a partition for an unpinned message by its key.
+func partitionFor(key []byte, n int) int {
+	h := fnv.New32a()
+	h.Write(key)
+	return int(h.Sum32() % uint32(n))
+}

@@ -1,0 +1,159 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// Read implements drivers.Driver with a Reader per partition, started at
+// the entry that holds ReadSpec.From (records before From are skipped)
+// and read until the position reaches To or the broker says the
+// partition holds nothing more (HasNext). Partitions are read at once;
+// fn is called from this goroutine only.
+func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
+	idle := spec.IdleTimeout
+	if idle <= 0 {
+		idle = 60 * time.Second
+	}
+	rep := drivers.ReadReport{Partitions: map[int32]drivers.PartitionRead{}}
+	parts := make([]int32, 0, len(spec.From))
+	for p := range spec.From {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	type item struct {
+		part int32
+		rec  drivers.Record
+		end  *drivers.PartitionRead // set on the partition's last item
+		err  error
+	}
+	ch := make(chan item, 1024)
+	for _, p := range parts {
+		from := spec.From[p]
+		to, bounded := spec.To[p]
+		if spec.To == nil {
+			bounded = false
+		}
+		go func() {
+			pr := drivers.PartitionRead{Next: from, Target: to}
+			if !bounded {
+				pr.Target = -1
+			}
+			err := d.readPartition(ctx, spec.Topic, p, from, to, bounded, idle, &pr, func(r drivers.Record) bool {
+				select {
+				case ch <- item{part: p, rec: r}:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			})
+			select {
+			case ch <- item{part: p, end: &pr, err: err}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	var firstErr error
+	for left := len(parts); left > 0; {
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case it := <-ch:
+			if it.end != nil {
+				rep.Partitions[it.part] = *it.end
+				if it.err != nil && firstErr == nil {
+					firstErr = it.err
+				}
+				left--
+				continue
+			}
+			if err := fn(it.rec); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, firstErr
+}
+
+// readPartition delivers partition p's records in [from, to) to send.
+func (d *Driver) readPartition(ctx context.Context, topic string, p int32, from, to int64, bounded bool, idle time.Duration,
+	pr *drivers.PartitionRead, send func(drivers.Record) bool) error {
+	pt, err := d.partition(topic, p)
+	if err != nil {
+		return err
+	}
+	start := pulsar.EarliestMessageID()
+	if from > 0 {
+		l, e, _ := Unpack(from)
+		start = pulsar.NewMessageID(l, e, -1, p)
+	}
+	reader, err := d.client.CreateReader(pulsar.ReaderOptions{
+		Topic: pt.String(), StartMessageID: start, StartMessageIDInclusive: true, ReceiverQueueSize: 1000,
+	})
+	if err != nil {
+		pr.Note = "could not open a reader: " + err.Error()
+		return d.unreachable(fmt.Sprintf("read %s", pt), err)
+	}
+	defer reader.Close()
+	for {
+		if bounded && pr.Next >= to {
+			pr.Complete = true
+			return nil
+		}
+		if bounded && !reader.HasNext() {
+			// The broker says the partition holds nothing after what was
+			// read: To lies past the last message.
+			pr.Complete = true
+			return nil
+		}
+		nctx, cancel := context.WithTimeout(ctx, idle)
+		msg, err := reader.Next(nctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				if !bounded {
+					return nil // a live read ends with its context
+				}
+				pr.Note = "interrupted"
+				return ctx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				pr.Note = fmt.Sprintf("no record for %s although the broker said more exist", idle)
+				return nil
+			}
+			pr.Note = err.Error()
+			return fmt.Errorf("read %s: %w", pt, err)
+		}
+		id := msg.ID()
+		pos, err := Pack(id.LedgerID(), id.EntryID(), id.BatchIdx())
+		if err != nil {
+			pr.Note = err.Error()
+			return fmt.Errorf("read %s: %w", pt, err)
+		}
+		if pos < from {
+			continue
+		}
+		if bounded && pos >= to {
+			pr.Complete = true
+			return nil
+		}
+		rec := drivers.Record{Pos: drivers.Position{Partition: p, Offset: pos}, Value: msg.Payload(), Timestamp: msg.PublishTime()}
+		if k := msg.Key(); k != "" {
+			rec.Key = []byte(k)
+		}
+		if !send(rec) {
+			return ctx.Err()
+		}
+		pr.Records++
+		pr.Next = pos + 1
+	}
+}
