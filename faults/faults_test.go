@@ -61,6 +61,7 @@ func TestResolve(t *testing.T) {
 		err    bool
 	}{
 		{"leader:t/1", -1, 1, false},
+		{"owner:t/1", -1, 1, false},  // Pulsar's name for a partition's leader
 		{"leader:t/3", -1, -1, true}, // no leader now
 		{"leader:t/9", -1, -1, true}, // no such partition
 		{"most-leaders:t", -1, 2, false},

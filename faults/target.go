@@ -71,12 +71,16 @@ func (t Target) String() string {
 // previous, all, topic:T or brokers.
 func ParseTarget(s string) (Target, error) {
 	kind, arg, _ := strings.Cut(s, ":")
+	if kind == "owner" {
+		// Pulsar's word for the broker that serves a partition: its leader.
+		kind = string(Leader)
+	}
 	switch TargetKind(kind) {
 	case Leader:
 		topic, part, ok := strings.Cut(arg, "/")
 		p, err := strconv.ParseInt(part, 10, 32)
 		if !ok || topic == "" || err != nil || p < 0 {
-			return Target{}, fmt.Errorf("target %q: write leader:<topic>/<partition>, e.g. leader:orders/3", s)
+			return Target{}, fmt.Errorf("target %q: write leader:<topic>/<partition> (owner:<topic>/<partition> for Pulsar), e.g. leader:orders/3", s)
 		}
 		return Target{Kind: Leader, Topic: topic, Partition: int32(p)}, nil
 	case MostLeaders:
