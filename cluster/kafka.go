@@ -421,40 +421,7 @@ func (k *Kafka) StartNode(ctx context.Context, id int32) error {
 
 // PID returns node id's running JVM, or 0 if it does not run. A pid file
 // whose process is gone, or is another program, counts as not running.
-func (k *Kafka) PID(id int32) (int, error) {
-	data, err := os.ReadFile(k.pidFile(id))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 {
-		return 0, nil
-	}
-	if !k.isOurs(pid, id) {
-		return 0, nil
-	}
-	return pid, nil
-}
-
-// isOurs checks that pid is alive (not a zombie) and runs node id.
-func (k *Kafka) isOurs(pid int, id int32) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !bytes.Contains(cmdline, []byte(k.propsFile(id))) {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state is the field after the parenthesised command name.
-	if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-		return false
-	}
-	return true
-}
+func (k *Kafka) PID(id int32) (int, error) { return pidFrom(k.pidFile(id), k.propsFile(id)) }
 
 // Signal sends sig to node id's JVM. It fails if the node does not run.
 func (k *Kafka) Signal(id int32, sig syscall.Signal) (int, error) {
@@ -478,21 +445,7 @@ func (k *Kafka) StopNode(ctx context.Context, id int32, grace time.Duration) err
 	if err != nil || pid == 0 {
 		return err
 	}
-	syscall.Kill(pid, syscall.SIGCONT) // a paused JVM cannot shut down
-	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for k.isOurs(pid, id) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(10 * time.Second)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
+	return stopProcess(ctx, pid, k.propsFile(id), grace)
 }
 
 // Down stops every node (SIGTERM, then SIGKILL after 30s), then the

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,19 +43,14 @@ func (k *Kafka) lazyFSPID(id int32) int {
 	if !k.opts.LazyFS {
 		return 0
 	}
-	data, err := os.ReadFile(k.lazyFSPIDFile(id))
-	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 {
-		return 0
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !bytes.Contains(cmdline, []byte("lazyfs\x00mount")) || !bytes.Contains(cmdline, []byte(k.DataDir(id)+"\x00")) {
-		return 0
-	}
+	pid, _ := pidFrom(k.lazyFSPIDFile(id), k.lazyFSMarker(id))
 	return pid
+}
+
+// lazyFSMarker is what node id's lazyfs command line holds: its mountpoint
+// as the argument of --mountpoint.
+func (k *Kafka) lazyFSMarker(id int32) string {
+	return "--mountpoint\x00" + k.DataDir(id) + "\x00"
 }
 
 // startLazyFS mounts node id's data dir, if the cluster uses lazyfs and it
@@ -125,18 +119,8 @@ func (k *Kafka) stopLazyFS(ctx context.Context, id int32) error {
 		return nil
 	}
 	if pid := k.lazyFSPID(id); pid != 0 {
-		syscall.Kill(pid, syscall.SIGTERM)
-		deadline := time.Now().Add(15 * time.Second)
-		for k.lazyFSPID(id) != 0 {
-			if time.Now().After(deadline) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				deadline = time.Now().Add(5 * time.Second)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(50 * time.Millisecond):
-			}
+		if err := stopProcess(ctx, pid, k.lazyFSMarker(id), 15*time.Second); err != nil {
+			return err
 		}
 	}
 	return lazyfs.ClearDeadMount(k.DataDir(id))

@@ -320,7 +320,7 @@ func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
 	args := []string{"-cp", filepath.Join(p.libDir(), "*"), "-Xms" + heap, "-Xmx" + heap, "-XX:+UseG1GC",
 		"-XX:MaxDirectMemorySize=1g", "-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile=" + filepath.Join(p.opts.Dir, "log4j2.properties"),
-		"-Dpulsar.standalone.dir=" + p.opts.Dir, // names this standalone in its command line
+		strings.TrimSuffix(p.marker(), "\x00"), // names this standalone in its command line
 		"org.apache.pulsar.PulsarStandaloneStarter",
 		"--config", p.confFile(),
 		"--metadata-dir", filepath.Join(p.DataDir(), "metadata"),
@@ -342,28 +342,9 @@ func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
 
 // PID returns the standalone's JVM, or 0 if it does not run. Only a
 // process whose command line names this directory counts.
-func (p *Pulsar) PID(id int32) (int, error) {
-	data, err := os.ReadFile(p.pidFile())
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 {
-		return 0, nil
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !bytes.Contains(cmdline, []byte("-Dpulsar.standalone.dir="+p.opts.Dir+"\x00")) {
-		return 0, nil
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if i := bytes.LastIndexByte(stat, ')'); err != nil || (i > 0 && i+2 < len(stat) && stat[i+2] == 'Z') {
-		return 0, nil
-	}
-	return pid, nil
-}
+func (p *Pulsar) PID(int32) (int, error) { return pidFrom(p.pidFile(), p.marker()) }
+
+func (p *Pulsar) marker() string { return "-Dpulsar.standalone.dir=" + p.opts.Dir + "\x00" }
 
 // Signal sends sig to the standalone's JVM.
 func (p *Pulsar) Signal(id int32, sig syscall.Signal) (int, error) {
@@ -387,23 +368,7 @@ func (p *Pulsar) StopNode(ctx context.Context, id int32, grace time.Duration) er
 	if err != nil || pid == 0 {
 		return err
 	}
-	syscall.Kill(pid, syscall.SIGCONT)
-	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for {
-		if cur, _ := p.PID(id); cur == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(10 * time.Second)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return stopProcess(ctx, pid, p.marker(), grace)
 }
 
 // Down stops the standalone.

@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Every process a local cluster starts (a broker JVM, a lazyfs mount) is
+// found again through a pid file, and counts only while its command line
+// still holds a marker that names this cluster's own files: a stale pid
+// file never leads to signalling somebody else's process.
+
+// runsAs reports whether pid is alive (not a zombie) and its command line
+// contains marker.
+func runsAs(pid int, marker string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte(marker)) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state is the field after the parenthesised command name.
+	if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	return true
+}
+
+// pidFrom reads a pid file and returns its process if it runs as marker,
+// 0 otherwise (no file, a dead process, another program).
+func pidFrom(path, marker string) (int, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 || !runsAs(pid, marker) {
+		return 0, nil
+	}
+	return pid, nil
+}
+
+// stopProcess sends SIGCONT (a paused process cannot shut down) and
+// SIGTERM to pid, SIGKILL after grace, and waits until it no longer runs
+// as marker.
+func stopProcess(ctx context.Context, pid int, marker string, grace time.Duration) error {
+	syscall.Kill(pid, syscall.SIGCONT)
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for runsAs(pid, marker) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(10 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestPIDFileOnlyNamesOurProcess(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "node1.properties")
+	// A process whose command line holds the marker, and one that does not.
+	ours := exec.Command("sh", "-c", "sleep 30; :", marker) // "; :" keeps sh from exec-ing sleep
+	other := exec.Command("sleep", "30")
+	for _, c := range []*exec.Cmd{ours, other} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go c.Wait()
+		defer c.Process.Kill()
+	}
+	pidFile := filepath.Join(dir, "pid")
+	write := func(pid int) { os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644) }
+
+	if pid, err := pidFrom(pidFile, marker); pid != 0 || err != nil {
+		t.Fatalf("no pid file: %d, %v", pid, err)
+	}
+	write(other.Process.Pid)
+	if pid, _ := pidFrom(pidFile, marker); pid != 0 {
+		t.Fatalf("a pid file naming another program's process gave %d", pid)
+	}
+	write(ours.Process.Pid)
+	if pid, _ := pidFrom(pidFile, marker); pid != ours.Process.Pid {
+		t.Fatalf("our process: got %d, want %d", pid, ours.Process.Pid)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := stopProcess(ctx, ours.Process.Pid, marker, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if pid, _ := pidFrom(pidFile, marker); pid != 0 {
+		t.Fatalf("after stopProcess the pid file still names a running process %d", pid)
+	}
+	if !runsAs(other.Process.Pid, "sleep") {
+		t.Fatal("stopProcess touched another process")
+	}
+}
