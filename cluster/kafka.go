@@ -109,16 +109,12 @@ type clusterFile struct {
 // OpenKafka returns the cluster in opts.Dir. If the directory already holds
 // a cluster, its recorded ports and node count win over opts.
 func OpenKafka(opts KafkaOptions) (*Kafka, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("no cluster directory: pass --dir")
-	}
-	dir, err := filepath.Abs(opts.Dir)
+	dir, data, err := readClusterJSON(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
 	opts.Dir = dir
-	data, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
-	if err == nil {
+	if data != nil {
 		var cf clusterFile
 		if err := json.Unmarshal(data, &cf); err != nil {
 			return nil, fmt.Errorf("%s/cluster.json is damaged: %w (remove the directory to start afresh)", dir, err)

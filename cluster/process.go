@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,22 @@ import (
 // found again through a pid file, and counts only while its command line
 // still holds a marker that names this cluster's own files: a stale pid
 // file never leads to signalling somebody else's process.
+
+// readClusterJSON makes dir absolute and reads its cluster.json; data is
+// nil when the directory holds no cluster yet.
+func readClusterJSON(dir string) (abs string, data []byte, err error) {
+	if dir == "" {
+		return "", nil, errors.New("no cluster directory: pass --dir")
+	}
+	if abs, err = filepath.Abs(dir); err != nil {
+		return "", nil, err
+	}
+	data, err = os.ReadFile(filepath.Join(abs, "cluster.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return abs, nil, nil
+	}
+	return abs, data, err
+}
 
 // runsAs reports whether pid is alive (not a zombie) and its command line
 // contains marker.

@@ -68,8 +68,8 @@ type pulsarFile struct {
 // Kind reads which local cluster a directory holds: "kafka", "pulsar",
 // or "" when it holds none.
 func Kind(dir string) string {
-	data, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
-	if err != nil {
+	_, data, err := readClusterJSON(dir)
+	if err != nil || data == nil {
 		return ""
 	}
 	var k struct {
@@ -85,15 +85,12 @@ func Kind(dir string) string {
 // OpenPulsar returns the standalone in opts.Dir; a directory that already
 // holds one keeps its recorded ports.
 func OpenPulsar(opts PulsarOptions) (*Pulsar, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("no cluster directory: pass --dir")
-	}
-	dir, err := filepath.Abs(opts.Dir)
+	dir, data, err := readClusterJSON(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
 	opts.Dir = dir
-	if data, err := os.ReadFile(filepath.Join(dir, "cluster.json")); err == nil {
+	if data != nil {
 		var pf pulsarFile
 		if err := json.Unmarshal(data, &pf); err != nil || pf.Kind != "pulsar" {
 			return nil, fmt.Errorf("%s holds no Pulsar standalone (cluster.json: kind %q, %v)", dir, pf.Kind, err)

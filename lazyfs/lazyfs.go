@@ -515,14 +515,11 @@ func (st *fileState) preserve(off, n int64) error {
 			continue
 		}
 		buf := make([]byte, min(pageSize, st.synced-p*pageSize))
+		// A short read (EOF) happens only when the file is shorter than
+		// synced now; the part cut off was remembered when it was cut.
 		m, err := st.f.ReadAt(buf, p*pageSize)
-		if err != nil && m < len(buf) && !errors.Is(err, os.ErrClosed) {
-			// Short only if the file is shorter than synced now, and then
-			// the missing part was remembered when it was cut off; keep
-			// what is there (EOF is not an error here).
-			if !isEOF(err) {
-				return fmt.Errorf("remember page %d of %s: %w", p, st.f.Name(), err)
-			}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("remember page %d of %s: %w", p, st.f.Name(), err)
 		}
 		if isZero(buf[:m]) {
 			buf = zeroPage[:m] // preallocated index files are mostly zeros: share one page
@@ -542,8 +539,6 @@ func isZero(b []byte) bool {
 	}
 	return true
 }
-
-func isEOF(err error) bool { return errors.Is(err, io.EOF) }
 
 // synced marks ino durable after fsync returned for it. fsync runs under
 // the state's lock, so that no write lands between the fsync and the mark.

@@ -119,49 +119,38 @@ func (l *FS) created(dir, p string) {
 	}
 }
 
-// Mkdir makes a directory; pending until its parent is fsynced.
-func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+// newEntry runs make, which adds name to this directory through the
+// loopback node, and records the new entry as pending until the
+// directory is fsynced.
+func (n *node) newEntry(name string, make func() (*fs.Inode, syscall.Errno)) (*fs.Inode, syscall.Errno) {
 	n.lfs.lossMu.RLock()
 	defer n.lfs.lossMu.RUnlock()
-	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	ch, errno := make()
 	if errno == 0 {
 		n.lfs.created(n.path(), filepath.Join(n.path(), name))
 	}
 	return ch, errno
+}
+
+// Mkdir makes a directory; pending until its parent is fsynced.
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.newEntry(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Mkdir(ctx, name, mode, out) })
 }
 
 // Mknod makes a special file; pending until its parent is fsynced.
 func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.lfs.lossMu.RLock()
-	defer n.lfs.lossMu.RUnlock()
-	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
-	if errno == 0 {
-		n.lfs.created(n.path(), filepath.Join(n.path(), name))
-	}
-	return ch, errno
+	return n.newEntry(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Mknod(ctx, name, mode, rdev, out) })
 }
 
 // Symlink makes a symlink; pending until its parent is fsynced.
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.lfs.lossMu.RLock()
-	defer n.lfs.lossMu.RUnlock()
-	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
-	if errno == 0 {
-		n.lfs.created(n.path(), filepath.Join(n.path(), name))
-	}
-	return ch, errno
+	return n.newEntry(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Symlink(ctx, target, name, out) })
 }
 
 // Link makes a hard link; the new name is pending until its parent is
 // fsynced.
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.lfs.lossMu.RLock()
-	defer n.lfs.lossMu.RUnlock()
-	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
-	if errno == 0 {
-		n.lfs.created(n.path(), filepath.Join(n.path(), name))
-	}
-	return ch, errno
+	return n.newEntry(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Link(ctx, target, name, out) })
 }
 
 // Unlink moves the entry to the trash until its directory is fsynced.

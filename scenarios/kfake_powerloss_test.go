@@ -20,6 +20,7 @@ import (
 	"github.com/ackcheck/ackcheck/lazyfs"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -198,7 +199,7 @@ func TestKfakeStrictEntries(t *testing.T) {
 	}
 }
 
-func kfakePowerLoss(t *testing.T, syncWrites bool, entries string) *resultView {
+func kfakePowerLoss(t *testing.T, syncWrites bool, entries string) *verifier.Result {
 	t.Helper()
 	dir := t.TempDir()
 	backing := filepath.Join(dir, "data.backing")
@@ -255,11 +256,5 @@ func kfakePowerLoss(t *testing.T, syncWrites bool, entries string) *resultView {
 	if len(res.Faults) == 0 || res.Faults[0].Result != "applied" {
 		t.Fatalf("the power loss did not apply: %s", pl)
 	}
-	return &resultView{Acked: res.Acked, Lost: res.Lost, Verdict: res.Verdict, Reasons: res.Reasons}
-}
-
-type resultView struct {
-	Acked, Lost int64
-	Verdict     string
-	Reasons     []string
+	return res
 }
