@@ -302,8 +302,10 @@ func (k *Kafka) Up(ctx context.Context) error {
 		return err
 	}
 	for _, id := range k.Nodes() {
-		if err := k.startLazyFS(ctx, id); err != nil {
-			return err
+		if m := k.mount(id); m != nil {
+			if err := m.start(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	for _, id := range k.Nodes() {
@@ -349,21 +351,16 @@ func (k *Kafka) create(ctx context.Context) error {
 	}
 	clusterID := lines[len(lines)-1]
 	if k.opts.LazyFS && k.opts.LazyFSBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find the ackcheck binary to serve lazyfs: %w", err)
+		if k.opts.LazyFSBinary, err = lazyBinary(); err != nil {
+			return err
 		}
-		k.opts.LazyFSBinary = exe
 	}
 	for _, id := range k.Nodes() {
 		if err := os.MkdirAll(k.DataDir(id), 0o755); err != nil {
 			return err
 		}
-		if k.opts.LazyFS {
-			if err := os.MkdirAll(k.backingDir(id), 0o755); err != nil {
-				return err
-			}
-			if err := k.startLazyFS(ctx, id); err != nil {
+		if m := k.mount(id); m != nil {
+			if err := m.start(ctx); err != nil {
 				return err
 			}
 		}
@@ -392,8 +389,10 @@ func (k *Kafka) StartNode(ctx context.Context, id int32) error {
 	if pid, _ := k.PID(id); pid != 0 {
 		return fmt.Errorf("node %d already runs as PID %d", id, pid)
 	}
-	if err := k.checkLazyFS(ctx, id); err != nil {
-		return err
+	if m := k.mount(id); m != nil {
+		if err := m.check(ctx); err != nil {
+			return err
+		}
 	}
 	logf, err := os.OpenFile(k.LogFile(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -452,7 +451,9 @@ func (k *Kafka) Down(ctx context.Context) error {
 		errs = append(errs, k.StopNode(ctx, id, 30*time.Second))
 	}
 	for _, id := range k.Nodes() {
-		errs = append(errs, k.stopLazyFS(ctx, id))
+		if m := k.mount(id); m != nil {
+			errs = append(errs, m.stop(ctx))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -474,7 +475,9 @@ func (k *Kafka) Status() []NodeStatus {
 	for _, id := range k.Nodes() {
 		pid, _ := k.PID(id)
 		s := NodeStatus{ID: id, PID: pid, ClientAddr: k.clientAddr(id), ControllerAddr: k.controllerAddr(id)}
-		s.LazyFSPID = k.lazyFSPID(id)
+		if m := k.mount(id); m != nil {
+			s.LazyFSPID = m.pid()
+		}
 		if c, err := net.DialTimeout("tcp", s.ClientAddr, 500*time.Millisecond); err == nil {
 			c.Close()
 			s.Answers = true

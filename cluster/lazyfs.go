@@ -15,80 +15,82 @@ import (
 	"github.com/ackcheck/ackcheck/lazyfs"
 )
 
-// A cluster made with LazyFS runs, beside each node's JVM, an
+// A cluster made with LazyFS runs, beside each node's broker, an
 // `ackcheck lazyfs mount` process that serves the node's data dir:
 //
-//	<dir>/node<N>/data.backing/   what the disk holds
-//	<dir>/node<N>/data/           the lazyfs mount the broker writes to
-//	<dir>/node<N>/lazyfs.sock     its control socket (lose, sync, status)
-//	<dir>/node<N>/lazyfs.pid      its PID
-//	<dir>/node<N>/lazyfs.log      its output
+//	<node dir>/data.backing/   what the disk holds
+//	<node dir>/data/           the lazyfs mount the broker writes to
+//	<node dir>/lazyfs.sock     its control socket (lose, sync, status)
+//	<node dir>/lazyfs.pid      its PID
+//	<node dir>/lazyfs.log      its output
 //
 // The mounts live as long as the cluster: brokers die and restart on them.
 
-// LazyFS reports whether the nodes' data dirs are on lazyfs.
-func (k *Kafka) LazyFS() bool { return k.opts.LazyFS }
+// lazyMount is one node's lazyfs mount.
+type lazyMount struct {
+	id      int32
+	nodeDir string
+	dataDir string // the mountpoint
+	binary  string // the ackcheck binary that serves it
+	upCmd   string // the command that mounts it again, for error messages
+}
 
-func (k *Kafka) backingDir(id int32) string { return filepath.Join(k.nodeDir(id), "data.backing") }
+func (m lazyMount) backing() string { return filepath.Join(m.nodeDir, "data.backing") }
+func (m lazyMount) socket() string  { return filepath.Join(m.nodeDir, "lazyfs.sock") }
+func (m lazyMount) pidFile() string { return filepath.Join(m.nodeDir, "lazyfs.pid") }
+func (m lazyMount) logFile() string { return filepath.Join(m.nodeDir, "lazyfs.log") }
 
-// ControlSocket is node id's lazyfs control socket.
-func (k *Kafka) ControlSocket(id int32) string { return filepath.Join(k.nodeDir(id), "lazyfs.sock") }
+// marker is what the mount's command line holds: its mountpoint as the
+// argument of --mountpoint.
+func (m lazyMount) marker() string { return "--mountpoint\x00" + m.dataDir + "\x00" }
 
-func (k *Kafka) lazyFSPIDFile(id int32) string { return filepath.Join(k.nodeDir(id), "lazyfs.pid") }
-func (k *Kafka) lazyFSLog(id int32) string     { return filepath.Join(k.nodeDir(id), "lazyfs.log") }
-
-// lazyFSPID is node id's lazyfs process, 0 if it does not run. Like a
-// broker's, it counts only if its command line names this node's mount.
-func (k *Kafka) lazyFSPID(id int32) int {
-	if !k.opts.LazyFS {
-		return 0
-	}
-	pid, _ := pidFrom(k.lazyFSPIDFile(id), k.lazyFSMarker(id))
+// pid is the mount's lazyfs process, 0 if it does not run. Like a
+// broker's, it counts only if its command line names this mountpoint.
+func (m lazyMount) pid() int {
+	pid, _ := pidFrom(m.pidFile(), m.marker())
 	return pid
 }
 
-// lazyFSMarker is what node id's lazyfs command line holds: its mountpoint
-// as the argument of --mountpoint.
-func (k *Kafka) lazyFSMarker(id int32) string {
-	return "--mountpoint\x00" + k.DataDir(id) + "\x00"
-}
-
-// startLazyFS mounts node id's data dir, if the cluster uses lazyfs and it
-// is not mounted yet, and waits until its control socket answers.
-func (k *Kafka) startLazyFS(ctx context.Context, id int32) error {
-	if !k.opts.LazyFS || k.lazyFSPID(id) != 0 {
+// start mounts the data dir, unless it is mounted, and waits until its
+// control socket answers.
+func (m lazyMount) start(ctx context.Context) error {
+	if m.pid() != 0 {
 		return nil
 	}
-	if k.opts.LazyFSBinary == "" {
-		return errors.New("no ackcheck binary recorded to serve lazyfs: run `ackcheck cluster kafka up` again")
+	if m.binary == "" {
+		return fmt.Errorf("no ackcheck binary recorded to serve lazyfs: run `%s` again", m.upCmd)
 	}
-	logf, err := os.OpenFile(k.lazyFSLog(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	for _, d := range []string{m.backing(), m.dataDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	logf, err := os.OpenFile(m.logFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(k.opts.LazyFSBinary, "lazyfs", "mount", "--backing", k.backingDir(id),
-		"--mountpoint", k.DataDir(id), "--control", k.ControlSocket(id))
+	cmd := exec.Command(m.binary, "lazyfs", "mount", "--backing", m.backing(), "--mountpoint", m.dataDir, "--control", m.socket())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start lazyfs for node %d: %w", id, err)
+		return fmt.Errorf("start lazyfs for node %d: %w", m.id, err)
 	}
 	go cmd.Wait()
-	if err := os.WriteFile(k.lazyFSPIDFile(id), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(m.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := lazyfs.Control(cctx, k.ControlSocket(id), "status")
+		_, err := lazyfs.Control(cctx, m.socket(), "status")
 		cancel()
 		if err == nil {
 			return nil
 		}
-		if k.lazyFSPID(id) == 0 || time.Now().After(deadline) {
-			data, _ := os.ReadFile(k.lazyFSLog(id))
-			return fmt.Errorf("lazyfs for node %d did not come up (%v); %s says:\n%s", id, err, k.lazyFSLog(id), tail(data, 1500))
+		if m.pid() == 0 || time.Now().After(deadline) {
+			data, _ := os.ReadFile(m.logFile())
+			return fmt.Errorf("lazyfs for node %d did not come up (%v); %s says:\n%s", m.id, err, m.logFile(), tail(data, 1500))
 		}
 		select {
 		case <-ctx.Done():
@@ -98,45 +100,33 @@ func (k *Kafka) startLazyFS(ctx context.Context, id int32) error {
 	}
 }
 
-// checkLazyFS fails if the cluster uses lazyfs and node id's mount does
-// not answer: a broker must never start on the bare mountpoint.
-func (k *Kafka) checkLazyFS(ctx context.Context, id int32) error {
-	if !k.opts.LazyFS {
-		return nil
-	}
+// check fails if the mount does not answer: a broker must never start on
+// the bare mountpoint.
+func (m lazyMount) check(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := lazyfs.Control(cctx, k.ControlSocket(id), "status"); err != nil {
-		return fmt.Errorf("node %d's data dir is not on a running lazyfs (%v): run `ackcheck cluster kafka up --dir %s` to mount it", id, err, k.opts.Dir)
+	if _, err := lazyfs.Control(cctx, m.socket(), "status"); err != nil {
+		return fmt.Errorf("node %d's data dir is not on a running lazyfs (%v): run `%s` to mount it", m.id, err, m.upCmd)
 	}
 	return nil
 }
 
-// stopLazyFS unmounts node id's data dir (SIGTERM to its lazyfs), and
-// clears the dead mount a killed lazyfs leaves.
-func (k *Kafka) stopLazyFS(ctx context.Context, id int32) error {
-	if !k.opts.LazyFS {
-		return nil
-	}
-	if pid := k.lazyFSPID(id); pid != 0 {
-		if err := stopProcess(ctx, pid, k.lazyFSMarker(id), 15*time.Second); err != nil {
+// stop unmounts the data dir (SIGTERM to its lazyfs), and clears the dead
+// mount a killed lazyfs leaves.
+func (m lazyMount) stop(ctx context.Context) error {
+	if pid := m.pid(); pid != 0 {
+		if err := stopProcess(ctx, pid, m.marker(), 15*time.Second); err != nil {
 			return err
 		}
 	}
-	return lazyfs.ClearDeadMount(k.DataDir(id))
+	return lazyfs.ClearDeadMount(m.dataDir)
 }
 
-// LoseUnsynced makes node id's data dir lose every write not fsynced. The
-// node's broker must be dead. It returns when the loss is complete, with
-// what was lost.
-func (k *Kafka) LoseUnsynced(ctx context.Context, id int32) (string, error) {
-	if !k.opts.LazyFS {
-		return "", fmt.Errorf("the cluster in %s was not created with --lazyfs: its data dirs cannot lose unsynced writes", k.opts.Dir)
-	}
-	if pid, _ := k.PID(id); pid != 0 {
-		return "", fmt.Errorf("node %d still runs as PID %d: a loss under a live broker is not a power loss", id, pid)
-	}
-	r, err := lazyfs.Control(ctx, k.ControlSocket(id), fmt.Sprintf("lose %s", lazyfs.DefaultCloseWait))
+// lose makes the data dir lose every write not fsynced; the caller makes
+// sure the broker is dead. It returns when the loss is complete, with what
+// was lost.
+func (m lazyMount) lose(ctx context.Context) (string, error) {
+	r, err := lazyfs.Control(ctx, m.socket(), fmt.Sprintf("lose %s", lazyfs.DefaultCloseWait))
 	if err != nil {
 		return "", err
 	}
@@ -152,16 +142,71 @@ func (k *Kafka) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	return s, nil
 }
 
-// SyncAll makes everything on every node's lazyfs durable, as a clean
-// shutdown of the machines would. A no-op without lazyfs.
-func (k *Kafka) SyncAll(ctx context.Context) error {
+// sync makes everything on the mount durable.
+func (m lazyMount) sync(ctx context.Context) error {
+	if _, err := lazyfs.Control(ctx, m.socket(), "sync"); err != nil {
+		return fmt.Errorf("sync node %d's lazyfs: %w", m.id, err)
+	}
+	return nil
+}
+
+// loseUnsynced is LoseUnsynced for any local cluster whose node runs as
+// pid (0: it does not).
+func loseUnsynced(ctx context.Context, m *lazyMount, dir string, pid int) (string, error) {
+	if m == nil {
+		return "", fmt.Errorf("the cluster in %s was not created with --lazyfs: its data dirs cannot lose unsynced writes", dir)
+	}
+	if pid != 0 {
+		return "", fmt.Errorf("node %d still runs as PID %d: a loss under a live broker is not a power loss", m.id, pid)
+	}
+	return m.lose(ctx)
+}
+
+// lazyBinary is the ackcheck binary that will serve a new cluster's mounts.
+func lazyBinary() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the ackcheck binary to serve lazyfs: %w", err)
+	}
+	return exe, nil
+}
+
+// LazyFS reports whether the nodes' data dirs are on lazyfs.
+func (k *Kafka) LazyFS() bool { return k.opts.LazyFS }
+
+// mount is node id's lazyfs mount; nil when the cluster has none.
+func (k *Kafka) mount(id int32) *lazyMount {
 	if !k.opts.LazyFS {
 		return nil
 	}
+	return &lazyMount{id: id, nodeDir: k.nodeDir(id), dataDir: k.DataDir(id), binary: k.opts.LazyFSBinary,
+		upCmd: "ackcheck cluster kafka up --dir " + k.opts.Dir}
+}
+
+// ControlSocket is node id's lazyfs control socket.
+func (k *Kafka) ControlSocket(id int32) string {
+	return lazyMount{nodeDir: k.nodeDir(id)}.socket()
+}
+
+// LoseUnsynced makes node id's data dir lose every write not fsynced. The
+// node's broker must be dead. It returns when the loss is complete, with
+// what was lost.
+func (k *Kafka) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+	pid, err := k.PID(id)
+	if err != nil {
+		return "", err
+	}
+	return loseUnsynced(ctx, k.mount(id), k.opts.Dir, pid)
+}
+
+// SyncAll makes everything on every node's lazyfs durable, as a clean
+// shutdown of the machines would. A no-op without lazyfs.
+func (k *Kafka) SyncAll(ctx context.Context) error {
+	var errs []error
 	for _, id := range k.Nodes() {
-		if _, err := lazyfs.Control(ctx, k.ControlSocket(id), "sync"); err != nil {
-			return fmt.Errorf("sync node %d's lazyfs: %w", id, err)
+		if m := k.mount(id); m != nil {
+			errs = append(errs, m.sync(ctx))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

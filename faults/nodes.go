@@ -38,7 +38,7 @@ type PowerLosser interface {
 }
 
 // LocalCluster is a cluster ackcheck started on this machine (`ackcheck
-// cluster kafka|pulsar up`): cluster.Kafka and cluster.Pulsar.
+// cluster kafka|pulsar|nats up`): cluster.Kafka, cluster.Pulsar and cluster.NATS.
 type LocalCluster interface {
 	Nodes() []int32
 	PID(id int32) (int, error)
@@ -53,6 +53,7 @@ type LocalCluster interface {
 var (
 	_ LocalCluster = (*cluster.Kafka)(nil)
 	_ LocalCluster = (*cluster.Pulsar)(nil)
+	_ LocalCluster = (*cluster.NATS)(nil)
 )
 
 // Local is a local cluster started by `ackcheck cluster ... up`.

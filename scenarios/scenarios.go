@@ -20,11 +20,23 @@ type LeaderKill struct {
 	RestartAfter time.Duration
 }
 
-// Name is the scenario's hierarchical name for acks.
-func (s LeaderKill) Name(acks string) string { return "kafka/leader-kill/acks=" + acks }
+// Name is the scenario's hierarchical name for a driver (and, for Kafka,
+// its producer acks).
+func (s LeaderKill) Name(driver, acks string) string {
+	if driver == "kafka" {
+		return "kafka/leader-kill/acks=" + acks
+	}
+	return driver + "/leader-kill"
+}
 
 // Expect states the expected outcome, quoted in reports.
-func (s LeaderKill) Expect(acks string) string {
+func (s LeaderKill) Expect(driver, acks string) string {
+	switch driver {
+	case "nats":
+		return "a new stream leader is elected from the current replicas within seconds; acks pause for the streams the killed server led and resume; the restarted server catches up as a follower; no acknowledged message is lost"
+	case "pulsar":
+		return "the killed broker's topics move to another broker, or wait for it to restart; acks pause for them and resume; no acknowledged message is lost"
+	}
 	if acks == "all" || acks == "-1" {
 		return "a new leader is elected from the in-sync replicas within seconds; acks pause for the partitions the killed broker led and resume; the restarted broker rejoins as a follower; no acknowledged message is lost"
 	}

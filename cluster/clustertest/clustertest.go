@@ -78,3 +78,25 @@ func Pulsar(t *testing.T) *cluster.Pulsar {
 	}
 	return p
 }
+
+// EnvNATS names the directory of a running local NATS JetStream cluster
+// (`ackcheck cluster nats up --dir D`).
+const EnvNATS = "ACKCHECK_NATS_DIR"
+
+// NATS returns the cluster in $ACKCHECK_NATS_DIR once every node is
+// healthy, or skips the test when the variable is not set.
+func NATS(t *testing.T) *cluster.NATS {
+	t.Helper()
+	dir := os.Getenv(EnvNATS)
+	if dir == "" {
+		t.Skip(EnvNATS + " not set: start one with `ackcheck cluster nats up --dir D` and set it to D")
+	}
+	n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WaitReady(context.Background(), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
+	natsdriver "github.com/ackcheck/ackcheck/drivers/nats"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
 	"github.com/spf13/pflag"
 )
@@ -17,6 +18,7 @@ import (
 // know them.
 type driverFlags struct {
 	pulsar pulsarFlags
+	nats   natsFlags
 
 	brokers         []string
 	acks            string
@@ -50,6 +52,38 @@ func (k *driverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&k.tlsKey, "tls-key", "", "PEM client key (with --tls-cert)")
 	fs.BoolVar(&k.tlsInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
 	k.pulsar.register(fs)
+	k.nats.register(fs)
+}
+
+// natsFlags are the NATS JetStream driver's flags.
+type natsFlags struct {
+	servers, monitorURLs []string
+	publishTimeout       time.Duration
+	ackTimeout           time.Duration
+	maxPending           int
+}
+
+func (n *natsFlags) register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&n.servers, "servers", nil, "NATS: the servers' client URLs, nats://host:4222[,...]; node N of faults is the N-th")
+	fs.StringSliceVar(&n.monitorURLs, "monitor-urls", nil, "NATS: the servers' monitoring URLs, http://host:8222[,...], in the order of --servers (sync_interval, versions, health)")
+	fs.DurationVar(&n.publishTimeout, "publish-timeout", 30*time.Second, "NATS: longest a message may take from its first send to its ack, retries with the same Nats-Msg-Id included; then its outcome is unknown")
+	fs.DurationVar(&n.ackTimeout, "ack-timeout", 5*time.Second, "NATS: longest one publish attempt waits for its ack before it is retried")
+	fs.IntVar(&n.maxPending, "max-pending", 10000, "NATS: unanswered publishes per producer; one past it is rejected")
+}
+
+func (n *natsFlags) config(fs *pflag.FlagSet, base natsdriver.Config) natsdriver.Config {
+	c := base
+	set := func(name string, apply func()) {
+		if fs.Changed(name) || (name == "servers" && len(c.Servers) == 0) || (name == "monitor-urls" && len(c.MonitorURLs) == 0) {
+			apply()
+		}
+	}
+	set("servers", func() { c.Servers = n.servers })
+	set("monitor-urls", func() { c.MonitorURLs = n.monitorURLs })
+	set("publish-timeout", func() { c.PublishTimeout = n.publishTimeout })
+	set("ack-timeout", func() { c.AckTimeout = n.ackTimeout })
+	set("max-pending", func() { c.MaxPending = n.maxPending })
+	return c
 }
 
 // pulsarFlags are the Pulsar driver's flags.
@@ -156,6 +190,18 @@ func newDriver(name string, fs *pflag.FlagSet, kf *driverFlags, settings json.Ra
 			return nil, nil, err
 		}
 		return d, d.Config(), nil
+	case "nats":
+		var base natsdriver.Config
+		if len(settings) > 0 {
+			if err := json.Unmarshal(settings, &base); err != nil {
+				return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
+			}
+		}
+		d, err := natsdriver.New(kf.nats.config(fs, base))
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Config(), nil
 	}
-	return nil, nil, fmt.Errorf("--driver %q: the drivers are: kafka, pulsar", name)
+	return nil, nil, fmt.Errorf("--driver %q: the drivers are: kafka, pulsar, nats", name)
 }

@@ -48,7 +48,7 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
 			}
 			defer d.Close()
 			defer rf.nodesClose()
-			fmt.Fprintf(cmd.OutOrStdout(), "scenario %s: %s\n", sc.Name(rf.kf.acks), sc.Expect(rf.kf.acks))
+			fmt.Fprintf(cmd.OutOrStdout(), "scenario %s: %s\n", sc.Name(d.Name(), rf.kf.acks), sc.Expect(d.Name(), rf.kf.acks))
 			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err

@@ -16,9 +16,11 @@ type openedNodes struct {
 	brokers []string // client addresses, if the source knows them
 	// serviceURL and adminURL reach a local Pulsar standalone.
 	serviceURL, adminURL, bookieURL string
-	broker                          string // broker kind
-	notes                           []string
-	close                           func()
+	// natsServers and natsMonitors reach a local NATS cluster.
+	natsServers, natsMonitors []string
+	broker                    string // broker kind
+	notes                     []string
+	close                     func()
 }
 
 // openNodes reaches the cluster a FaultSource names: a local cluster
@@ -31,7 +33,7 @@ func openNodes(ctx context.Context, src runner.FaultSource, acceptUnknown bool) 
 	case src.ClusterDir != "":
 		switch cluster.Kind(src.ClusterDir) {
 		case "":
-			return nil, fmt.Errorf("--cluster-dir %s holds no cluster: start one with `ackcheck cluster kafka up --dir %s` (or cluster pulsar up)", src.ClusterDir, src.ClusterDir)
+			return nil, fmt.Errorf("--cluster-dir %s holds no cluster: start one with `ackcheck cluster kafka up --dir %s` (or cluster pulsar|nats up)", src.ClusterDir, src.ClusterDir)
 		case "pulsar":
 			p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: src.ClusterDir})
 			if err != nil {
@@ -39,6 +41,13 @@ func openNodes(ctx context.Context, src runner.FaultSource, acceptUnknown bool) 
 			}
 			return &openedNodes{nodes: faults.Local{Cluster: p}, serviceURL: p.ServiceURL(), adminURL: p.AdminURL(), bookieURL: p.BookieHTTPURL(),
 				broker: "pulsar", close: func() {}}, nil
+		case "nats":
+			n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: src.ClusterDir})
+			if err != nil {
+				return nil, err
+			}
+			return &openedNodes{nodes: faults.Local{Cluster: n}, natsServers: n.Servers(), natsMonitors: n.MonitorURLs(),
+				broker: "nats", close: func() {}}, nil
 		}
 		k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: src.ClusterDir})
 		if err != nil {

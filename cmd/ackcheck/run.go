@@ -61,7 +61,7 @@ type runFlags struct {
 
 func (r *runFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&r.driverName, "driver", "kafka", "broker driver: kafka or pulsar")
+	f.StringVar(&r.driverName, "driver", "kafka", "broker driver: kafka, pulsar or nats")
 	r.kf.register(f)
 	r.cf.register(cmd)
 	f.StringVar(&r.topic.Name, "topic", "ackcheck", "topic to write; created if missing, used as it is if it exists")
@@ -133,6 +133,12 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		}
 		if !cmd.Flags().Changed("bookie-http-url") && opened.bookieURL != "" {
 			r.kf.pulsar.bookieHTTPURL = opened.bookieURL
+		}
+		if !cmd.Flags().Changed("servers") && len(opened.natsServers) > 0 {
+			r.kf.nats.servers = opened.natsServers
+		}
+		if !cmd.Flags().Changed("monitor-urls") && len(opened.natsMonitors) > 0 {
+			r.kf.nats.monitorURLs = opened.natsMonitors
 		}
 	}
 	needsNodes := false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -18,71 +17,10 @@ import (
 // partition holds nothing more (HasNext). Partitions are read at once;
 // fn is called from this goroutine only.
 func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
-	idle := spec.IdleTimeout
-	if idle <= 0 {
-		idle = 60 * time.Second
-	}
-	rep := drivers.ReadReport{Partitions: map[int32]drivers.PartitionRead{}}
-	parts := make([]int32, 0, len(spec.From))
-	for p := range spec.From {
-		parts = append(parts, p)
-	}
-	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	type item struct {
-		part int32
-		rec  drivers.Record
-		end  *drivers.PartitionRead // set on the partition's last item
-		err  error
-	}
-	ch := make(chan item, 1024)
-	for _, p := range parts {
-		from := spec.From[p]
-		to, bounded := spec.To[p]
-		if spec.To == nil {
-			bounded = false
-		}
-		go func() {
-			pr := drivers.PartitionRead{Next: from, Target: to}
-			if !bounded {
-				pr.Target = -1
-			}
-			err := d.readPartition(ctx, spec.Topic, p, from, to, bounded, idle, &pr, func(r drivers.Record) bool {
-				select {
-				case ch <- item{part: p, rec: r}:
-					return true
-				case <-ctx.Done():
-					return false
-				}
-			})
-			select {
-			case ch <- item{part: p, end: &pr, err: err}:
-			case <-ctx.Done():
-			}
-		}()
-	}
-	var firstErr error
-	for left := len(parts); left > 0; {
-		select {
-		case <-ctx.Done():
-			return rep, ctx.Err()
-		case it := <-ch:
-			if it.end != nil {
-				rep.Partitions[it.part] = *it.end
-				if it.err != nil && firstErr == nil {
-					firstErr = it.err
-				}
-				left--
-				continue
-			}
-			if err := fn(it.rec); err != nil {
-				return rep, err
-			}
-		}
-	}
-	return rep, firstErr
+	idle := spec.Idle()
+	return drivers.ReadPartitions(ctx, spec, func(ctx context.Context, p int32, from, to int64, bounded bool, pr *drivers.PartitionRead, send func(drivers.Record) bool) error {
+		return d.readPartition(ctx, spec.Topic, p, from, to, bounded, idle, pr, send)
+	}, fn)
 }
 
 // readPartition delivers partition p's records in [from, to) to send.

@@ -1,0 +1,440 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// NATSVersion is the nats-server a local NATS cluster runs, built from the
+// Go module proxy.
+const NATSVersion = "v2.15.2"
+
+// NATSOptions configure a local NATS JetStream cluster.
+//
+// Layout of Dir:
+//
+//	cluster.json         what `up` created (ports, sync setting, lazyfs)
+//	node<N>/nats.conf    node N's configuration
+//	node<N>/data/        its JetStream store_dir (a lazyfs mount with LazyFS)
+//	node<N>/nats.log     its output
+//	node<N>/pid          its PID
+//
+// Node N listens on 127.0.0.1: clients at BasePort+N-1, routes at
+// BasePort+100+N-1, monitoring at BasePort+200+N-1.
+type NATSOptions struct {
+	Dir      string
+	Nodes    int    // default 3
+	BasePort int    // default 24222
+	CacheDir string // where nats-server is built; default ~/.cache/ackcheck
+	// SyncAlways sets jetstream { sync_interval: always }: every write is
+	// fsynced before it counts. Default: the server's (fsync every 2 min).
+	SyncAlways bool
+	// LazyFS puts each node's store_dir on ackcheck lazyfs (power-loss).
+	LazyFS       bool
+	LazyFSBinary string
+}
+
+// NATS is a local NATS JetStream cluster. Every process it stops is one it
+// started, found by its pid file and its command line.
+type NATS struct {
+	opts NATSOptions
+}
+
+type natsFile struct {
+	Kind       string `json:"kind"`
+	Version    string `json:"version"`
+	Nodes      int    `json:"nodes"`
+	BasePort   int    `json:"base_port"`
+	CacheDir   string `json:"cache_dir"`
+	SyncAlways bool   `json:"sync_always"`
+	LazyFS     bool   `json:"lazyfs,omitempty"`
+	LazyFSBin  string `json:"lazyfs_binary,omitempty"`
+}
+
+// OpenNATS opens the cluster in opts.Dir; what cluster.json recorded wins
+// over opts.
+func OpenNATS(opts NATSOptions) (*NATS, error) {
+	dir, data, err := readClusterJSON(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
+	if data != nil {
+		var nf natsFile
+		if err := json.Unmarshal(data, &nf); err != nil || nf.Kind != "nats" {
+			return nil, fmt.Errorf("%s holds no NATS cluster (cluster.json: kind %q, %v)", dir, nf.Kind, err)
+		}
+		opts.Nodes, opts.BasePort, opts.SyncAlways, opts.LazyFS = nf.Nodes, nf.BasePort, nf.SyncAlways, nf.LazyFS
+		if opts.CacheDir == "" {
+			opts.CacheDir = nf.CacheDir
+		}
+		if opts.LazyFSBinary == "" {
+			opts.LazyFSBinary = nf.LazyFSBin
+		}
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	if opts.BasePort == 0 {
+		opts.BasePort = 24222
+	}
+	if opts.CacheDir == "" {
+		ko := KafkaOptions{}
+		ko.defaults()
+		opts.CacheDir = ko.CacheDir
+	}
+	if opts.Nodes < 1 || opts.Nodes > 9 {
+		return nil, fmt.Errorf("--nodes %d: give 1 to 9", opts.Nodes)
+	}
+	return &NATS{opts: opts}, nil
+}
+
+// Dir is the cluster's directory.
+func (n *NATS) Dir() string { return n.opts.Dir }
+
+// SyncAlways reports whether the servers fsync every write.
+func (n *NATS) SyncAlways() bool { return n.opts.SyncAlways }
+
+// LazyFS reports whether the store dirs are on lazyfs.
+func (n *NATS) LazyFS() bool { return n.opts.LazyFS }
+
+// Nodes implements faults.LocalCluster.
+func (n *NATS) Nodes() []int32 {
+	ids := make([]int32, n.opts.Nodes)
+	for i := range ids {
+		ids[i] = int32(i + 1)
+	}
+	return ids
+}
+
+func (n *NATS) port(id int32, offset int) int { return n.opts.BasePort + offset + int(id) - 1 }
+
+// Servers are the client URLs, in node order.
+func (n *NATS) Servers() []string {
+	var out []string
+	for _, id := range n.Nodes() {
+		out = append(out, fmt.Sprintf("nats://127.0.0.1:%d", n.port(id, 0)))
+	}
+	return out
+}
+
+// MonitorURLs are the monitoring endpoints, in node order.
+func (n *NATS) MonitorURLs() []string {
+	var out []string
+	for _, id := range n.Nodes() {
+		out = append(out, fmt.Sprintf("http://127.0.0.1:%d", n.port(id, 200)))
+	}
+	return out
+}
+
+func (n *NATS) nodeDir(id int32) string  { return filepath.Join(n.opts.Dir, fmt.Sprintf("node%d", id)) }
+func (n *NATS) confFile(id int32) string { return filepath.Join(n.nodeDir(id), "nats.conf") }
+func (n *NATS) pidFile(id int32) string  { return filepath.Join(n.nodeDir(id), "pid") }
+
+// DataDir is node id's JetStream store_dir.
+func (n *NATS) DataDir(id int32) string { return filepath.Join(n.nodeDir(id), "data") }
+
+// LogFile is node id's output.
+func (n *NATS) LogFile(id int32) string { return filepath.Join(n.nodeDir(id), "nats.log") }
+
+// Binary is the nats-server this cluster runs.
+func (n *NATS) Binary() string {
+	return filepath.Join(n.opts.CacheDir, "nats-server-"+NATSVersion, "nats-server")
+}
+
+// Fetch builds nats-server from the Go module proxy, once per version.
+func (n *NATS) Fetch(ctx context.Context) error {
+	bin := n.Binary()
+	if out, err := exec.CommandContext(ctx, bin, "--version").Output(); err == nil &&
+		strings.Contains(string(out), strings.TrimPrefix(NATSVersion, "v")) {
+		return nil
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return errors.New("go not found: ackcheck builds nats-server from the Go module proxy with `go install`; install Go")
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "install", "github.com/nats-io/nats-server/v2@"+NATSVersion)
+	cmd.Dir = filepath.Dir(bin) // outside any module: only the version named counts
+	cmd.Env = append(os.Environ(), "GOBIN="+filepath.Dir(bin), "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build nats-server %s with go install: %w\n%s", NATSVersion, err, tail(out, 2000))
+	}
+	return nil
+}
+
+// mount is node id's lazyfs mount; nil when the cluster has none.
+func (n *NATS) mount(id int32) *lazyMount {
+	if !n.opts.LazyFS {
+		return nil
+	}
+	return &lazyMount{id: id, nodeDir: n.nodeDir(id), dataDir: n.DataDir(id), binary: n.opts.LazyFSBinary,
+		upCmd: "ackcheck cluster nats up --dir " + n.opts.Dir}
+}
+
+// conf is node id's configuration.
+func (n *NATS) conf(id int32) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "server_name: %q\nlisten: \"127.0.0.1:%d\"\nhttp: \"127.0.0.1:%d\"\n", fmt.Sprintf("n%d", id), n.port(id, 0), n.port(id, 200))
+	fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n  max_memory_store: 268435456\n  max_file_store: 8589934592\n", n.DataDir(id))
+	if n.opts.SyncAlways {
+		b.WriteString("  sync_interval: always\n")
+	}
+	b.WriteString("}\n")
+	if n.opts.Nodes > 1 {
+		var routes []string
+		for _, r := range n.Nodes() {
+			routes = append(routes, fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", n.port(r, 100))))
+		}
+		fmt.Fprintf(&b, "cluster {\n  name: \"ackcheck\"\n  listen: \"127.0.0.1:%d\"\n  routes: [%s]\n}\n", n.port(id, 100), strings.Join(routes, ", "))
+	}
+	return b.String()
+}
+
+// Up builds nats-server if needed, writes a new cluster (once), and starts
+// every node that is not running. It returns when every node's /healthz
+// answers ok.
+func (n *NATS) Up(ctx context.Context) error {
+	if err := n.Fetch(ctx); err != nil {
+		return err
+	}
+	if err := n.create(); err != nil {
+		return err
+	}
+	for _, id := range n.Nodes() {
+		if m := n.mount(id); m != nil {
+			if err := m.start(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for _, id := range n.Nodes() {
+		if pid, _ := n.PID(id); pid != 0 {
+			continue
+		}
+		if err := n.StartNode(ctx, id); err != nil {
+			return err
+		}
+	}
+	return n.WaitReady(ctx, 90*time.Second)
+}
+
+// create writes the cluster's files, if the directory holds none yet.
+func (n *NATS) create() error {
+	meta := filepath.Join(n.opts.Dir, "cluster.json")
+	if _, err := os.Stat(meta); err == nil {
+		return nil
+	}
+	for _, id := range n.Nodes() {
+		for _, off := range []int{0, 100, 200} {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", n.port(id, off)))
+			if err != nil {
+				return fmt.Errorf("port %d is taken: stop what uses it or pass another --base-port", n.port(id, off))
+			}
+			l.Close()
+		}
+	}
+	if n.opts.LazyFS && n.opts.LazyFSBinary == "" {
+		var err error
+		if n.opts.LazyFSBinary, err = lazyBinary(); err != nil {
+			return err
+		}
+	}
+	for _, id := range n.Nodes() {
+		if err := os.MkdirAll(n.DataDir(id), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(n.confFile(id), []byte(n.conf(id)), 0o644); err != nil {
+			return err
+		}
+	}
+	nf := natsFile{Kind: "nats", Version: NATSVersion, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
+		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary}
+	data, _ := json.MarshalIndent(nf, "", "  ")
+	return os.WriteFile(meta, data, 0o644)
+}
+
+// marker is what node id's command line holds: its configuration file.
+func (n *NATS) marker(id int32) string { return "-c\x00" + n.confFile(id) + "\x00" }
+
+// StartNode starts node id on its existing store, detached, and records
+// its PID. It does not wait for the node to be ready.
+func (n *NATS) StartNode(ctx context.Context, id int32) error {
+	if id < 1 || int(id) > n.opts.Nodes {
+		return fmt.Errorf("node %d: the cluster has nodes 1..%d", id, n.opts.Nodes)
+	}
+	if pid, _ := n.PID(id); pid != 0 {
+		return fmt.Errorf("node %d already runs as PID %d", id, pid)
+	}
+	if m := n.mount(id); m != nil {
+		if err := m.check(ctx); err != nil {
+			return err
+		}
+	}
+	logf, err := os.OpenFile(n.LogFile(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(n.Binary(), "-c", n.confFile(id))
+	cmd.Dir = n.nodeDir(id)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start node %d: %w", id, err)
+	}
+	go cmd.Wait()
+	return os.WriteFile(n.pidFile(id), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+}
+
+// PID is node id's running nats-server, 0 if it does not run.
+func (n *NATS) PID(id int32) (int, error) { return pidFrom(n.pidFile(id), n.marker(id)) }
+
+// Signal sends sig to node id. It fails if the node does not run.
+func (n *NATS) Signal(id int32, sig syscall.Signal) (int, error) {
+	pid, err := n.PID(id)
+	if err != nil {
+		return 0, err
+	}
+	if pid == 0 {
+		return 0, fmt.Errorf("node %d does not run", id)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return pid, fmt.Errorf("signal %v to node %d (PID %d): %w", sig, id, pid, err)
+	}
+	return pid, nil
+}
+
+// StopNode stops node id with SIGTERM, SIGKILL after grace, and waits for
+// it to be gone.
+func (n *NATS) StopNode(ctx context.Context, id int32, grace time.Duration) error {
+	pid, err := n.PID(id)
+	if err != nil || pid == 0 {
+		return err
+	}
+	return stopProcess(ctx, pid, n.marker(id), grace)
+}
+
+// Down stops every node, then unmounts their lazyfs store dirs, if any.
+func (n *NATS) Down(ctx context.Context) error {
+	var errs []error
+	for _, id := range n.Nodes() {
+		errs = append(errs, n.StopNode(ctx, id, 30*time.Second))
+	}
+	for _, id := range n.Nodes() {
+		if m := n.mount(id); m != nil {
+			errs = append(errs, m.stop(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Healthy asks node id's /healthz: ok once its JetStream is current.
+func (n *NATS) Healthy(ctx context.Context, id int32) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.port(id, 200)), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	body.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/healthz: %s %s", resp.Status, strings.TrimSpace(body.String()))
+	}
+	return nil
+}
+
+// WaitReady returns once every node is healthy, or with what the log of a
+// node that died or stayed unhealthy says.
+func (n *NATS) WaitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, id := range n.Nodes() {
+		for {
+			if pid, _ := n.PID(id); pid == 0 {
+				data, _ := os.ReadFile(n.LogFile(id))
+				return fmt.Errorf("node %d does not run; the end of %s says:\n%s", id, n.LogFile(id), tail(data, 2000))
+			}
+			err := n.Healthy(ctx, id)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("node %d not healthy within %s (%v); see %s", id, timeout, err, n.LogFile(id))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// DataDirInode implements faults.LocalCluster.
+func (n *NATS) DataDirInode(id int32) (uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(n.DataDir(id), &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// LoseUnsynced makes node id's store lose every write not fsynced. The
+// node must be dead.
+func (n *NATS) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+	pid, err := n.PID(id)
+	if err != nil {
+		return "", err
+	}
+	return loseUnsynced(ctx, n.mount(id), n.opts.Dir, pid)
+}
+
+// NATSNodeStatus is one node as Status sees it.
+type NATSNodeStatus struct {
+	ID        int32  `json:"id"`
+	PID       int    `json:"pid"`
+	Server    string `json:"server"`
+	Monitor   string `json:"monitor"`
+	Healthy   bool   `json:"healthy"`
+	Health    string `json:"health,omitempty"`
+	LazyFSPID int    `json:"lazyfs_pid,omitempty"`
+}
+
+// Status reports each node's PID, addresses and health.
+func (n *NATS) Status(ctx context.Context) []NATSNodeStatus {
+	var out []NATSNodeStatus
+	servers, mons := n.Servers(), n.MonitorURLs()
+	for i, id := range n.Nodes() {
+		pid, _ := n.PID(id)
+		s := NATSNodeStatus{ID: id, PID: pid, Server: servers[i], Monitor: mons[i]}
+		if pid != 0 {
+			if err := n.Healthy(ctx, id); err != nil {
+				s.Health = err.Error()
+			} else {
+				s.Healthy = true
+			}
+		}
+		if m := n.mount(id); m != nil {
+			s.LazyFSPID = m.pid()
+		}
+		out = append(out, s)
+	}
+	return out
+}

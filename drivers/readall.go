@@ -1,0 +1,87 @@
+package drivers
+
+import (
+	"context"
+	"sort"
+	"time"
+)
+
+// Idle is spec.IdleTimeout, or its default of 60s.
+func (spec ReadSpec) Idle() time.Duration {
+	if spec.IdleTimeout <= 0 {
+		return 60 * time.Second
+	}
+	return spec.IdleTimeout
+}
+
+// PartitionReader reads one partition for ReadPartitions: the records at
+// offsets in [from, to) (from on, when !bounded), in offset order, each
+// handed to send, which answers false once the read must stop. It records
+// how far it got in pr (Records, Next, Complete, Note) and returns an
+// error only when the read failed.
+type PartitionReader func(ctx context.Context, p int32, from, to int64, bounded bool, pr *PartitionRead, send func(Record) bool) error
+
+// ReadPartitions implements Driver.Read for drivers that read each
+// partition on its own: it runs read for every partition of spec.From at
+// once and calls fn from the calling goroutine only. A partition's
+// records reach fn in the order read sends them.
+func ReadPartitions(ctx context.Context, spec ReadSpec, read PartitionReader, fn func(Record) error) (ReadReport, error) {
+	rep := ReadReport{Partitions: map[int32]PartitionRead{}}
+	parts := make([]int32, 0, len(spec.From))
+	for p := range spec.From {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	type item struct {
+		part int32
+		rec  Record
+		end  *PartitionRead // set on the partition's last item
+		err  error
+	}
+	ch := make(chan item, 1024)
+	for _, p := range parts {
+		from := spec.From[p]
+		to, bounded := spec.To[p]
+		go func() {
+			pr := PartitionRead{Next: from, Target: to}
+			if !bounded {
+				pr.Target = -1
+			}
+			err := read(ctx, p, from, to, bounded, &pr, func(r Record) bool {
+				select {
+				case ch <- item{part: p, rec: r}:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			})
+			select {
+			case ch <- item{part: p, end: &pr, err: err}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	var firstErr error
+	for left := len(parts); left > 0; {
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case it := <-ch:
+			if it.end != nil {
+				rep.Partitions[it.part] = *it.end
+				if it.err != nil && firstErr == nil {
+					firstErr = it.err
+				}
+				left--
+				continue
+			}
+			if err := fn(it.rec); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, firstErr
+}
