@@ -33,6 +33,7 @@ type lazyMount struct {
 	dataDir string // the mountpoint
 	binary  string // the ackcheck binary that serves it
 	upCmd   string // the command that mounts it again, for error messages
+	entries string // lazyfs --entries mode; "" for its default (strict)
 }
 
 func (m lazyMount) backing() string { return filepath.Join(m.nodeDir, "data.backing") }
@@ -70,7 +71,11 @@ func (m lazyMount) start(ctx context.Context) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(m.binary, "lazyfs", "mount", "--backing", m.backing(), "--mountpoint", m.dataDir, "--control", m.socket())
+	args := []string{"lazyfs", "mount", "--backing", m.backing(), "--mountpoint", m.dataDir, "--control", m.socket()}
+	if m.entries != "" {
+		args = append(args, "--entries", m.entries)
+	}
+	cmd := exec.Command(m.binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -133,6 +138,9 @@ func (m lazyMount) lose(ctx context.Context) (string, error) {
 	l := r.Loss
 	s := fmt.Sprintf("%d files cut back to their last fsync (%d bytes dropped, %d bytes of overwritten pages restored), %d directory changes undone",
 		l.FilesRestored, l.BytesDropped, l.BytesRestored, l.EntriesUndone)
+	if l.EntriesSuperseded > 0 {
+		s += fmt.Sprintf(" (%d more implied by later durable ones)", l.EntriesSuperseded)
+	}
 	if l.OpenHandles > 0 {
 		s += fmt.Sprintf("; %d files were still open", l.OpenHandles)
 	}

@@ -44,6 +44,9 @@ type NATSOptions struct {
 	// LazyFS puts each node's store_dir on ackcheck lazyfs (power-loss).
 	LazyFS       bool
 	LazyFSBinary string
+	// LazyFSEntries is the mounts' directory-entry mode (lazyfs.EntriesStrict
+	// or lazyfs.EntriesJournal); "" is lazyfs's default, strict.
+	LazyFSEntries string
 }
 
 // NATS is a local NATS JetStream cluster. Every process it stops is one it
@@ -61,6 +64,7 @@ type natsFile struct {
 	SyncAlways bool   `json:"sync_always"`
 	LazyFS     bool   `json:"lazyfs,omitempty"`
 	LazyFSBin  string `json:"lazyfs_binary,omitempty"`
+	LazyFSMode string `json:"lazyfs_entries,omitempty"`
 }
 
 // OpenNATS opens the cluster in opts.Dir; what cluster.json recorded wins
@@ -83,6 +87,7 @@ func OpenNATS(opts NATSOptions) (*NATS, error) {
 		if opts.LazyFSBinary == "" {
 			opts.LazyFSBinary = nf.LazyFSBin
 		}
+		opts.LazyFSEntries = nf.LazyFSMode
 	}
 	if opts.Nodes == 0 {
 		opts.Nodes = 3
@@ -94,6 +99,9 @@ func OpenNATS(opts NATSOptions) (*NATS, error) {
 		ko := KafkaOptions{}
 		ko.defaults()
 		opts.CacheDir = ko.CacheDir
+	}
+	if opts.LazyFSEntries != "" && opts.LazyFSEntries != "strict" && opts.LazyFSEntries != "journal" {
+		return nil, fmt.Errorf("--lazyfs-entries %q: use strict or journal", opts.LazyFSEntries)
 	}
 	if opts.Nodes < 1 || opts.Nodes > 9 {
 		return nil, fmt.Errorf("--nodes %d: give 1 to 9", opts.Nodes)
@@ -182,7 +190,7 @@ func (n *NATS) mount(id int32) *lazyMount {
 		return nil
 	}
 	return &lazyMount{id: id, nodeDir: n.nodeDir(id), dataDir: n.DataDir(id), binary: n.opts.LazyFSBinary,
-		upCmd: "ackcheck cluster nats up --dir " + n.opts.Dir}
+		upCmd: "ackcheck cluster nats up --dir " + n.opts.Dir, entries: n.opts.LazyFSEntries}
 }
 
 // conf is node id's configuration.
@@ -262,7 +270,7 @@ func (n *NATS) create() error {
 		}
 	}
 	nf := natsFile{Kind: "nats", Version: NATSVersion, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
-		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary}
+		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary, LazyFSMode: n.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(nf, "", "  ")
 	return os.WriteFile(meta, data, 0o644)
 }

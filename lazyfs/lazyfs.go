@@ -300,14 +300,18 @@ func (l *FS) Status() Status {
 
 // LossReport is what a loss undid.
 type LossReport struct {
-	At               time.Time `json:"at"`
-	FilesRestored    int       `json:"files_restored"`
-	BytesDropped     int64     `json:"bytes_dropped"`  // cut off past the synced size
-	BytesRestored    int64     `json:"bytes_restored"` // overwritten pages put back
-	EntriesUndone    int       `json:"entries_undone"` // directory changes rolled back
-	UndoFailures     []string  `json:"undo_failures"`  // changes that could not be undone
-	OpenHandles      int       `json:"open_handles"`   // files still open at the loss
-	WaitedForCloseMs int64     `json:"waited_for_close_ms"`
+	At            time.Time `json:"at"`
+	FilesRestored int       `json:"files_restored"`
+	BytesDropped  int64     `json:"bytes_dropped"`  // cut off past the synced size
+	BytesRestored int64     `json:"bytes_restored"` // overwritten pages put back
+	EntriesUndone int       `json:"entries_undone"` // directory changes rolled back
+	// EntriesSuperseded: pending changes whose path a later, durable change
+	// took away (an entry in a directory since removed or renamed
+	// durably). The durable change implies them; they stay.
+	EntriesSuperseded int      `json:"entries_superseded"`
+	UndoFailures      []string `json:"undo_failures"` // changes that could not be undone
+	OpenHandles       int      `json:"open_handles"`  // files still open at the loss
+	WaitedForCloseMs  int64    `json:"waited_for_close_ms"`
 }
 
 // Lose loses every unsynced write and directory change. It first waits up
@@ -347,9 +351,12 @@ func (l *FS) Lose(waitClosed time.Duration) LossReport {
 		rep.BytesRestored += restored
 	}
 	for i := len(entries) - 1; i >= 0; i-- {
-		if err := l.undo(entries[i]); err != nil {
+		switch err := l.undo(entries[i]); {
+		case errors.Is(err, errSuperseded):
+			rep.EntriesSuperseded++
+		case err != nil:
 			rep.UndoFailures = append(rep.UndoFailures, err.Error())
-		} else {
+		default:
 			rep.EntriesUndone++
 		}
 	}
@@ -389,7 +396,36 @@ func (st *fileState) restore() (dropped, restored int64, err error) {
 	return dropped, restored, nil
 }
 
+// errSuperseded: a change could not be undone because a later change,
+// made durable, removed or renamed the directory it was made in.
+var errSuperseded = errors.New("superseded by a later durable change")
+
+// undo rolls one pending change back by its recorded path. Changes are
+// undone newest first, so the path is where the change left things,
+// except when a later change was made durable (and so is not undone)
+// and took the path away: then the change is superseded. That makes the
+// model lenient there (an entry inside a durably renamed directory keeps
+// its content), never harsher than a real filesystem.
 func (l *FS) undo(e entry) error {
+	// What is missing must not be ours: the trash copy of a removed or
+	// replaced entry is always there until its change is settled.
+	trashKept := e.trash == "" || exists(e.trash)
+	err := l.undoPath(e)
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !trashKept {
+		return err
+	}
+	if e.trash != "" {
+		os.RemoveAll(e.trash)
+	}
+	return fmt.Errorf("undo %s of %s: %w", e.kind, e.path, errSuperseded)
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func (l *FS) undoPath(e entry) error {
 	var err error
 	switch e.kind {
 	case "create":

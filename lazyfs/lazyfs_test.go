@@ -102,11 +102,6 @@ func read(t *testing.T, path string) []byte {
 	return b
 }
 
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
-}
-
 func lose(t *testing.T, l *FS) LossReport {
 	t.Helper()
 	rep := l.Lose(time.Second)
@@ -576,5 +571,52 @@ func TestControlSocket(t *testing.T) {
 	cancel()
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A pending change inside a directory whose own removal or rename was made
+// durable afterwards cannot be undone by its path, and need not be: the
+// durable change implies it (a directory is removed only once empty).
+// NATS's meta store does this: unlink old/1.blk, rmdir old, fsync the
+// parent.
+func TestChangesSupersededByDurableParentChange(t *testing.T) {
+	l, mnt := mount(t)
+	old := filepath.Join(mnt, "old")
+	if err := os.Mkdir(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(old, "1.blk"), []byte("block"), true)
+	syncDir(t, old)
+	syncDir(t, mnt)
+	// Pending in old: the unlink. Pending in mnt, then durable: the rmdir.
+	if err := os.Remove(filepath.Join(old, "1.blk")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(old); err != nil {
+		t.Fatal(err)
+	}
+	// A directory renamed durably with a pending entry inside.
+	if err := os.Mkdir(filepath.Join(mnt, "new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, mnt)
+	write(t, filepath.Join(mnt, "new", "2.blk"), []byte("next"), true)
+	if err := os.Rename(filepath.Join(mnt, "new"), filepath.Join(mnt, "msgs")); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, mnt)
+
+	rep := lose(t, l) // fails the test on any undo failure
+	if exists(old) {
+		t.Fatalf("the durable rmdir was undone")
+	}
+	if !exists(filepath.Join(mnt, "msgs")) || exists(filepath.Join(mnt, "new")) {
+		t.Fatalf("the durable rename was undone")
+	}
+	if rep.EntriesSuperseded < 1 {
+		t.Fatalf("report %+v: want the unlink inside the removed directory counted as superseded", rep)
+	}
+	if entries, _ := os.ReadDir(l.trash); len(entries) != 0 {
+		t.Errorf("trash holds %d entries after the loss", len(entries))
 	}
 }

@@ -27,6 +27,8 @@ type FsyncAudit struct {
 	// LossAt is when the power goes out, after the load starts.
 	LossAt   time.Duration
 	Settings []AuditSetting
+	// Broker names the scenario; default kafka.
+	Broker string
 }
 
 // AuditSetting is one durability setting under audit.
@@ -54,6 +56,20 @@ func KafkaFsyncSettings() []AuditSetting {
 	}
 }
 
+// NATSFsyncSettings are NATS JetStream's two answers: the default
+// (jetstream sync_interval 2m: the stores are fsynced every two minutes)
+// and sync_interval: always. The setting is the servers' own and a
+// running server does not change it on reload, so each setting runs on a
+// cluster started with it (cluster nats up --sync always).
+func NATSFsyncSettings() []AuditSetting {
+	return []AuditSetting{
+		{Name: "default", Label: "NATS default (jetstream sync_interval: 2m)", ExpectLoss: true,
+			Why: "NATS documents that JetStream fsyncs its stores every sync_interval (2 minutes by default) and relies on replication meanwhile; an R3 ack means a majority stored the message, not that any fsynced it, so when every server loses power at once, what came since the last sync is lost"},
+		{Name: "always", Label: "jetstream sync_interval: always", ExpectLoss: false,
+			Why: "with sync_interval: always each server fsyncs every write before it counts, so an R3 ack means fsynced on a majority, and a power loss of every server loses nothing acked"},
+	}
+}
+
 // Steps is one setting's schedule: every node loses power at LossAt.
 func (a FsyncAudit) Steps() []faults.Step {
 	return []faults.Step{{At: a.LossAt, Action: faults.PowerLoss, Target: faults.Target{Kind: faults.All}}}
@@ -67,7 +83,13 @@ const steadyStart = time.Second
 func (a FsyncAudit) steadyEnd() time.Duration { return max(a.LossAt-2*time.Second, 2*steadyStart) }
 
 // Name is the scenario's hierarchical name.
-func (a FsyncAudit) Name() string { return "kafka/fsync-audit/power-loss-all" }
+func (a FsyncAudit) Name() string {
+	b := a.Broker
+	if b == "" {
+		b = "kafka"
+	}
+	return b + "/fsync-audit/power-loss-all"
+}
 
 // Validate checks the schedule fits a load of the given duration.
 func (a FsyncAudit) Validate(duration time.Duration) error {

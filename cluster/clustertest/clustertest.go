@@ -100,3 +100,33 @@ func NATS(t *testing.T) *cluster.NATS {
 	}
 	return n
 }
+
+// EnvNATSLazyFS and EnvNATSLazyFSAlways name the directories of two local
+// NATS clusters on lazyfs (journal entries), started with the default
+// jetstream sync_interval and with `--sync always`.
+const (
+	EnvNATSLazyFS       = "ACKCHECK_NATS_LAZYFS_DIR"
+	EnvNATSLazyFSAlways = "ACKCHECK_NATS_LAZYFS_ALWAYS_DIR"
+)
+
+// NATSLazyFS returns the lazyfs cluster in $env, checked to have the
+// sync setting wanted, once every node is healthy; it skips the test when
+// the variable is not set.
+func NATSLazyFS(t *testing.T, env string, syncAlways bool) *cluster.NATS {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skipf("%s not set: start a cluster with `ackcheck cluster nats up --lazyfs --lazyfs-entries journal --base-port P --dir D` (with --sync always for %s) and set it to D", env, EnvNATSLazyFSAlways)
+	}
+	n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.LazyFS() || n.SyncAlways() != syncAlways {
+		t.Fatalf("%s=%s: lazyfs %v, sync always %v; want lazyfs, sync always %v", env, dir, n.LazyFS(), n.SyncAlways(), syncAlways)
+	}
+	if err := n.WaitReady(context.Background(), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -105,6 +105,7 @@ start and stop act on one node (--node).`,
 	cmd.Flags().IntVar(&opts.BasePort, "base-port", 0, "client port of node 1; node N uses base+N-1, its routes base+100+N-1, its monitoring base+200+N-1 (default 24222)")
 	cmd.Flags().StringVar(&sync, "sync", "default", "jetstream sync_interval: default (the server's, 2m) or always (at the first up)")
 	cmd.Flags().BoolVar(&opts.LazyFS, "lazyfs", false, "put each node's store dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
+	cmd.Flags().StringVar(&opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (a directory change is durable only once its directory is fsynced; lazyfs's default) or journal (any fsync commits every change, as ext4 and XFS do)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "status as JSON")
 	cmd.Flags().Int32Var(&node, "node", 0, "the node for start and stop")
 	cmd.MarkFlagRequired("dir")
