@@ -269,10 +269,54 @@ func (n *NATS) create() error {
 			return err
 		}
 	}
+	return n.writeClusterJSON()
+}
+
+// writeClusterJSON records the cluster's options.
+func (n *NATS) writeClusterJSON() error {
 	nf := natsFile{Kind: "nats", Version: NATSVersion, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
 		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary, LazyFSMode: n.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(nf, "", "  ")
-	return os.WriteFile(meta, data, 0o644)
+	return os.WriteFile(filepath.Join(n.opts.Dir, "cluster.json"), data, 0o644)
+}
+
+// SetSyncAlways switches every node's jetstream sync_interval between the
+// server's default and always. A running server does not take it on
+// reload, so the nodes stop cleanly (SIGTERM), their lazyfs mounts, if
+// any, are synced (a clean shutdown keeps everything), the configuration
+// is rewritten, and the nodes start again. It returns once all are
+// healthy. A no-op when the setting is already in force.
+func (n *NATS) SetSyncAlways(ctx context.Context, always bool) error {
+	if n.opts.SyncAlways == always {
+		return nil
+	}
+	for _, id := range n.Nodes() {
+		if err := n.StopNode(ctx, id, 30*time.Second); err != nil {
+			return fmt.Errorf("stop node %d to change sync_interval: %w", id, err)
+		}
+	}
+	for _, id := range n.Nodes() {
+		if m := n.mount(id); m != nil {
+			if err := m.sync(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	n.opts.SyncAlways = always
+	for _, id := range n.Nodes() {
+		if err := os.WriteFile(n.confFile(id), []byte(n.conf(id)), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := n.writeClusterJSON(); err != nil {
+		return err
+	}
+	for _, id := range n.Nodes() {
+		if err := n.StartNode(ctx, id); err != nil {
+			return err
+		}
+	}
+	return n.WaitReady(ctx, 2*time.Minute)
 }
 
 // marker is what node id's command line holds: its configuration file.

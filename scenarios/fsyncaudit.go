@@ -41,6 +41,9 @@ type AuditSetting struct {
 	// fsync, so a power loss of every replica can lose acked messages.
 	ExpectLoss bool   `json:"expect_loss"`
 	Why        string `json:"why"`
+	// Prepare, if set, puts the setting in force before its run (a
+	// server-wide setting: reconfigure and restart the cluster).
+	Prepare func(context.Context) error `json:"-"`
 }
 
 // KafkaFsyncSettings are Kafka's two answers: the default (the log is
@@ -61,11 +64,20 @@ func KafkaFsyncSettings() []AuditSetting {
 // and sync_interval: always. The setting is the servers' own and a
 // running server does not change it on reload, so each setting runs on a
 // cluster started with it (cluster nats up --sync always).
-func NATSFsyncSettings() []AuditSetting {
+//
+// setSyncAlways, if not nil, becomes each setting's Prepare: it switches a
+// cluster to the setting (cluster.NATS.SetSyncAlways).
+func NATSFsyncSettings(setSyncAlways func(context.Context, bool) error) []AuditSetting {
+	prepare := func(always bool) func(context.Context) error {
+		if setSyncAlways == nil {
+			return nil
+		}
+		return func(ctx context.Context) error { return setSyncAlways(ctx, always) }
+	}
 	return []AuditSetting{
-		{Name: "default", Label: "NATS default (jetstream sync_interval: 2m)", ExpectLoss: true,
+		{Name: "default", Label: "NATS default (jetstream sync_interval: 2m)", ExpectLoss: true, Prepare: prepare(false),
 			Why: "NATS documents that JetStream fsyncs its stores every sync_interval (2 minutes by default) and relies on replication meanwhile; an R3 ack means a majority stored the message, not that any fsynced it, so when every server loses power at once, what came since the last sync is lost"},
-		{Name: "always", Label: "jetstream sync_interval: always", ExpectLoss: false,
+		{Name: "always", Label: "jetstream sync_interval: always", ExpectLoss: false, Prepare: prepare(true),
 			Why: "with sync_interval: always each server fsyncs every write before it counts, so an R3 ack means fsynced on a majority, and a power loss of every server loses nothing acked"},
 	}
 }
@@ -192,6 +204,11 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 		cfg.Check.Window = time.Second // fine enough to find the steady state before the loss
 	}
 	logf("== %s: %s -> %s", s.Name, s.Label, cfg.Out)
+	if s.Prepare != nil {
+		if err := s.Prepare(ctx); err != nil {
+			return AuditRow{}, fmt.Errorf("put %s in force: %w", s.Label, err)
+		}
+	}
 	r, err := runner.Run(ctx, cfg)
 	if err != nil {
 		return AuditRow{}, err

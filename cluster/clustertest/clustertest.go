@@ -101,29 +101,25 @@ func NATS(t *testing.T) *cluster.NATS {
 	return n
 }
 
-// EnvNATSLazyFS and EnvNATSLazyFSAlways name the directories of two local
-// NATS clusters on lazyfs (journal entries), started with the default
-// jetstream sync_interval and with `--sync always`.
-const (
-	EnvNATSLazyFS       = "ACKCHECK_NATS_LAZYFS_DIR"
-	EnvNATSLazyFSAlways = "ACKCHECK_NATS_LAZYFS_ALWAYS_DIR"
-)
+// EnvNATSLazyFS names the directory of a local NATS cluster whose store
+// dirs are on lazyfs (`ackcheck cluster nats up --lazyfs --lazyfs-entries
+// journal --base-port 24522 --dir D`).
+const EnvNATSLazyFS = "ACKCHECK_NATS_LAZYFS_DIR"
 
-// NATSLazyFS returns the lazyfs cluster in $env, checked to have the
-// sync setting wanted, once every node is healthy; it skips the test when
-// the variable is not set.
-func NATSLazyFS(t *testing.T, env string, syncAlways bool) *cluster.NATS {
+// NATSLazyFS returns the lazyfs cluster in $ACKCHECK_NATS_LAZYFS_DIR once
+// every node is healthy; it skips the test when the variable is not set.
+func NATSLazyFS(t *testing.T) *cluster.NATS {
 	t.Helper()
-	dir := os.Getenv(env)
+	dir := os.Getenv(EnvNATSLazyFS)
 	if dir == "" {
-		t.Skipf("%s not set: start a cluster with `ackcheck cluster nats up --lazyfs --lazyfs-entries journal --base-port P --dir D` (with --sync always for %s) and set it to D", env, EnvNATSLazyFSAlways)
+		t.Skip(EnvNATSLazyFS + " not set: start a cluster with `ackcheck cluster nats up --lazyfs --lazyfs-entries journal --base-port 24522 --dir D` and set it to D")
 	}
 	n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !n.LazyFS() || n.SyncAlways() != syncAlways {
-		t.Fatalf("%s=%s: lazyfs %v, sync always %v; want lazyfs, sync always %v", env, dir, n.LazyFS(), n.SyncAlways(), syncAlways)
+	if !n.LazyFS() {
+		t.Fatalf("%s=%s is a cluster without lazyfs", EnvNATSLazyFS, dir)
 	}
 	if err := n.WaitReady(context.Background(), 2*time.Minute); err != nil {
 		t.Fatal(err)

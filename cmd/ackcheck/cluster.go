@@ -34,7 +34,8 @@ starts the nodes on 127.0.0.1 with their own ports, store dirs, logs and PID
 files under --dir. It returns once every node's /healthz answers ok.
 --sync always sets jetstream { sync_interval: always } (every write fsynced
 before it counts); the default is the server's own (fsync every 2 minutes).
-A running server does not change it on reload: it is fixed at the first up.
+A running server does not change it on reload: up --sync on an existing
+cluster switches it with a clean restart of every node.
 With --lazyfs, each store dir is served by ackcheck lazyfs (FUSE), which the
 power-loss fault uses to drop what the node had not fsynced.
 down stops exactly the PIDs in --dir (SIGTERM, then SIGKILL after 30s).
@@ -59,6 +60,12 @@ start and stop act on one node (--node).`,
 				fmt.Fprintf(out, "starting nats-server %s in %s ...\n", cluster.NATSVersion, n.Dir())
 				if err := n.Up(cmd.Context()); err != nil {
 					return err
+				}
+				if cmd.Flags().Changed("sync") && n.SyncAlways() != (sync == "always") {
+					fmt.Fprintf(out, "switching sync_interval to %s (a clean restart of every node) ...\n", sync)
+					if err := n.SetSyncAlways(cmd.Context(), sync == "always"); err != nil {
+						return err
+					}
 				}
 				fmt.Fprintf(out, "ready: --driver nats --servers %s --monitor-urls %s\n", strings.Join(n.Servers(), ","), strings.Join(n.MonitorURLs(), ","))
 			case "down":
@@ -103,7 +110,7 @@ start and stop act on one node (--node).`,
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "cluster directory (required)")
 	cmd.Flags().IntVar(&opts.Nodes, "nodes", 0, "nodes (default 3; fixed at the first up)")
 	cmd.Flags().IntVar(&opts.BasePort, "base-port", 0, "client port of node 1; node N uses base+N-1, its routes base+100+N-1, its monitoring base+200+N-1 (default 24222)")
-	cmd.Flags().StringVar(&sync, "sync", "default", "jetstream sync_interval: default (the server's, 2m) or always (at the first up)")
+	cmd.Flags().StringVar(&sync, "sync", "default", "jetstream sync_interval: default (the server's, 2m) or always; on an existing cluster, switched by a clean restart")
 	cmd.Flags().BoolVar(&opts.LazyFS, "lazyfs", false, "put each node's store dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
 	cmd.Flags().StringVar(&opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (a directory change is durable only once its directory is fsynced; lazyfs's default) or journal (any fsync commits every change, as ext4 and XFS do)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "status as JSON")

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -20,9 +23,12 @@ func newFsyncAuditCmd() *cobra.Command {
 		Use:   "fsync-audit",
 		Short: "Run the same load under each fsync setting with a power loss of every node; compare loss and latency",
 		Long: `fsync-audit answers "does an ack mean fsynced on the replicas, or held in
-memory?" by measurement. The same load runs once per setting, Kafka's
-default (no fsync per message) and flush.messages=1, each on a topic of its
-own. At --loss-at every node loses power at once: ackcheck lazyfs drops
+memory?" by measurement. The same load runs once per setting, each on a
+topic of its own: for Kafka its default (no fsync per message) and
+flush.messages=1; for NATS JetStream (--driver nats) the servers' default
+sync_interval (2m) and sync_interval: always, switched on the local
+cluster by a clean restart between the runs (the setting found is put
+back at the end). At --loss-at every node loses power at once: ackcheck lazyfs drops
 every write the node had not fsynced and the broker is SIGKILLed at that
 instant, then restarted on what its disk kept. Every acked message is read
 back.
@@ -33,11 +39,14 @@ without acks, publish and end-to-end latency before the loss and over the
 whole run, and for each setting what an ack meant (read from the cluster)
 and whether the measurement agrees with the documentation.
 
-The cluster's data dirs must be on lazyfs: ackcheck cluster kafka up --lazyfs.
+The cluster's data dirs must be on lazyfs: ackcheck cluster kafka up --lazyfs
+(or cluster nats up --lazyfs --lazyfs-entries journal).
 Exit status 1 only when a setting whose acks mean fsynced lost an acked
 message; the default setting losing messages is the expected finding.`,
 		Example: `  ackcheck cluster kafka up --dir /tmp/kl --lazyfs --base-port 29291
-  ackcheck fsync-audit --cluster-dir /tmp/kl --rate 500 --duration 30s --loss-at 10s --out runs/audit`,
+  ackcheck fsync-audit --cluster-dir /tmp/kl --rate 500 --duration 30s --loss-at 10s --out runs/audit
+  ackcheck cluster nats up --dir /tmp/nl --lazyfs --lazyfs-entries journal --base-port 24522
+  ackcheck fsync-audit --driver nats --cluster-dir /tmp/nl --partitions 3 --rate 300 --duration 20s --out runs/nats-audit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if rf.clusterDir == "" && rf.clusterFile == "" {
@@ -50,11 +59,40 @@ message; the default setting losing messages is the expected finding.`,
 				rf.topic.Name = "fsync-audit-" + time.Now().UTC().Format("20060102t150405")
 			}
 			audit := scenarios.FsyncAudit{Topic: rf.topic.Name, LossAt: lossAt, Settings: scenarios.KafkaFsyncSettings()}
+			var restore func()
+			switch strings.ToLower(rf.driverName) {
+			case "kafka":
+				if rf.kf.acks != "all" && rf.kf.acks != "-1" {
+					return fmt.Errorf("the audit compares fsync settings under acks=all; --acks %s would measure replication instead", rf.kf.acks)
+				}
+			case "nats":
+				// sync_interval is the servers' own setting: the audit
+				// switches the local cluster between settings, and puts
+				// back the one it found when it ends, however it ends.
+				if rf.clusterDir == "" || cluster.Kind(rf.clusterDir) != "nats" {
+					return fmt.Errorf("the NATS audit switches the servers' sync_interval, which needs a local cluster: --cluster-dir of `ackcheck cluster nats up --lazyfs --lazyfs-entries journal --dir D`")
+				}
+				n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: rf.clusterDir})
+				if err != nil {
+					return err
+				}
+				audit.Settings, audit.Broker = scenarios.NATSFsyncSettings(n.SetSyncAlways), "nats"
+				was := n.SyncAlways()
+				restore = func() {
+					if n.SyncAlways() == was {
+						return
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "putting sync_interval back to %s (a clean restart of every node) ...\n", map[bool]string{true: "always", false: "default"}[was])
+					if err := n.SetSyncAlways(context.WithoutCancel(cmd.Context()), was); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "could not put sync_interval back: %v; run `ackcheck cluster nats up --dir %s --sync %s`\n",
+							err, rf.clusterDir, map[bool]string{true: "always", false: "default"}[was])
+					}
+				}
+			default:
+				return fmt.Errorf("--driver %s: the audit knows the fsync settings of kafka (flush.messages) and nats (sync_interval)", rf.driverName)
+			}
 			if err := audit.Validate(rf.lc.Duration); err != nil {
 				return err
-			}
-			if rf.kf.acks != "all" && rf.kf.acks != "-1" {
-				return fmt.Errorf("the audit compares fsync settings under acks=all; --acks %s would measure replication instead", rf.kf.acks)
 			}
 			if _, err := os.Stat(rf.out); err == nil {
 				return fmt.Errorf("--out %s exists: choose a new directory", rf.out)
@@ -65,6 +103,9 @@ message; the default setting losing messages is the expected finding.`,
 			}
 			defer d.Close()
 			defer rf.nodesClose()
+			if restore != nil {
+				defer restore()
+			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "scenario %s: power loss of every node at %s\n", audit.Name(), lossAt)
 			res, err := audit.Run(cmd.Context(), cfg, func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) })

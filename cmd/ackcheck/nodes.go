@@ -67,6 +67,10 @@ func openNodes(ctx context.Context, src runner.FaultSource, acceptUnknown bool) 
 		if o.broker == "" {
 			o.broker = "kafka"
 		}
+		if o.broker == "nats" {
+			// A NATS cluster file's brokers are its servers' client URLs.
+			o.brokers, o.natsServers = nil, cf.Brokers
+		}
 		for _, a := range accepted {
 			o.notes = append(o.notes, "SSH host key of "+a+" was accepted without being in known_hosts (--accept-unknown-host-keys)")
 		}
