@@ -33,6 +33,11 @@
 //     never synced disappears in a loss, its data with it.
 //   - Sync (the control command) makes everything durable, as a clean
 //     shutdown of the machine would.
+//   - A pending change whose path a later change took away, when that
+//     later change was made durable (an unlink inside a directory whose
+//     removal is durable; an entry inside a directory renamed durably),
+//     stays: the durable change implies it. Lenient in the rename case,
+//     where a real filesystem could lose the inner entry.
 //
 // What it does not model: torn writes (a page is lost or kept whole, never
 // half), reordering of writes within one fsync interval (a loss drops all
