@@ -29,7 +29,8 @@ type PulsarOptions struct {
 	//	<dir>/cluster.json         kind, ports, version
 	//	<dir>/standalone.conf      broker and bookie settings
 	//	<dir>/log4j2.properties
-	//	<dir>/data/                metadata (RocksDB) and bookie data
+	//	<dir>/data/                metadata (RocksDB) and bookie data (a
+	//	                           lazyfs mount with LazyFS, over data.backing)
 	//	<dir>/pulsar.log           stdout and stderr of the JVM
 	//	<dir>/pid                  the PID of the running JVM
 	Dir string
@@ -43,9 +44,14 @@ type PulsarOptions struct {
 	// HeapMB is the JVM heap (default 1024).
 	HeapMB int
 	// JournalSyncData is the bookie's journalSyncData: true (Pulsar's
-	// default) fsyncs the journal before a write is acknowledged. Fixed
-	// when the standalone is created.
+	// default) fsyncs the journal before a write is acknowledged. Set when
+	// the standalone is created; SetJournalSyncData switches it.
 	JournalSyncData *bool
+	// LazyFS puts the data dir on ackcheck lazyfs (power-loss), with
+	// LazyFSEntries as its directory-entry mode ("" for strict).
+	LazyFS        bool
+	LazyFSBinary  string
+	LazyFSEntries string
 }
 
 // Pulsar is a local Apache Pulsar standalone: broker, bookie and metadata
@@ -63,6 +69,9 @@ type pulsarFile struct {
 	HeapMB          int    `json:"heap_mb"`
 	CacheDir        string `json:"cache_dir"`
 	JournalSyncData bool   `json:"journal_sync_data"`
+	LazyFS          bool   `json:"lazyfs,omitempty"`
+	LazyFSBin       string `json:"lazyfs_binary,omitempty"`
+	LazyFSMode      string `json:"lazyfs_entries,omitempty"`
 }
 
 // Kind reads which local cluster a directory holds: "kafka", "pulsar",
@@ -97,6 +106,10 @@ func OpenPulsar(opts PulsarOptions) (*Pulsar, error) {
 		}
 		opts.BrokerPort, opts.WebPort, opts.BookiePort, opts.HeapMB = pf.BrokerPort, pf.WebPort, pf.BookiePort, pf.HeapMB
 		opts.JournalSyncData = &pf.JournalSyncData
+		opts.LazyFS, opts.LazyFSEntries = pf.LazyFS, pf.LazyFSMode
+		if opts.LazyFSBinary == "" {
+			opts.LazyFSBinary = pf.LazyFSBin
+		}
 		if opts.CacheDir == "" {
 			opts.CacheDir = pf.CacheDir
 		}
@@ -261,18 +274,38 @@ func (p *Pulsar) Up(ctx context.Context) error {
 	if _, err := exec.LookPath("java"); err != nil {
 		return errors.New("java not found: install Java 17 to run Apache Pulsar")
 	}
-	if err := p.create(); err != nil {
+	if err := p.create(ctx); err != nil {
 		return err
+	}
+	if m := p.mount(); m != nil {
+		if err := m.start(ctx); err != nil {
+			return err
+		}
 	}
 	if pid, _ := p.PID(1); pid == 0 {
 		if err := p.StartNode(ctx, 1); err != nil {
 			return err
 		}
 	}
-	return p.WaitReady(ctx, 3*time.Minute)
+	if err := p.WaitReady(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	return p.syncStarted(ctx)
 }
 
-func (p *Pulsar) create() error {
+// syncStarted makes what the standalone wrote while starting durable, as
+// on a machine that has run for a while since: on lazyfs nothing becomes
+// durable without an fsync, and BookKeeper writes its cookie without one,
+// so a power loss right after the first start would leave a bookie that
+// cannot start at all. A power loss is meant to test the run's writes.
+func (p *Pulsar) syncStarted(ctx context.Context) error {
+	if m := p.mount(); m != nil {
+		return m.sync(ctx)
+	}
+	return nil
+}
+
+func (p *Pulsar) create(ctx context.Context) error {
 	meta := filepath.Join(p.opts.Dir, "cluster.json")
 	if _, err := os.Stat(meta); err == nil {
 		return nil
@@ -284,6 +317,17 @@ func (p *Pulsar) create() error {
 		}
 		l.Close()
 	}
+	if p.opts.LazyFS && p.opts.LazyFSBinary == "" {
+		var err error
+		if p.opts.LazyFSBinary, err = lazyBinary(); err != nil {
+			return err
+		}
+	}
+	if m := p.mount(); m != nil {
+		if err := m.start(ctx); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(p.DataDir(), 0o755); err != nil {
 		return err
 	}
@@ -293,10 +337,64 @@ func (p *Pulsar) create() error {
 	if err := os.WriteFile(filepath.Join(p.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644); err != nil {
 		return err
 	}
+	return p.writeClusterJSON()
+}
+
+// writeClusterJSON records the standalone's options.
+func (p *Pulsar) writeClusterJSON() error {
 	pf := pulsarFile{Kind: "pulsar", Version: PulsarVersion, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
-		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData}
+		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData,
+		LazyFS: p.opts.LazyFS, LazyFSBin: p.opts.LazyFSBinary, LazyFSMode: p.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(pf, "", "  ")
-	return os.WriteFile(meta, data, 0o644)
+	return os.WriteFile(filepath.Join(p.opts.Dir, "cluster.json"), data, 0o644)
+}
+
+// mount is the data dir's lazyfs mount; nil when the standalone has none.
+func (p *Pulsar) mount() *lazyMount {
+	if !p.opts.LazyFS {
+		return nil
+	}
+	return &lazyMount{id: 1, nodeDir: p.opts.Dir, dataDir: p.DataDir(), binary: p.opts.LazyFSBinary,
+		upCmd: "ackcheck cluster pulsar up --dir " + p.opts.Dir, entries: p.opts.LazyFSEntries}
+}
+
+// LazyFS reports whether the data dir is on lazyfs.
+func (p *Pulsar) LazyFS() bool { return p.opts.LazyFS }
+
+// JournalSyncData reports the bookie's journalSyncData.
+func (p *Pulsar) JournalSyncData() bool { return *p.opts.JournalSyncData }
+
+// SetJournalSyncData switches the bookie's journalSyncData: the standalone
+// stops cleanly, its lazyfs mount, if any, is synced (a clean shutdown
+// keeps everything), standalone.conf is rewritten, and it starts again.
+// It returns once the broker passes its health check. A no-op when the
+// setting is already in force.
+func (p *Pulsar) SetJournalSyncData(ctx context.Context, sync bool) error {
+	if *p.opts.JournalSyncData == sync {
+		return nil
+	}
+	if err := p.StopNode(ctx, 1, 60*time.Second); err != nil {
+		return fmt.Errorf("stop the standalone to change journalSyncData: %w", err)
+	}
+	if m := p.mount(); m != nil {
+		if err := m.sync(ctx); err != nil {
+			return err
+		}
+	}
+	p.opts.JournalSyncData = &sync
+	if err := os.WriteFile(p.confFile(), []byte(p.standaloneConf()), 0o644); err != nil {
+		return err
+	}
+	if err := p.writeClusterJSON(); err != nil {
+		return err
+	}
+	if err := p.StartNode(ctx, 1); err != nil {
+		return err
+	}
+	if err := p.WaitReady(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	return p.syncStarted(ctx)
 }
 
 // StartNode starts the standalone on its existing data, detached, and
@@ -307,6 +405,11 @@ func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
 	}
 	if pid, _ := p.PID(1); pid != 0 {
 		return fmt.Errorf("the standalone already runs as PID %d", pid)
+	}
+	if m := p.mount(); m != nil {
+		if err := m.check(ctx); err != nil {
+			return err
+		}
 	}
 	logf, err := os.OpenFile(p.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -369,7 +472,15 @@ func (p *Pulsar) StopNode(ctx context.Context, id int32, grace time.Duration) er
 }
 
 // Down stops the standalone.
-func (p *Pulsar) Down(ctx context.Context) error { return p.StopNode(ctx, 1, 60*time.Second) }
+func (p *Pulsar) Down(ctx context.Context) error {
+	if err := p.StopNode(ctx, 1, 60*time.Second); err != nil {
+		return err
+	}
+	if m := p.mount(); m != nil {
+		return m.stop(ctx)
+	}
+	return nil
+}
 
 // Healthy reports whether the broker passes its own health check (it
 // writes and reads a message through the bookie).
@@ -422,10 +533,14 @@ func (p *Pulsar) DataDirInode(int32) (uint64, error) {
 	return st.Ino, nil
 }
 
-// LoseUnsynced is not supported: the standalone's data dir is not on
-// lazyfs.
-func (p *Pulsar) LoseUnsynced(context.Context, int32) (string, error) {
-	return "", errors.New("the Pulsar standalone's data dir is not on lazyfs: power-loss is not supported for it yet")
+// LoseUnsynced makes the data dir lose every write not fsynced (a
+// standalone created with LazyFS). The standalone must be dead.
+func (p *Pulsar) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+	pid, err := p.PID(id)
+	if err != nil {
+		return "", err
+	}
+	return loseUnsynced(ctx, p.mount(), p.opts.Dir, pid)
 }
 
 // PulsarStatus is the standalone as Status sees it.
@@ -435,12 +550,16 @@ type PulsarStatus struct {
 	AdminURL   string `json:"admin_url"`
 	Healthy    bool   `json:"healthy"`
 	Health     string `json:"health,omitempty"`
+	LazyFSPID  int    `json:"lazyfs_pid,omitempty"`
 }
 
 // Status reports the PID, addresses and health.
 func (p *Pulsar) Status(ctx context.Context) PulsarStatus {
 	pid, _ := p.PID(1)
 	s := PulsarStatus{PID: pid, ServiceURL: p.ServiceURL(), AdminURL: p.AdminURL()}
+	if m := p.mount(); m != nil {
+		s.LazyFSPID = m.pid()
+	}
 	if pid != 0 {
 		if err := p.Healthy(ctx); err != nil {
 			s.Health = err.Error()

@@ -82,6 +82,26 @@ func NATSFsyncSettings(setSyncAlways func(context.Context, bool) error) []AuditS
 	}
 }
 
+// PulsarFsyncSettings are the bookie's two answers: journalSyncData=false
+// (the journal is written, and fsynced only by the bookie's periodic
+// flush) and Pulsar's default, journalSyncData=true. It is the bookie's
+// own setting, so each setting's Prepare, when setJournalSyncData is not
+// nil, switches the standalone (cluster.Pulsar.SetJournalSyncData).
+func PulsarFsyncSettings(setJournalSyncData func(context.Context, bool) error) []AuditSetting {
+	prepare := func(sync bool) func(context.Context) error {
+		if setJournalSyncData == nil {
+			return nil
+		}
+		return func(ctx context.Context) error { return setJournalSyncData(ctx, sync) }
+	}
+	return []AuditSetting{
+		{Name: "nosync", Label: "journalSyncData=false", ExpectLoss: true, Prepare: prepare(false),
+			Why: "BookKeeper documents journalSyncData=false as acknowledging an entry once it is written to the journal, before fsync; a power loss of the bookies in the ack quorum loses what the journal had not flushed yet"},
+		{Name: "default", Label: "Pulsar default (journalSyncData=true)", ExpectLoss: false, Prepare: prepare(true),
+			Why: "with journalSyncData=true (the default) a bookie fsyncs its journal before it acknowledges an entry, so an ack means fsynced on the ack quorum, and a power loss loses nothing acked"},
+	}
+}
+
 // Steps is one setting's schedule: every node loses power at LossAt.
 func (a FsyncAudit) Steps() []faults.Step {
 	return []faults.Step{{At: a.LossAt, Action: faults.PowerLoss, Target: faults.Target{Kind: faults.All}}}

@@ -126,3 +126,30 @@ func NATSLazyFS(t *testing.T) *cluster.NATS {
 	}
 	return n
 }
+
+// EnvPulsarLazyFS names the directory of a local Pulsar standalone whose
+// data dir is on lazyfs (`ackcheck cluster pulsar up --lazyfs
+// --lazyfs-entries journal --broker-port 26750 --web-port 28180
+// --bookie-port 23281 --dir D`).
+const EnvPulsarLazyFS = "ACKCHECK_PULSAR_LAZYFS_DIR"
+
+// PulsarLazyFS returns the standalone in $ACKCHECK_PULSAR_LAZYFS_DIR once it
+// passes its health check, or skips the test when the variable is not set.
+func PulsarLazyFS(t *testing.T) *cluster.Pulsar {
+	t.Helper()
+	dir := os.Getenv(EnvPulsarLazyFS)
+	if dir == "" {
+		t.Skip(EnvPulsarLazyFS + " not set: start one with `ackcheck cluster pulsar up --lazyfs --lazyfs-entries journal --broker-port 26750 --web-port 28180 --bookie-port 23281 --dir D` and set it to D")
+	}
+	p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.LazyFS() {
+		t.Fatalf("%s=%s is a standalone without lazyfs", EnvPulsarLazyFS, dir)
+	}
+	if err := p.WaitReady(context.Background(), 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

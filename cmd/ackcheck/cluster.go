@@ -137,6 +137,9 @@ down stops exactly the PID in --dir (SIGTERM, then SIGKILL after 60s).`,
 			if cmd.Flags().Changed("journal-sync-data") {
 				opts.JournalSyncData = &journalSync
 			}
+			if opts.LazyFSEntries != "" && opts.LazyFSEntries != "strict" && opts.LazyFSEntries != "journal" {
+				return fmt.Errorf("--lazyfs-entries %q: use strict or journal", opts.LazyFSEntries)
+			}
 			p, err := cluster.OpenPulsar(opts)
 			if err != nil {
 				return err
@@ -147,6 +150,12 @@ down stops exactly the PID in --dir (SIGTERM, then SIGKILL after 60s).`,
 				fmt.Fprintf(out, "starting Pulsar %s standalone in %s ...\n", cluster.PulsarVersion, p.Dir())
 				if err := p.Up(cmd.Context()); err != nil {
 					return err
+				}
+				if cmd.Flags().Changed("journal-sync-data") && p.JournalSyncData() != journalSync {
+					fmt.Fprintf(out, "switching journalSyncData to %v (a clean restart) ...\n", journalSync)
+					if err := p.SetJournalSyncData(cmd.Context(), journalSync); err != nil {
+						return err
+					}
 				}
 				fmt.Fprintf(out, "ready: --driver pulsar --service-url %s --admin-url %s --bookie-http-url %s\n", p.ServiceURL(), p.AdminURL(), p.BookieHTTPURL())
 			case "down":
@@ -173,7 +182,14 @@ down stops exactly the PID in --dir (SIGTERM, then SIGKILL after 60s).`,
 			if st.PID != 0 {
 				pid = fmt.Sprint(st.PID)
 			}
-			fmt.Fprintf(out, "pid %s  %s  %s  healthy %v %s\n", pid, st.ServiceURL, st.AdminURL, st.Healthy, st.Health)
+			lazy := ""
+			if p.LazyFS() {
+				lazy = "  lazyfs pid -"
+				if st.LazyFSPID != 0 {
+					lazy = fmt.Sprintf("  lazyfs pid %d", st.LazyFSPID)
+				}
+			}
+			fmt.Fprintf(out, "pid %s  %s  %s  healthy %v %s%s\n", pid, st.ServiceURL, st.AdminURL, st.Healthy, st.Health, lazy)
 			return nil
 		},
 	}
@@ -182,7 +198,9 @@ down stops exactly the PID in --dir (SIGTERM, then SIGKILL after 60s).`,
 	cmd.Flags().IntVar(&opts.WebPort, "web-port", 0, "admin and web port (default 28080)")
 	cmd.Flags().IntVar(&opts.BookiePort, "bookie-port", 0, "bookie port (default 23181)")
 	cmd.Flags().IntVar(&opts.HeapMB, "heap-mb", 0, "JVM heap in MiB (default 1024)")
-	cmd.Flags().BoolVar(&journalSync, "journal-sync-data", true, "bookie journalSyncData: fsync the journal before acking (at the first up)")
+	cmd.Flags().BoolVar(&journalSync, "journal-sync-data", true, "bookie journalSyncData: fsync the journal before acking; on an existing standalone, switched by a clean restart")
+	cmd.Flags().BoolVar(&opts.LazyFS, "lazyfs", false, "put the data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
+	cmd.Flags().StringVar(&opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "status as JSON")
 	cmd.MarkFlagRequired("dir")
 	return cmd

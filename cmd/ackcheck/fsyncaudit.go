@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,9 +27,10 @@ func newFsyncAuditCmd() *cobra.Command {
 memory?" by measurement. The same load runs once per setting, each on a
 topic of its own: for Kafka its default (no fsync per message) and
 flush.messages=1; for NATS JetStream (--driver nats) the servers' default
-sync_interval (2m) and sync_interval: always, switched on the local
-cluster by a clean restart between the runs (the setting found is put
-back at the end). At --loss-at every node loses power at once: ackcheck lazyfs drops
+sync_interval (2m) and sync_interval: always; for Pulsar (--driver
+pulsar) the bookie's journalSyncData=false and true. NATS and Pulsar
+settings are switched on the local cluster by a clean restart between the
+runs, and the setting found is put back at the end. At --loss-at every node loses power at once: ackcheck lazyfs drops
 every write the node had not fsynced and the broker is SIGKILLed at that
 instant, then restarted on what its disk kept. Every acked message is read
 back.
@@ -40,7 +42,7 @@ whole run, and for each setting what an ack meant (read from the cluster)
 and whether the measurement agrees with the documentation.
 
 The cluster's data dirs must be on lazyfs: ackcheck cluster kafka up --lazyfs
-(or cluster nats up --lazyfs --lazyfs-entries journal).
+(or cluster nats|pulsar up --lazyfs --lazyfs-entries journal).
 Exit status 1 only when a setting whose acks mean fsynced lost an acked
 message; the default setting losing messages is the expected finding.`,
 		Example: `  ackcheck cluster kafka up --dir /tmp/kl --lazyfs --base-port 29291
@@ -65,31 +67,27 @@ message; the default setting losing messages is the expected finding.`,
 				if rf.kf.acks != "all" && rf.kf.acks != "-1" {
 					return fmt.Errorf("the audit compares fsync settings under acks=all; --acks %s would measure replication instead", rf.kf.acks)
 				}
-			case "nats":
-				// sync_interval is the servers' own setting: the audit
+			case "nats", "pulsar":
+				// Their fsync setting is the servers' own: the audit
 				// switches the local cluster between settings, and puts
 				// back the one it found when it ends, however it ends.
-				if rf.clusterDir == "" || cluster.Kind(rf.clusterDir) != "nats" {
-					return fmt.Errorf("the NATS audit switches the servers' sync_interval, which needs a local cluster: --cluster-dir of `ackcheck cluster nats up --lazyfs --lazyfs-entries journal --dir D`")
-				}
-				n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: rf.clusterDir})
+				sw, err := openSwitch(strings.ToLower(rf.driverName), rf.clusterDir)
 				if err != nil {
 					return err
 				}
-				audit.Settings, audit.Broker = scenarios.NATSFsyncSettings(n.SetSyncAlways), "nats"
-				was := n.SyncAlways()
+				audit.Settings, audit.Broker = sw.settings(sw.set), strings.ToLower(rf.driverName)
+				was := sw.get()
 				restore = func() {
-					if n.SyncAlways() == was {
+					if sw.get() == was {
 						return
 					}
-					fmt.Fprintf(cmd.OutOrStdout(), "putting sync_interval back to %s (a clean restart of every node) ...\n", map[bool]string{true: "always", false: "default"}[was])
-					if err := n.SetSyncAlways(context.WithoutCancel(cmd.Context()), was); err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "could not put sync_interval back: %v; run `ackcheck cluster nats up --dir %s --sync %s`\n",
-							err, rf.clusterDir, map[bool]string{true: "always", false: "default"}[was])
+					fmt.Fprintf(cmd.OutOrStdout(), "putting %s back to %s (a clean restart) ...\n", sw.name, sw.value(was))
+					if err := sw.set(context.WithoutCancel(cmd.Context()), was); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "could not put %s back: %v; run `%s`\n", sw.name, err, sw.fix(was))
 					}
 				}
 			default:
-				return fmt.Errorf("--driver %s: the audit knows the fsync settings of kafka (flush.messages) and nats (sync_interval)", rf.driverName)
+				return fmt.Errorf("--driver %s: the audit knows the fsync settings of kafka (flush.messages), nats (sync_interval) and pulsar (journalSyncData)", rf.driverName)
 			}
 			if err := audit.Validate(rf.lc.Duration); err != nil {
 				return err
@@ -129,4 +127,43 @@ message; the default setting losing messages is the expected finding.`,
 	cmd.Flags().DurationVar(&lossAt, "loss-at", 0, "when every node loses power, after the load starts (default: a third of --duration)")
 	cmd.Flags().Lookup("duration").DefValue = "60s"
 	return cmd
+}
+
+// settingSwitch is a server-wide fsync setting of a local cluster that
+// the audit switches by restarting it.
+type settingSwitch struct {
+	name     string // as the broker names it
+	get      func() bool
+	set      func(context.Context, bool) error
+	value    func(bool) string                                                // the setting's value for on/off
+	fix      func(bool) string                                                // the command that puts it back by hand
+	settings func(func(context.Context, bool) error) []scenarios.AuditSetting // the audit's settings, switched by set
+}
+
+// openSwitch opens the local cluster in dir, which must be of kind.
+func openSwitch(kind, dir string) (*settingSwitch, error) {
+	if dir == "" || cluster.Kind(dir) != kind {
+		return nil, fmt.Errorf("the %s audit switches the servers' own fsync setting, which needs a local cluster: --cluster-dir of `ackcheck cluster %s up --lazyfs --lazyfs-entries journal --dir D`", kind, kind)
+	}
+	if kind == "nats" {
+		n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: dir})
+		if err != nil {
+			return nil, err
+		}
+		value := func(on bool) string { return map[bool]string{true: "always", false: "default"}[on] }
+		return &settingSwitch{name: "sync_interval", get: n.SyncAlways, set: n.SetSyncAlways, value: value,
+			fix: func(on bool) string {
+				return fmt.Sprintf("ackcheck cluster nats up --dir %s --sync %s", dir, value(on))
+			},
+			settings: scenarios.NATSFsyncSettings}, nil
+	}
+	p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: dir})
+	if err != nil {
+		return nil, err
+	}
+	return &settingSwitch{name: "journalSyncData", get: p.JournalSyncData, set: p.SetJournalSyncData, value: strconv.FormatBool,
+		fix: func(on bool) string {
+			return fmt.Sprintf("ackcheck cluster pulsar up --dir %s --journal-sync-data=%v", dir, on)
+		},
+		settings: scenarios.PulsarFsyncSettings}, nil
 }
