@@ -394,24 +394,10 @@ func (k *Kafka) StartNode(ctx context.Context, id int32) error {
 			return err
 		}
 	}
-	logf, err := os.OpenFile(k.LogFile(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	heap := fmt.Sprintf("%dm", k.opts.HeapMB)
 	cmd := k.java(context.WithoutCancel(ctx), "-Xms"+heap, "-Xmx"+heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
 		"-Djava.awt.headless=true", "kafka.Kafka", k.propsFile(id))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start node %d: %w", id, err)
-	}
-	pid := cmd.Process.Pid
-	// Reap the child when it exits, if this process still runs then, so
-	// that it does not linger as a zombie that kill(pid, 0) reports alive.
-	go cmd.Wait()
-	return os.WriteFile(k.pidFile(id), []byte(strconv.Itoa(pid)+"\n"), 0o644)
+	return startDetached(cmd, k.LogFile(id), k.pidFile(id), fmt.Sprintf("node %d", id))
 }
 
 // PID returns node id's running JVM, or 0 if it does not run. A pid file
@@ -420,27 +406,13 @@ func (k *Kafka) PID(id int32) (int, error) { return pidFrom(k.pidFile(id), k.pro
 
 // Signal sends sig to node id's JVM. It fails if the node does not run.
 func (k *Kafka) Signal(id int32, sig syscall.Signal) (int, error) {
-	pid, err := k.PID(id)
-	if err != nil {
-		return 0, err
-	}
-	if pid == 0 {
-		return 0, fmt.Errorf("node %d does not run", id)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return pid, fmt.Errorf("signal %v to node %d (PID %d): %w", sig, id, pid, err)
-	}
-	return pid, nil
+	return signalPIDFile(k.pidFile(id), k.propsFile(id), fmt.Sprintf("node %d", id), sig)
 }
 
 // StopNode stops node id with SIGTERM (a clean shutdown), and SIGKILL if
 // it has not exited after grace. It waits for the process to be gone.
 func (k *Kafka) StopNode(ctx context.Context, id int32, grace time.Duration) error {
-	pid, err := k.PID(id)
-	if err != nil || pid == 0 {
-		return err
-	}
-	return stopProcess(ctx, pid, k.propsFile(id), grace)
+	return stopPIDFile(ctx, k.pidFile(id), k.propsFile(id), grace)
 }
 
 // Down stops every node (SIGTERM, then SIGKILL after 30s), then the

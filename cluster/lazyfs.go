@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ackcheck/ackcheck/lazyfs"
@@ -66,23 +64,11 @@ func (m lazyMount) start(ctx context.Context) error {
 			return err
 		}
 	}
-	logf, err := os.OpenFile(m.logFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	args := []string{"lazyfs", "mount", "--backing", m.backing(), "--mountpoint", m.dataDir, "--control", m.socket()}
 	if m.entries != "" {
 		args = append(args, "--entries", m.entries)
 	}
-	cmd := exec.Command(m.binary, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start lazyfs for node %d: %w", m.id, err)
-	}
-	go cmd.Wait()
-	if err := os.WriteFile(m.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+	if err := startDetached(exec.Command(m.binary, args...), m.logFile(), m.pidFile(), fmt.Sprintf("lazyfs for node %d", m.id)); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(15 * time.Second)
@@ -119,10 +105,8 @@ func (m lazyMount) check(ctx context.Context) error {
 // stop unmounts the data dir (SIGTERM to its lazyfs), and clears the dead
 // mount a killed lazyfs leaves.
 func (m lazyMount) stop(ctx context.Context) error {
-	if pid := m.pid(); pid != 0 {
-		if err := stopProcess(ctx, pid, m.marker(), 15*time.Second); err != nil {
-			return err
-		}
+	if err := stopPIDFile(ctx, m.pidFile(), m.marker(), 15*time.Second); err != nil {
+		return err
 	}
 	return lazyfs.ClearDeadMount(m.dataDir)
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -336,20 +335,9 @@ func (n *NATS) StartNode(ctx context.Context, id int32) error {
 			return err
 		}
 	}
-	logf, err := os.OpenFile(n.LogFile(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	cmd := exec.Command(n.Binary(), "-c", n.confFile(id))
 	cmd.Dir = n.nodeDir(id)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start node %d: %w", id, err)
-	}
-	go cmd.Wait()
-	return os.WriteFile(n.pidFile(id), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+	return startDetached(cmd, n.LogFile(id), n.pidFile(id), fmt.Sprintf("node %d", id))
 }
 
 // PID is node id's running nats-server, 0 if it does not run.
@@ -357,27 +345,13 @@ func (n *NATS) PID(id int32) (int, error) { return pidFrom(n.pidFile(id), n.mark
 
 // Signal sends sig to node id. It fails if the node does not run.
 func (n *NATS) Signal(id int32, sig syscall.Signal) (int, error) {
-	pid, err := n.PID(id)
-	if err != nil {
-		return 0, err
-	}
-	if pid == 0 {
-		return 0, fmt.Errorf("node %d does not run", id)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return pid, fmt.Errorf("signal %v to node %d (PID %d): %w", sig, id, pid, err)
-	}
-	return pid, nil
+	return signalPIDFile(n.pidFile(id), n.marker(id), fmt.Sprintf("node %d", id), sig)
 }
 
 // StopNode stops node id with SIGTERM, SIGKILL after grace, and waits for
 // it to be gone.
 func (n *NATS) StopNode(ctx context.Context, id int32, grace time.Duration) error {
-	pid, err := n.PID(id)
-	if err != nil || pid == 0 {
-		return err
-	}
-	return stopProcess(ctx, pid, n.marker(id), grace)
+	return stopPIDFile(ctx, n.pidFile(id), n.marker(id), grace)
 }
 
 // Down stops every node, then unmounts their lazyfs store dirs, if any.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -88,4 +89,50 @@ func stopProcess(ctx context.Context, pid int, marker string, grace time.Duratio
 		}
 	}
 	return nil
+}
+
+// startDetached starts cmd in a session of its own (a Ctrl-C to ackcheck
+// does not reach it) with its output appended to logFile, and records its
+// PID in pidFile. The child is reaped when it exits, if this process
+// still runs then, so that it never lingers as a zombie. what names it in
+// errors.
+func startDetached(cmd *exec.Cmd, logFile, pidFile, what string) error {
+	logf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", what, err)
+	}
+	go cmd.Wait()
+	return os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+}
+
+// signalPIDFile sends sig to the process in pidFile that runs as marker,
+// and fails if there is none. what names it in errors.
+func signalPIDFile(pidFile, marker, what string, sig syscall.Signal) (int, error) {
+	pid, err := pidFrom(pidFile, marker)
+	if err != nil {
+		return 0, err
+	}
+	if pid == 0 {
+		return 0, fmt.Errorf("%s does not run", what)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return pid, fmt.Errorf("signal %v to %s (PID %d): %w", sig, what, pid, err)
+	}
+	return pid, nil
+}
+
+// stopPIDFile stops the process in pidFile that runs as marker, if there
+// is one (stopProcess).
+func stopPIDFile(ctx context.Context, pidFile, marker string, grace time.Duration) error {
+	pid, err := pidFrom(pidFile, marker)
+	if err != nil || pid == 0 {
+		return err
+	}
+	return stopProcess(ctx, pid, marker, grace)
 }

@@ -411,11 +411,6 @@ func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
 			return err
 		}
 	}
-	logf, err := os.OpenFile(p.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	heap := fmt.Sprintf("%dm", p.opts.HeapMB)
 	args := []string{"-cp", filepath.Join(p.libDir(), "*"), "-Xms" + heap, "-Xmx" + heap, "-XX:+UseG1GC",
 		"-XX:MaxDirectMemorySize=1g", "-Djava.awt.headless=true",
@@ -431,13 +426,7 @@ func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
 	}
 	cmd := exec.Command("java", args...)
 	cmd.Dir = p.opts.Dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the Pulsar standalone: %w", err)
-	}
-	go cmd.Wait()
-	return os.WriteFile(p.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+	return startDetached(cmd, p.LogFile(), p.pidFile(), "the Pulsar standalone")
 }
 
 // PID returns the standalone's JVM, or 0 if it does not run. Only a
@@ -448,27 +437,13 @@ func (p *Pulsar) marker() string { return "-Dpulsar.standalone.dir=" + p.opts.Di
 
 // Signal sends sig to the standalone's JVM.
 func (p *Pulsar) Signal(id int32, sig syscall.Signal) (int, error) {
-	pid, err := p.PID(id)
-	if err != nil {
-		return 0, err
-	}
-	if pid == 0 {
-		return 0, errors.New("the Pulsar standalone does not run")
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return pid, fmt.Errorf("signal %v to the standalone (PID %d): %w", sig, pid, err)
-	}
-	return pid, nil
+	return signalPIDFile(p.pidFile(), p.marker(), "the Pulsar standalone", sig)
 }
 
 // StopNode stops the standalone with SIGTERM, SIGKILL after grace, and
 // waits for it to be gone.
 func (p *Pulsar) StopNode(ctx context.Context, id int32, grace time.Duration) error {
-	pid, err := p.PID(id)
-	if err != nil || pid == 0 {
-		return err
-	}
-	return stopProcess(ctx, pid, p.marker(), grace)
+	return stopPIDFile(ctx, p.pidFile(), p.marker(), grace)
 }
 
 // Down stops the standalone.
