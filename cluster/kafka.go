@@ -301,20 +301,8 @@ func (k *Kafka) Up(ctx context.Context) error {
 	if err := k.create(ctx); err != nil {
 		return err
 	}
-	for _, id := range k.Nodes() {
-		if m := k.mount(id); m != nil {
-			if err := m.start(ctx); err != nil {
-				return err
-			}
-		}
-	}
-	for _, id := range k.Nodes() {
-		if pid, _ := k.PID(id); pid != 0 {
-			continue
-		}
-		if err := k.StartNode(ctx, id); err != nil {
-			return err
-		}
+	if err := startNodes(ctx, k); err != nil {
+		return err
 	}
 	return k.WaitReady(ctx, 90*time.Second)
 }
@@ -417,18 +405,7 @@ func (k *Kafka) StopNode(ctx context.Context, id int32, grace time.Duration) err
 
 // Down stops every node (SIGTERM, then SIGKILL after 30s), then the
 // lazyfs mounts under them, if any.
-func (k *Kafka) Down(ctx context.Context) error {
-	var errs []error
-	for _, id := range k.Nodes() {
-		errs = append(errs, k.StopNode(ctx, id, 30*time.Second))
-	}
-	for _, id := range k.Nodes() {
-		if m := k.mount(id); m != nil {
-			errs = append(errs, m.stop(ctx))
-		}
-	}
-	return errors.Join(errs...)
-}
+func (k *Kafka) Down(ctx context.Context) error { return stopNodes(ctx, k, 30*time.Second) }
 
 // NodeStatus is one node as Status sees it.
 type NodeStatus struct {

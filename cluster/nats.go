@@ -221,20 +221,8 @@ func (n *NATS) Up(ctx context.Context) error {
 	if err := n.create(); err != nil {
 		return err
 	}
-	for _, id := range n.Nodes() {
-		if m := n.mount(id); m != nil {
-			if err := m.start(ctx); err != nil {
-				return err
-			}
-		}
-	}
-	for _, id := range n.Nodes() {
-		if pid, _ := n.PID(id); pid != 0 {
-			continue
-		}
-		if err := n.StartNode(ctx, id); err != nil {
-			return err
-		}
+	if err := startNodes(ctx, n); err != nil {
+		return err
 	}
 	return n.WaitReady(ctx, 90*time.Second)
 }
@@ -355,18 +343,7 @@ func (n *NATS) StopNode(ctx context.Context, id int32, grace time.Duration) erro
 }
 
 // Down stops every node, then unmounts their lazyfs store dirs, if any.
-func (n *NATS) Down(ctx context.Context) error {
-	var errs []error
-	for _, id := range n.Nodes() {
-		errs = append(errs, n.StopNode(ctx, id, 30*time.Second))
-	}
-	for _, id := range n.Nodes() {
-		if m := n.mount(id); m != nil {
-			errs = append(errs, m.stop(ctx))
-		}
-	}
-	return errors.Join(errs...)
-}
+func (n *NATS) Down(ctx context.Context) error { return stopNodes(ctx, n, 30*time.Second) }
 
 // Healthy asks node id's /healthz: ok once its JetStream is current.
 func (n *NATS) Healthy(ctx context.Context, id int32) error {

@@ -136,3 +136,52 @@ func stopPIDFile(ctx context.Context, pidFile, marker string, grace time.Duratio
 	}
 	return stopProcess(ctx, pid, marker, grace)
 }
+
+// localCluster is what up and down need of a local cluster.
+type localCluster interface {
+	Nodes() []int32
+	PID(id int32) (int, error)
+	StartNode(ctx context.Context, id int32) error
+	StopNode(ctx context.Context, id int32, grace time.Duration) error
+	mount(id int32) *lazyMount // nil without lazyfs
+}
+
+// startNodes mounts every node's lazyfs, if any, then starts every node
+// that does not run. It does not wait for them to be ready.
+func startNodes(ctx context.Context, c localCluster) error {
+	for _, id := range c.Nodes() {
+		if m := c.mount(id); m != nil {
+			if err := m.start(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for _, id := range c.Nodes() {
+		if pid, _ := c.PID(id); pid != 0 {
+			continue
+		}
+		if err := c.StartNode(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopNodes stops every node (SIGTERM, SIGKILL after grace), then
+// unmounts the lazyfs under each node that stopped: a mount never goes
+// from under a running broker.
+func stopNodes(ctx context.Context, c localCluster, grace time.Duration) error {
+	var errs []error
+	stopped := map[int32]bool{}
+	for _, id := range c.Nodes() {
+		err := c.StopNode(ctx, id, grace)
+		stopped[id] = err == nil
+		errs = append(errs, err)
+	}
+	for _, id := range c.Nodes() {
+		if m := c.mount(id); m != nil && stopped[id] {
+			errs = append(errs, m.stop(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -277,15 +277,8 @@ func (p *Pulsar) Up(ctx context.Context) error {
 	if err := p.create(ctx); err != nil {
 		return err
 	}
-	if m := p.mount(); m != nil {
-		if err := m.start(ctx); err != nil {
-			return err
-		}
-	}
-	if pid, _ := p.PID(1); pid == 0 {
-		if err := p.StartNode(ctx, 1); err != nil {
-			return err
-		}
+	if err := startNodes(ctx, p); err != nil {
+		return err
 	}
 	if err := p.WaitReady(ctx, 3*time.Minute); err != nil {
 		return err
@@ -299,7 +292,7 @@ func (p *Pulsar) Up(ctx context.Context) error {
 // so a power loss right after the first start would leave a bookie that
 // cannot start at all. A power loss is meant to test the run's writes.
 func (p *Pulsar) syncStarted(ctx context.Context) error {
-	if m := p.mount(); m != nil {
+	if m := p.mount(1); m != nil {
 		return m.sync(ctx)
 	}
 	return nil
@@ -323,7 +316,7 @@ func (p *Pulsar) create(ctx context.Context) error {
 			return err
 		}
 	}
-	if m := p.mount(); m != nil {
+	if m := p.mount(1); m != nil {
 		if err := m.start(ctx); err != nil {
 			return err
 		}
@@ -350,7 +343,7 @@ func (p *Pulsar) writeClusterJSON() error {
 }
 
 // mount is the data dir's lazyfs mount; nil when the standalone has none.
-func (p *Pulsar) mount() *lazyMount {
+func (p *Pulsar) mount(int32) *lazyMount {
 	if !p.opts.LazyFS {
 		return nil
 	}
@@ -376,7 +369,7 @@ func (p *Pulsar) SetJournalSyncData(ctx context.Context, sync bool) error {
 	if err := p.StopNode(ctx, 1, 60*time.Second); err != nil {
 		return fmt.Errorf("stop the standalone to change journalSyncData: %w", err)
 	}
-	if m := p.mount(); m != nil {
+	if m := p.mount(1); m != nil {
 		if err := m.sync(ctx); err != nil {
 			return err
 		}
@@ -406,7 +399,7 @@ func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
 	if pid, _ := p.PID(1); pid != 0 {
 		return fmt.Errorf("the standalone already runs as PID %d", pid)
 	}
-	if m := p.mount(); m != nil {
+	if m := p.mount(1); m != nil {
 		if err := m.check(ctx); err != nil {
 			return err
 		}
@@ -447,15 +440,7 @@ func (p *Pulsar) StopNode(ctx context.Context, id int32, grace time.Duration) er
 }
 
 // Down stops the standalone.
-func (p *Pulsar) Down(ctx context.Context) error {
-	if err := p.StopNode(ctx, 1, 60*time.Second); err != nil {
-		return err
-	}
-	if m := p.mount(); m != nil {
-		return m.stop(ctx)
-	}
-	return nil
-}
+func (p *Pulsar) Down(ctx context.Context) error { return stopNodes(ctx, p, 60*time.Second) }
 
 // Healthy reports whether the broker passes its own health check (it
 // writes and reads a message through the bookie).
@@ -515,7 +500,7 @@ func (p *Pulsar) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return loseUnsynced(ctx, p.mount(), p.opts.Dir, pid)
+	return loseUnsynced(ctx, p.mount(1), p.opts.Dir, pid)
 }
 
 // PulsarStatus is the standalone as Status sees it.
@@ -532,7 +517,7 @@ type PulsarStatus struct {
 func (p *Pulsar) Status(ctx context.Context) PulsarStatus {
 	pid, _ := p.PID(1)
 	s := PulsarStatus{PID: pid, ServiceURL: p.ServiceURL(), AdminURL: p.AdminURL()}
-	if m := p.mount(); m != nil {
+	if m := p.mount(1); m != nil {
 		s.LazyFSPID = m.pid()
 	}
 	if pid != 0 {
