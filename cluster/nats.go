@@ -345,14 +345,17 @@ func (n *NATS) StopNode(ctx context.Context, id int32, grace time.Duration) erro
 // Down stops every node, then unmounts their lazyfs store dirs, if any.
 func (n *NATS) Down(ctx context.Context) error { return stopNodes(ctx, n, 30*time.Second) }
 
-// Healthy asks node id's /healthz whether the server and its JetStream
-// meta layer are current (js-server-only). Streams are left out: one that
-// an earlier run's power loss broke must not keep the cluster from being
-// ready, or from being switched to another sync_interval.
+// Healthy asks node id's /healthz whether the server accepts clients and
+// its JetStream meta layer has a leader and is current with it
+// (js-meta-only): only then can a stream be created. Streams are left out:
+// one that an earlier run's power loss broke must not keep the cluster
+// from being ready, or from being switched to another sync_interval.
+// (js-server-only would not do: it answers OK before the meta layer has
+// elected a leader, and a stream created then times out.)
 func (n *NATS) Healthy(ctx context.Context, id int32) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz?js-server-only=true", n.port(id, 200)), nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz?js-meta-only=true", n.port(id, 200)), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

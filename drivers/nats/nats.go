@@ -246,7 +246,7 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 			Storage: jetstream.FileStorage, Replicas: spec.ReplicationFactor,
 			Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld, Duplicates: duplicateWindow,
 		}
-		_, err := call(ctx, func(ctx context.Context) (jetstream.Stream, error) { return d.js.CreateStream(ctx, cfg) })
+		err := d.createStream(ctx, cfg)
 		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			var apiErr *jetstream.APIError
 			if errors.As(err, &apiErr) && apiErr.ErrorCode == errInsufficientResources {
@@ -258,6 +258,44 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 	}
 	info.Created = true
 	return info, d.waitLeaders(ctx, spec.Name, info.Partitions)
+}
+
+// createStream creates one stream, again while the answer is one an
+// election gives (no answer, no responders, 503 temporarily unavailable,
+// no peers for placement yet) for up to 30 s: right after the servers
+// restart, their meta layer may still be choosing its leader. A create
+// whose answer was lost and that is sent again finds its stream there,
+// which the server accepts, as the config is the same.
+func (d *Driver) createStream(ctx context.Context, cfg jetstream.StreamConfig) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := call(ctx, func(ctx context.Context) (jetstream.Stream, error) { return d.js.CreateStream(ctx, cfg) })
+		if err == nil || !electing(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// errNoSuitablePeers is the server's JSClusterNoPeersErr: the meta leader
+// knows too few servers to place the replicas, as right after a restart.
+const errNoSuitablePeers jetstream.ErrorCode = 10005
+
+// electing reports whether a JetStream API call failed in a way a meta or
+// stream leader election explains, so that asking again can succeed.
+func electing(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		if apiErr.ErrorCode == errInsufficientResources { // a 503 too, but more servers are needed
+			return false
+		}
+		return apiErr.Code == 503 || apiErr.ErrorCode == errNoSuitablePeers
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
 
 // waitLeaders returns once every partition's stream has a leader: a

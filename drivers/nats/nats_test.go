@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -99,6 +100,33 @@ func TestRetryAndClassify(t *testing.T) {
 			}
 			if got := classify(tt.err, 2).Status; got != tt.afterMore {
 				t.Errorf("after a retry: %s, want %s", got, tt.afterMore)
+			}
+		})
+	}
+}
+
+// A stream create is sent again only while an election explains its
+// failure; a refusal (a bad config, too few servers for the replicas) must
+// come back at once, with what to fix.
+func TestCreateStreamRetriesOnlyElections(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"call deadline", fmt.Errorf("create: %w", context.DeadlineExceeded), true},
+		{"request timeout", nats.ErrTimeout, true},
+		{"no responders", nats.ErrNoResponders, true},
+		{"temporarily unavailable", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
+		{"no peers for placement yet", &jetstream.APIError{Code: 400, ErrorCode: errNoSuitablePeers}, true},
+		{"insufficient resources (a 503 too)", &jetstream.APIError{Code: 503, ErrorCode: errInsufficientResources}, false},
+		{"name in use, other config", jetstream.ErrStreamNameAlreadyInUse, false},
+		{"anything else", errors.New("boom"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := electing(tt.err); got != tt.want {
+				t.Errorf("electing(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
 	}
