@@ -249,8 +249,8 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 		err := d.createStream(ctx, cfg)
 		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) && apiErr.ErrorCode == errInsufficientResources {
-				return info, fmt.Errorf("create stream %s with %d replicas: %w (a stream needs as many servers as replicas, each with JetStream)", cfg.Name, cfg.Replicas, err)
+			if errors.As(err, &apiErr) && (apiErr.ErrorCode == errInsufficientResources || apiErr.ErrorCode == errNoSuitablePeers) {
+				return info, fmt.Errorf("create stream %s with %d replicas: %w (a stream needs as many JetStream servers as replicas, all up; lower --replication-factor or start more servers)", cfg.Name, cfg.Replicas, err)
 			}
 			return info, d.unreachable("create stream "+cfg.Name, err)
 		}
@@ -261,9 +261,9 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 }
 
 // createStream creates one stream, again while the answer is one an
-// election gives (no answer, no responders, 503 temporarily unavailable,
-// no peers for placement yet) for up to 30 s: right after the servers
-// restart, their meta layer may still be choosing its leader. A create
+// election gives (no answer, no responders, 503 temporarily unavailable)
+// for up to 30 s: right after the servers restart, their meta layer may
+// still be choosing its leader. A create
 // whose answer was lost and that is sent again finds its stream there,
 // which the server accepts, as the config is the same.
 func (d *Driver) createStream(ctx context.Context, cfg jetstream.StreamConfig) error {
@@ -282,7 +282,8 @@ func (d *Driver) createStream(ctx context.Context, cfg jetstream.StreamConfig) e
 }
 
 // errNoSuitablePeers is the server's JSClusterNoPeersErr: the meta leader
-// knows too few servers to place the replicas, as right after a restart.
+// knows too few current servers to place the replicas, as when a stream
+// asks for more replicas than the cluster has servers.
 const errNoSuitablePeers jetstream.ErrorCode = 10005
 
 // electing reports whether a JetStream API call failed in a way a meta or
@@ -293,7 +294,7 @@ func electing(err error) bool {
 		if apiErr.ErrorCode == errInsufficientResources { // a 503 too, but more servers are needed
 			return false
 		}
-		return apiErr.Code == 503 || apiErr.ErrorCode == errNoSuitablePeers
+		return apiErr.Code == 503
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }

@@ -118,7 +118,7 @@ func TestCreateStreamRetriesOnlyElections(t *testing.T) {
 		{"request timeout", nats.ErrTimeout, true},
 		{"no responders", nats.ErrNoResponders, true},
 		{"temporarily unavailable", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
-		{"no peers for placement yet", &jetstream.APIError{Code: 400, ErrorCode: errNoSuitablePeers}, true},
+		{"no peers for placement (more replicas than servers)", &jetstream.APIError{Code: 400, ErrorCode: errNoSuitablePeers}, false},
 		{"insufficient resources (a 503 too)", &jetstream.APIError{Code: 503, ErrorCode: errInsufficientResources}, false},
 		{"name in use, other config", jetstream.ErrStreamNameAlreadyInUse, false},
 		{"anything else", errors.New("boom"), false},
