@@ -68,16 +68,10 @@ func KafkaFsyncSettings() []AuditSetting {
 // setSyncAlways, if not nil, becomes each setting's Prepare: it switches a
 // cluster to the setting (cluster.NATS.SetSyncAlways).
 func NATSFsyncSettings(setSyncAlways func(context.Context, bool) error) []AuditSetting {
-	prepare := func(always bool) func(context.Context) error {
-		if setSyncAlways == nil {
-			return nil
-		}
-		return func(ctx context.Context) error { return setSyncAlways(ctx, always) }
-	}
 	return []AuditSetting{
-		{Name: "default", Label: "NATS default (jetstream sync_interval: 2m)", ExpectLoss: true, Prepare: prepare(false),
+		{Name: "default", Label: "NATS default (jetstream sync_interval: 2m)", ExpectLoss: true, Prepare: switchTo(setSyncAlways, false),
 			Why: "NATS documents that JetStream fsyncs its stores every sync_interval (2 minutes by default) and relies on replication meanwhile; an R3 ack means a majority stored the message, not that any fsynced it, so when every server loses power at once, what came since the last sync is lost"},
-		{Name: "always", Label: "jetstream sync_interval: always", ExpectLoss: false, Prepare: prepare(true),
+		{Name: "always", Label: "jetstream sync_interval: always", ExpectLoss: false, Prepare: switchTo(setSyncAlways, true),
 			Why: "with sync_interval: always each server fsyncs every write before it counts, so an R3 ack means fsynced on a majority, and a power loss of every server loses nothing acked"},
 	}
 }
@@ -88,18 +82,21 @@ func NATSFsyncSettings(setSyncAlways func(context.Context, bool) error) []AuditS
 // own setting, so each setting's Prepare, when setJournalSyncData is not
 // nil, switches the standalone (cluster.Pulsar.SetJournalSyncData).
 func PulsarFsyncSettings(setJournalSyncData func(context.Context, bool) error) []AuditSetting {
-	prepare := func(sync bool) func(context.Context) error {
-		if setJournalSyncData == nil {
-			return nil
-		}
-		return func(ctx context.Context) error { return setJournalSyncData(ctx, sync) }
-	}
 	return []AuditSetting{
-		{Name: "nosync", Label: "journalSyncData=false", ExpectLoss: true, Prepare: prepare(false),
+		{Name: "nosync", Label: "journalSyncData=false", ExpectLoss: true, Prepare: switchTo(setJournalSyncData, false),
 			Why: "BookKeeper documents journalSyncData=false as acknowledging an entry once it is written to the journal, before fsync; a power loss of the bookies in the ack quorum loses what the journal had not flushed yet"},
-		{Name: "default", Label: "Pulsar default (journalSyncData=true)", ExpectLoss: false, Prepare: prepare(true),
+		{Name: "default", Label: "Pulsar default (journalSyncData=true)", ExpectLoss: false, Prepare: switchTo(setJournalSyncData, true),
 			Why: "with journalSyncData=true (the default) a bookie fsyncs its journal before it acknowledges an entry, so an ack means fsynced on the ack quorum, and a power loss loses nothing acked"},
 	}
+}
+
+// switchTo is a setting's Prepare that sets a server-wide switch to on;
+// nil when there is no switch (the cluster already runs the setting).
+func switchTo(set func(context.Context, bool) error, on bool) func(context.Context) error {
+	if set == nil {
+		return nil
+	}
+	return func(ctx context.Context) error { return set(ctx, on) }
 }
 
 // Steps is one setting's schedule: every node loses power at LossAt.

@@ -11,145 +11,96 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 )
 
-// EnvKafka names the directory of a running local Kafka cluster.
-const EnvKafka = "ACKCHECK_KAFKA_CLUSTER_DIR"
+// The variables that name the directory of a running local cluster, each
+// with the command that starts one (the lazyfs ones on other ports than
+// their plain twins, so that both can run at once).
+const (
+	EnvKafka        = "ACKCHECK_KAFKA_CLUSTER_DIR"
+	EnvKafkaLazyFS  = "ACKCHECK_KAFKA_LAZYFS_DIR"
+	EnvPulsar       = "ACKCHECK_PULSAR_DIR"
+	EnvPulsarLazyFS = "ACKCHECK_PULSAR_LAZYFS_DIR"
+	EnvNATS         = "ACKCHECK_NATS_DIR"
+	EnvNATSLazyFS   = "ACKCHECK_NATS_LAZYFS_DIR"
+)
 
 // Kafka returns the cluster in $ACKCHECK_KAFKA_CLUSTER_DIR once every node
 // answers, or skips the test when the variable is not set.
 func Kafka(t *testing.T) *cluster.Kafka {
 	t.Helper()
-	dir := os.Getenv(EnvKafka)
-	if dir == "" {
-		t.Skip(EnvKafka + " not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D")
-	}
-	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.WaitReady(context.Background(), 90*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return fromEnv(t, EnvKafka, "ackcheck cluster kafka up --dir D", openKafka, false, 90*time.Second)
 }
 
-// EnvKafkaLazyFS names the directory of a running local Kafka cluster
-// started with --lazyfs (on other ports than EnvKafka's).
-const EnvKafkaLazyFS = "ACKCHECK_KAFKA_LAZYFS_DIR"
-
-// KafkaLazyFS returns the lazyfs cluster in $ACKCHECK_KAFKA_LAZYFS_DIR
-// once every node answers, or skips the test when the variable is not set.
+// KafkaLazyFS returns the cluster in $ACKCHECK_KAFKA_LAZYFS_DIR, whose
+// brokers keep their data on lazyfs, once every node answers.
 func KafkaLazyFS(t *testing.T) *cluster.Kafka {
 	t.Helper()
-	dir := os.Getenv(EnvKafkaLazyFS)
-	if dir == "" {
-		t.Skip(EnvKafkaLazyFS + " not set: start a cluster with `ackcheck cluster kafka up --lazyfs --base-port 29291 --dir D` and set it to D")
-	}
-	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !k.LazyFS() {
-		t.Fatalf("%s=%s is a cluster without lazyfs", EnvKafkaLazyFS, dir)
-	}
-	if err := k.WaitReady(context.Background(), 90*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return fromEnv(t, EnvKafkaLazyFS, "ackcheck cluster kafka up --lazyfs --base-port 29291 --dir D", openKafka, true, 90*time.Second)
 }
-
-// EnvPulsar names the directory of a running local Pulsar standalone
-// (`ackcheck cluster pulsar up --dir D`).
-const EnvPulsar = "ACKCHECK_PULSAR_DIR"
 
 // Pulsar returns the standalone in $ACKCHECK_PULSAR_DIR once it passes its
 // health check, or skips the test when the variable is not set.
 func Pulsar(t *testing.T) *cluster.Pulsar {
 	t.Helper()
-	dir := os.Getenv(EnvPulsar)
-	if dir == "" {
-		t.Skip(EnvPulsar + " not set: start one with `ackcheck cluster pulsar up --dir D` and set it to D")
-	}
-	p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.WaitReady(context.Background(), 3*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return fromEnv(t, EnvPulsar, "ackcheck cluster pulsar up --dir D", openPulsar, false, 3*time.Minute)
 }
 
-// EnvNATS names the directory of a running local NATS JetStream cluster
-// (`ackcheck cluster nats up --dir D`).
-const EnvNATS = "ACKCHECK_NATS_DIR"
+// PulsarLazyFS returns the standalone in $ACKCHECK_PULSAR_LAZYFS_DIR, whose
+// data dir is on lazyfs, once it passes its health check.
+func PulsarLazyFS(t *testing.T) *cluster.Pulsar {
+	t.Helper()
+	return fromEnv(t, EnvPulsarLazyFS, "ackcheck cluster pulsar up --lazyfs --lazyfs-entries journal --broker-port 26750 --web-port 28180 --bookie-port 23281 --dir D",
+		openPulsar, true, 3*time.Minute)
+}
 
 // NATS returns the cluster in $ACKCHECK_NATS_DIR once every node is
 // healthy, or skips the test when the variable is not set.
 func NATS(t *testing.T) *cluster.NATS {
 	t.Helper()
-	dir := os.Getenv(EnvNATS)
-	if dir == "" {
-		t.Skip(EnvNATS + " not set: start one with `ackcheck cluster nats up --dir D` and set it to D")
-	}
-	n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.WaitReady(context.Background(), 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return fromEnv(t, EnvNATS, "ackcheck cluster nats up --dir D", openNATS, false, 2*time.Minute)
 }
 
-// EnvNATSLazyFS names the directory of a local NATS cluster whose store
-// dirs are on lazyfs (`ackcheck cluster nats up --lazyfs --lazyfs-entries
-// journal --base-port 24522 --dir D`).
-const EnvNATSLazyFS = "ACKCHECK_NATS_LAZYFS_DIR"
-
-// NATSLazyFS returns the lazyfs cluster in $ACKCHECK_NATS_LAZYFS_DIR once
-// every node is healthy; it skips the test when the variable is not set.
+// NATSLazyFS returns the cluster in $ACKCHECK_NATS_LAZYFS_DIR, whose store
+// dirs are on lazyfs, once every node is healthy.
 func NATSLazyFS(t *testing.T) *cluster.NATS {
 	t.Helper()
-	dir := os.Getenv(EnvNATSLazyFS)
-	if dir == "" {
-		t.Skip(EnvNATSLazyFS + " not set: start a cluster with `ackcheck cluster nats up --lazyfs --lazyfs-entries journal --base-port 24522 --dir D` and set it to D")
-	}
-	n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !n.LazyFS() {
-		t.Fatalf("%s=%s is a cluster without lazyfs", EnvNATSLazyFS, dir)
-	}
-	if err := n.WaitReady(context.Background(), 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return fromEnv(t, EnvNATSLazyFS, "ackcheck cluster nats up --lazyfs --lazyfs-entries journal --base-port 24522 --dir D", openNATS, true, 2*time.Minute)
 }
 
-// EnvPulsarLazyFS names the directory of a local Pulsar standalone whose
-// data dir is on lazyfs (`ackcheck cluster pulsar up --lazyfs
-// --lazyfs-entries journal --broker-port 26750 --web-port 28180
-// --bookie-port 23281 --dir D`).
-const EnvPulsarLazyFS = "ACKCHECK_PULSAR_LAZYFS_DIR"
+func openKafka(dir string) (*cluster.Kafka, error) {
+	return cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
+}
+func openPulsar(dir string) (*cluster.Pulsar, error) {
+	return cluster.OpenPulsar(cluster.PulsarOptions{Dir: dir})
+}
+func openNATS(dir string) (*cluster.NATS, error) {
+	return cluster.OpenNATS(cluster.NATSOptions{Dir: dir})
+}
 
-// PulsarLazyFS returns the standalone in $ACKCHECK_PULSAR_LAZYFS_DIR once it
-// passes its health check, or skips the test when the variable is not set.
-func PulsarLazyFS(t *testing.T) *cluster.Pulsar {
+// running is what a test needs of every local cluster before it uses it.
+type running interface {
+	LazyFS() bool
+	WaitReady(ctx context.Context, timeout time.Duration) error
+}
+
+// fromEnv opens the cluster in the directory $env names and returns it
+// once it is ready within ready. It skips the test, saying to run start,
+// when env is not set, and fails it when lazy asks for a cluster on
+// lazyfs and the one found is not (a power loss there would lose nothing).
+func fromEnv[C running](t *testing.T, env, start string, open func(dir string) (C, error), lazy bool, ready time.Duration) C {
 	t.Helper()
-	dir := os.Getenv(EnvPulsarLazyFS)
+	dir := os.Getenv(env)
 	if dir == "" {
-		t.Skip(EnvPulsarLazyFS + " not set: start one with `ackcheck cluster pulsar up --lazyfs --lazyfs-entries journal --broker-port 26750 --web-port 28180 --bookie-port 23281 --dir D` and set it to D")
+		t.Skipf("%s not set: start a cluster with `%s` and set it to D", env, start)
 	}
-	p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: dir})
+	c, err := open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.LazyFS() {
-		t.Fatalf("%s=%s is a standalone without lazyfs", EnvPulsarLazyFS, dir)
+	if lazy && !c.LazyFS() {
+		t.Fatalf("%s=%s is a cluster without lazyfs", env, dir)
 	}
-	if err := p.WaitReady(context.Background(), 3*time.Minute); err != nil {
+	if err := c.WaitReady(context.Background(), ready); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return c
 }
