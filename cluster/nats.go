@@ -277,31 +277,17 @@ func (n *NATS) SetSyncAlways(ctx context.Context, always bool) error {
 	if n.opts.SyncAlways == always {
 		return nil
 	}
-	for _, id := range n.Nodes() {
-		if err := n.StopNode(ctx, id, 30*time.Second); err != nil {
-			return fmt.Errorf("stop node %d to change sync_interval: %w", id, err)
-		}
-	}
-	for _, id := range n.Nodes() {
-		if m := n.mount(id); m != nil {
-			if err := m.sync(ctx); err != nil {
+	err := restartClean(ctx, n, 30*time.Second, "change sync_interval", func() error {
+		n.opts.SyncAlways = always
+		for _, id := range n.Nodes() {
+			if err := os.WriteFile(n.confFile(id), []byte(n.conf(id)), 0o644); err != nil {
 				return err
 			}
 		}
-	}
-	n.opts.SyncAlways = always
-	for _, id := range n.Nodes() {
-		if err := os.WriteFile(n.confFile(id), []byte(n.conf(id)), 0o644); err != nil {
-			return err
-		}
-	}
-	if err := n.writeClusterJSON(); err != nil {
+		return n.writeClusterJSON()
+	})
+	if err != nil {
 		return err
-	}
-	for _, id := range n.Nodes() {
-		if err := n.StartNode(ctx, id); err != nil {
-			return err
-		}
 	}
 	return n.WaitReady(ctx, 2*time.Minute)
 }

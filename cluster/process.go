@@ -146,6 +146,35 @@ type localCluster interface {
 	mount(id int32) *lazyMount // nil without lazyfs
 }
 
+// restartClean stops every node cleanly (SIGTERM, SIGKILL after grace),
+// makes everything on their lazyfs mounts, if any, durable (a clean
+// shutdown loses nothing), runs change while no node runs (it rewrites
+// their configuration), and starts every node again. It does not wait for
+// them to be ready. why names the change in errors.
+func restartClean(ctx context.Context, c localCluster, grace time.Duration, why string, change func() error) error {
+	for _, id := range c.Nodes() {
+		if err := c.StopNode(ctx, id, grace); err != nil {
+			return fmt.Errorf("stop node %d to %s: %w", id, why, err)
+		}
+	}
+	for _, id := range c.Nodes() {
+		if m := c.mount(id); m != nil {
+			if err := m.sync(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if err := change(); err != nil {
+		return fmt.Errorf("%s: %w", why, err)
+	}
+	for _, id := range c.Nodes() {
+		if err := c.StartNode(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // startNodes mounts every node's lazyfs, if any, then starts every node
 // that does not run. It does not wait for them to be ready.
 func startNodes(ctx context.Context, c localCluster) error {

@@ -366,22 +366,14 @@ func (p *Pulsar) SetJournalSyncData(ctx context.Context, sync bool) error {
 	if *p.opts.JournalSyncData == sync {
 		return nil
 	}
-	if err := p.StopNode(ctx, 1, 60*time.Second); err != nil {
-		return fmt.Errorf("stop the standalone to change journalSyncData: %w", err)
-	}
-	if m := p.mount(1); m != nil {
-		if err := m.sync(ctx); err != nil {
+	err := restartClean(ctx, p, 60*time.Second, "change journalSyncData", func() error {
+		p.opts.JournalSyncData = &sync
+		if err := os.WriteFile(p.confFile(), []byte(p.standaloneConf()), 0o644); err != nil {
 			return err
 		}
-	}
-	p.opts.JournalSyncData = &sync
-	if err := os.WriteFile(p.confFile(), []byte(p.standaloneConf()), 0o644); err != nil {
-		return err
-	}
-	if err := p.writeClusterJSON(); err != nil {
-		return err
-	}
-	if err := p.StartNode(ctx, 1); err != nil {
+		return p.writeClusterJSON()
+	})
+	if err != nil {
 		return err
 	}
 	if err := p.WaitReady(ctx, 3*time.Minute); err != nil {
