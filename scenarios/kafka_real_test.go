@@ -158,28 +158,33 @@ func TestRealLeaderKillAcksAll(t *testing.T) {
 	if res.Lost != 0 || res.Corrupt != 0 || res.Phantom != 0 || res.Verdict != verifier.Pass {
 		t.Fatalf("acks=all lost %d, corrupt %d, phantom %d, verdict %s %v", res.Lost, res.Corrupt, res.Phantom, res.Verdict, res.Reasons)
 	}
-	checkRecoveryFigures(t, res, 60*time.Second, 10*time.Second)
+	checkRecoveryFigures(t, res, 60*time.Second)
 }
 
 // checkRecoveryFigures asserts the four figures exist and are plausible:
 // a stall shorter than the run, and ready and in-sync moments that come
 // after the restart (nothing can be back before it is started) and within
-// three minutes.
-func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur, restartAfter time.Duration) {
+// three minutes. The restart is where the run recorded it: a kill that
+// took a while to find its leader comes late, and leaves less than the
+// scheduled gap before the restart (CI once saw 7.7 s of a planned 8 s).
+func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur time.Duration) {
 	t.Helper()
 	if len(res.Faults) < 2 {
 		t.Fatalf("faults recorded: %+v", res.Faults)
 	}
-	kill := res.Faults[0]
+	kill, restart := res.Faults[0], res.Faults[1]
 	if kill.Action != "kill" || kill.Result != "applied" {
 		t.Fatalf("kill: %+v", kill.FaultRecord)
+	}
+	if restart.Action != "restart" || restart.Result != "applied" || !restart.At.After(kill.At) {
+		t.Fatalf("restart after the kill: %+v", restart.FaultRecord)
 	}
 	if res.LongestNoAckMs <= 0 || res.LongestNoAckMs >= float64(dur/time.Millisecond) {
 		t.Errorf("longest no-ack %.0f ms is not plausible", res.LongestNoAckMs)
 	}
-	down := float64(restartAfter / time.Millisecond)
+	down := float64(restart.At.Sub(kill.At) / time.Millisecond)
 	if kill.ReadyMs < down || kill.ReadyMs > 180_000 || kill.InSyncMs < down || kill.InSyncMs > 180_000 {
-		t.Errorf("ready %.0f ms, in sync %.0f ms: not plausible", kill.ReadyMs, kill.InSyncMs)
+		t.Errorf("ready %.0f ms, in sync %.0f ms after the kill, the restart %.0f ms after it: not plausible", kill.ReadyMs, kill.InSyncMs, down)
 	}
 	if kill.SlowestFirstAckMs < 0 || len(kill.FirstAckMs) != 16 {
 		t.Errorf("first ack after the kill: slowest %.0f ms over %d partitions", kill.SlowestFirstAckMs, len(kill.FirstAckMs))
@@ -209,7 +214,7 @@ func TestRealLeaderKillAcks1FiveRuns(t *testing.T) {
 			if res.Lost > 0 && (res.Verdict != verifier.Fail || len(res.Samples["lost"]) == 0) {
 				t.Errorf("lost %d but verdict %s with %d samples", res.Lost, res.Verdict, len(res.Samples["lost"]))
 			}
-			checkRecoveryFigures(t, res, 30*time.Second, 8*time.Second)
+			checkRecoveryFigures(t, res, 30*time.Second)
 		})
 	}
 	n := 0
