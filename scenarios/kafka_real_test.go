@@ -163,26 +163,21 @@ func TestRealLeaderKillAcksAll(t *testing.T) {
 
 // checkRecoveryFigures asserts the four figures exist and are plausible:
 // a stall shorter than the run, and ready and in-sync moments that come
-// after the restart (nothing can be back before it is started) and within
-// three minutes. The restart is where the run recorded it: a kill that
-// took a while to find its leader comes late, and leaves less than the
-// scheduled gap before the restart (CI once saw 7.7 s of a planned 8 s).
+// after the restart (nothing can be back before it is started, downMs)
+// and within three minutes.
 func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur time.Duration) {
 	t.Helper()
 	if len(res.Faults) < 2 {
 		t.Fatalf("faults recorded: %+v", res.Faults)
 	}
-	kill, restart := res.Faults[0], res.Faults[1]
+	kill := res.Faults[0]
 	if kill.Action != "kill" || kill.Result != "applied" {
 		t.Fatalf("kill: %+v", kill.FaultRecord)
-	}
-	if restart.Action != "restart" || restart.Result != "applied" || !restart.At.After(kill.At) {
-		t.Fatalf("restart after the kill: %+v", restart.FaultRecord)
 	}
 	if res.LongestNoAckMs <= 0 || res.LongestNoAckMs >= float64(dur/time.Millisecond) {
 		t.Errorf("longest no-ack %.0f ms is not plausible", res.LongestNoAckMs)
 	}
-	down := float64(restart.At.Sub(kill.At) / time.Millisecond)
+	down := downMs(t, res)
 	if kill.ReadyMs < down || kill.ReadyMs > 180_000 || kill.InSyncMs < down || kill.InSyncMs > 180_000 {
 		t.Errorf("ready %.0f ms, in sync %.0f ms after the kill, the restart %.0f ms after it: not plausible", kill.ReadyMs, kill.InSyncMs, down)
 	}
@@ -193,6 +188,23 @@ func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur time.Duration)
 	if kp == nil || kp.OldPID == 0 || kp.NewPID == 0 || kp.NewPID == kp.OldPID || !kp.SameDataDir || !kp.SurvivorsUnchanged || kp.Restarts != 1 {
 		t.Errorf("kill proof: %+v", kp)
 	}
+}
+
+// downMs is how long after the kill (res.Faults[0]) the restart
+// (res.Faults[1]) came, as the run recorded them: both are stamped just
+// before they act, and recovery is measured from the kill's stamp. It is
+// not the scheduled gap: a kill that took a while to find its leader
+// comes late and leaves less (CI once saw 7.7 s of a planned 8 s).
+func downMs(t *testing.T, res *verifier.Result) float64 {
+	t.Helper()
+	if len(res.Faults) < 2 {
+		t.Fatalf("faults recorded: %+v", res.Faults)
+	}
+	kill, restart := res.Faults[0], res.Faults[1]
+	if restart.Action != "restart" || restart.Result != "applied" || !restart.At.After(kill.At) {
+		t.Fatalf("restart after the kill: %+v", restart.FaultRecord)
+	}
+	return float64(restart.At.Sub(kill.At) / time.Millisecond)
 }
 
 // acks=1, five runs: the old leader may have acked what no follower had
