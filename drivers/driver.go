@@ -235,3 +235,10 @@ type AckDescriber interface {
 type VersionReporter interface {
 	BrokerVersions(ctx context.Context) (map[int32]string, error)
 }
+
+// SettingsDescriber is implemented by drivers that list their own settings
+// for reports, as people write them: durations as "5ms" and "30s", flags as
+// on or off, secrets left out. Each row is a name and a value.
+type SettingsDescriber interface {
+	SettingsRows() [][2]string
+}

@@ -50,6 +50,13 @@ func (a Action) takesNodeAway() bool {
 	return a == Kill || a == Stop || a == Pause || a == PowerLoss
 }
 
+// replacesProcess reports whether the node comes back from the action as a
+// new process, which must be seen to rejoin (see rejoin), not merely found
+// in an in-sync set that never let it go.
+func (a Action) replacesProcess() bool {
+	return a == Kill || a == Stop || a == PowerLoss
+}
+
 // Step is one scheduled fault.
 type Step struct {
 	At     time.Duration // after the load started

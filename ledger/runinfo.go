@@ -60,11 +60,16 @@ type FaultRecord struct {
 	Inode     uint64        `json:"inode,omitempty"`
 	Survivors map[int32]int `json:"survivors,omitempty"`
 
-	// Recovery, for actions that take a node away (kill, stop, pause): when
-	// the node answered as a broker again after coming back, and when every
-	// partition of the topic had its full replica set in sync again.
+	// Recovery, for actions that take a node away (kill, stop, pause,
+	// power loss): when the node answered as a broker again after coming
+	// back, and when every partition of the topic had its full replica set
+	// in sync again with the node back in it as its new process.
 	ReadyAt  time.Time `json:"ready_at,omitempty"`
 	InSyncAt time.Time `json:"in_sync_at,omitempty"`
+	// InSyncEvidence says what showed that the node went out of sync and
+	// came back as the process that replaced it (a fenced broker leaving
+	// the node list, a shrunk in-sync set), or that it never left.
+	InSyncEvidence string `json:"in_sync_evidence,omitempty"`
 
 	// AckMeaning, for fsync toggles: what an ack meant once it applied.
 	AckMeaning string `json:"ack_meaning,omitempty"`

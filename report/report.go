@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ackcheck/ackcheck/verifier"
 )
@@ -121,7 +122,6 @@ func Charts(in Input) []string {
 	acks.Series = []series{{Name: "acked/s", X: xs, Y: acked}, {Name: "offered/s", X: xs, Y: sent, Color: "#999"}}
 
 	lat := func(id, title string, get func(verifier.Window) verifier.Latency) lineChart {
-		c := lineChart{ID: id, Title: title, XLabel: "seconds since the load started", YLabel: "ms (log scale)", LogY: true, Bands: bands, XMax: end}
 		var wx, p50, p99, mx []float64
 		width := 10.0
 		if r.Hist != nil && r.Hist.Window > 0 {
@@ -129,6 +129,8 @@ func Charts(in Input) []string {
 		} else if len(r.Windows) > 1 {
 			width = r.Windows[1].StartS - r.Windows[0].StartS
 		}
+		title = fmt.Sprintf("%s, windows of %s", title, time.Duration(width*float64(time.Second)).Round(time.Millisecond))
+		c := lineChart{ID: id, Title: title, XLabel: "seconds since the load started", YLabel: "ms (log scale)", LogY: true, Bands: bands, XMax: end}
 		for _, w := range r.Windows {
 			l := get(w)
 			if l.Count == 0 {
@@ -213,12 +215,13 @@ func recovery(r *verifier.Result) [][]string {
 			proof = strings.Join(lost, "; ")
 		}
 		rows = append(rows, []string{fmt.Sprintf("%.1f s", f.AtS), f.Action + " " + f.Target, node,
-			ms(f.SlowestFirstAckMs), ms(f.ReadyMs), ms(f.InSyncMs), proof})
+			ms(f.SlowestFirstAckMs), ms(f.LongestStallMs), ms(f.ReadyMs), ms(f.InSyncMs), f.InSyncEvidence, proof})
 	}
 	return rows
 }
 
-var recoveryHeader = []string{"at", "fault", "node", "slowest partition's first ack after it", "killed server ready", "all replicas in sync", "kill proof"}
+var recoveryHeader = []string{"at", "fault", "node", "slowest partition's first ack of a message sent after it",
+	"longest partition stall over it", "killed server ready", "all replicas in sync", "rejoin seen as", "kill proof"}
 
 // HTML renders the self-contained page.
 func HTML(in Input) string {

@@ -47,8 +47,10 @@ func realRun(t *testing.T) (*verifier.Result, string) {
 		t.Fatal(err)
 	}
 	res.Faults = append(res.Faults,
-		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "kill", Target: "most-leaders:t", Node: 2, Result: "applied"}, AtS: 1,
+		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "kill", Target: "most-leaders:t", Node: 2, Result: "applied",
+			InSyncEvidence: "node 2 left the cluster's node list"}, AtS: 1,
 			ReadyMs: 900, InSyncMs: 1200, SlowestFirstAckMs: 300, FirstAckMs: map[int32]float64{0: 300},
+			LongestStallMs: 280, StallMs: map[int32]float64{0: 280},
 			KillProof: &verifier.KillProof{OldPID: 10, NewPID: 11, InodeBefore: 5, InodeAfter: 5, SameDataDir: true, SurvivorsUnchanged: true, Restarts: 1}},
 		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "fsync-on", Target: "topic:t", Node: -1, Result: "applied"}, AtS: 1.5},
 		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "restart", Target: "previous", Node: 2, Result: "applied"}, AtS: 2},
@@ -146,8 +148,8 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		"## ackcheck: PASS",
 		"| acked lost | 0 |  |",
 		"| check | count |  |\n|---|---:|---|",
-		"### Recovery\n\n| at | fault | node | slowest partition's first ack after it | killed server ready | all replicas in sync | kill proof |",
-		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 900 ms | 1200 ms | PID 10 → 11",
+		"### Recovery\n\n| at | fault | node | slowest partition's first ack of a message sent after it | longest partition stall over it | killed server ready | all replicas in sync | rejoin seen as | kill proof |",
+		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 280 ms | 900 ms | 1200 ms | node 2 left the cluster's node list | PID 10 → 11",
 		"| publish |",
 		"| acks | all |",
 	} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/report"
@@ -23,11 +24,18 @@ func settingsRows(s Settings, run ledger.RunInfo) [][2]string {
 		{"keys", map[bool]string{true: "none: round-robin over partitions", false: fmt.Sprint(s.Keys)}[s.Keys == 0]},
 		{"max in flight", fmt.Sprint(s.MaxInFlight)},
 	}
+	rows = append(rows, s.DriverRows...)
 	var ds map[string]any
-	if json.Unmarshal(s.DriverSettings, &ds) == nil {
-		for _, k := range []string{"Brokers", "Acks", "Idempotent", "Compression", "Linger", "DeliveryTimeout", "SASLMechanism", "TLS"} {
+	if len(s.DriverRows) == 0 && json.Unmarshal(s.DriverSettings, &ds) == nil {
+		// A run.json from before drivers listed their own rows.
+		for _, k := range []string{"Brokers", "Acks", "Idempotent", "Compression", "SASLMechanism", "TLS"} {
 			if v, ok := ds[k]; ok && v != nil && v != "" && v != false {
 				rows = append(rows, [2]string{strings.ToLower(k), fmt.Sprint(v)})
+			}
+		}
+		for _, k := range []string{"Linger", "DeliveryTimeout"} {
+			if v, ok := ds[k].(float64); ok && v > 0 {
+				rows = append(rows, [2]string{strings.ToLower(k), time.Duration(v).String()})
 			}
 		}
 	}

@@ -33,18 +33,21 @@ import (
 // Settings is what run.json holds: enough to reconnect and verify later.
 // It never holds secrets (passwords, keys).
 type Settings struct {
-	RunID          string            `json:"run_id"`
-	Driver         string            `json:"driver"`
-	DriverSettings json.RawMessage   `json:"driver_settings"`
-	Topic          drivers.TopicSpec `json:"topic"`
-	Rate           float64           `json:"rate"`
-	Duration       string            `json:"duration"`
-	Producers      int               `json:"producers"`
-	MessageSize    int               `json:"message_size"`
-	Keys           int               `json:"keys"`
-	MaxInFlight    int               `json:"max_in_flight"`
-	CreatedAt      time.Time         `json:"created_at"`
-	Faults         *FaultSource      `json:"faults,omitempty"`
+	RunID          string          `json:"run_id"`
+	Driver         string          `json:"driver"`
+	DriverSettings json.RawMessage `json:"driver_settings"`
+	// DriverRows are the driver's settings as the reports show them
+	// (drivers.SettingsDescriber); absent in run.json of older runs.
+	DriverRows  [][2]string       `json:"driver_rows,omitempty"`
+	Topic       drivers.TopicSpec `json:"topic"`
+	Rate        float64           `json:"rate"`
+	Duration    string            `json:"duration"`
+	Producers   int               `json:"producers"`
+	MessageSize int               `json:"message_size"`
+	Keys        int               `json:"keys"`
+	MaxInFlight int               `json:"max_in_flight"`
+	CreatedAt   time.Time         `json:"created_at"`
+	Faults      *FaultSource      `json:"faults,omitempty"`
 }
 
 // Config is one run.
@@ -312,6 +315,9 @@ func writeSettings(cfg Config, lc load.Config, runID uint64) error {
 		RunID: fmt.Sprintf("%016x", runID), Driver: cfg.Driver.Name(), DriverSettings: ds,
 		Topic: cfg.Topic, Rate: lc.Rate, Duration: lc.Duration.String(), Producers: lc.Producers,
 		MessageSize: lc.MessageSize, Keys: lc.Keys, MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
+	}
+	if sd, ok := cfg.Driver.(drivers.SettingsDescriber); ok {
+		s.DriverRows = sd.SettingsRows()
 	}
 	if cfg.Faults != nil {
 		src := cfg.Faults.Source

@@ -20,7 +20,9 @@ type Options struct {
 	NoDuplicates bool
 	// Ordered fails the verdict on any reordering.
 	Ordered bool
-	// Window is the width of the per-window latency slices. Default 10s.
+	// Window is the width of the per-window latency slices. Default: the
+	// widest of 100ms, 200ms, 500ms, 1s, 2s, 5s, 10s, 30s, 1m, 2m, 5m that
+	// still gives the load at least 30 windows (WindowFor).
 	Window time.Duration
 	// MaxSamples caps the sample IDs kept per failing class. Default 100.
 	MaxSamples int
@@ -65,15 +67,18 @@ type window struct {
 // Memory is bounded by the number of partitions and windows, not by the
 // number of messages.
 func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error) {
-	if opts.Window <= 0 {
-		opts.Window = 10 * time.Second
-	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 100
 	}
 	var run ledger.RunInfo
 	if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
 		return nil, fmt.Errorf("ledger has no run description: %w (is this an ackcheck run directory?)", err)
+	}
+	if opts.Window <= 0 {
+		opts.Window = 10 * time.Second // a run that died: its length is not known
+		if !run.LoadEnd.IsZero() {
+			opts.Window = WindowFor(run.LoadEnd.Sub(run.LoadStart))
+		}
 	}
 	var rb ReadBackReport
 	if err := l.GetMeta(MetaReadBack, &rb); err != nil {
@@ -291,7 +296,7 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 			if sec := second(at); sec != nil {
 				sec.Acked++
 			}
-			ft.ack(ack.Partition, at)
+			ft.ack(ack.Partition, send.Time, at)
 			lastAckAt = max(lastAckAt, at)
 			if w != nil {
 				w.acked++
@@ -358,7 +363,10 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	res.Faults = ft.finish(parts)
+	loadLen := int64(loadEnd.Sub(run.LoadStart) / gapResolution)
+	res.Faults = ft.finish(parts, func(p int32, from, to int64) float64 {
+		return longestStall(partAcks[p], loadLen, run.LoadStart.UnixNano(), from, to)
+	})
 	res.Notes = run.Notes
 	if run.AckMeaning != "" {
 		res.AckMeanings = append(res.AckMeanings, Phase{FromS: 0, Since: "the start", Meaning: run.AckMeaning})
@@ -369,7 +377,6 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		}
 	}
 	res.Timeline = perSecond
-	loadLen := int64(loadEnd.Sub(run.LoadStart) / gapResolution)
 	res.GapMinMs = float64(gapMin / time.Millisecond)
 	res.PartitionGaps = map[int32][]Gap{}
 	for _, p := range parts {
@@ -527,6 +534,38 @@ func gaps(bm []uint64, n, minLen int64) [][2]int64 {
 		}
 	}
 	return out
+}
+
+// WindowFor is the default latency window for a load of length d: the
+// widest of a few round widths that gives at least 30 windows, so that a
+// 60 s run's chart has 30 points, not 6.
+func WindowFor(d time.Duration) time.Duration {
+	widths := []time.Duration{5 * time.Minute, 2 * time.Minute, time.Minute, 30 * time.Second, 10 * time.Second,
+		5 * time.Second, 2 * time.Second, time.Second, 500 * time.Millisecond, 200 * time.Millisecond}
+	for _, w := range widths {
+		if d/w >= 30 {
+			return w
+		}
+	}
+	return 100 * time.Millisecond
+}
+
+// longestStall returns, in ms, the longest run of gapResolution buckets
+// without an ack among the first n of bm that overlaps [from, to] (Unix
+// ns; to = 0: the end of the load). Zero when acks never paused there.
+func longestStall(bm []uint64, n, loadStart, from, to int64) float64 {
+	fb := (from - loadStart) / int64(gapResolution)
+	tb := n
+	if to > 0 {
+		tb = min(n, (to-loadStart)/int64(gapResolution))
+	}
+	longest := int64(0)
+	for _, g := range gaps(bm, n, 1) {
+		if g[1] > fb && g[0] <= tb {
+			longest = max(longest, g[1]-g[0])
+		}
+	}
+	return float64(longest) * float64(gapResolution) / float64(time.Millisecond)
 }
 
 func msText(v float64) string {

@@ -162,7 +162,7 @@ func TestLongestNoAck(t *testing.T) {
 		evs = append(evs, send(0, seq, at), ack(0, seq, 0, int64(seq), ms), read(0, seq, 0, int64(seq)))
 		seq++
 	}
-	r := judge(t, true, true, Options{}, evs...)
+	r := judge(t, true, true, Options{Window: 10 * time.Second}, evs...)
 	// Last ack before the gap in the 1001 ms bucket (sent at 1000 ms, 1 ms
 	// latency), the next in the 4501 ms bucket: 3499 empty buckets.
 	if r.LongestNoAckMs != 3499 {
@@ -293,5 +293,99 @@ func TestDeadlines(t *testing.T) {
 				t.Fatalf("verdict %s with reasons %q", r.Verdict, r.Reasons)
 			}
 		})
+	}
+}
+
+// First ack after a fault counts only messages intended at or after it:
+// messages in flight at the fault and acked just after it (as an acks=all
+// leader answers what it had before it stalls) must not make a 3 s outage
+// read as 1 ms. The stall overlapping the fault is measured from acks.
+func TestFirstAckAfterFault(t *testing.T) {
+	ms := time.Millisecond
+	fault := 2 * time.Second
+	var evs []ev
+	seq := uint64(0)
+	for at := time.Duration(0); at < 10*time.Second; at += 10 * ms {
+		lat := ms
+		switch {
+		case at >= fault-50*ms && at < fault:
+			lat = fault + ms - at // in flight at the fault: acked 1 ms after it
+		case at >= fault && at < fault+3*time.Second:
+			lat = fault + 3*time.Second - at // stalled until 5 s
+		}
+		evs = append(evs, send(0, seq, at), ack(0, seq, 0, int64(seq), lat), read(0, seq, 0, int64(seq)))
+		seq++
+	}
+	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, e := range evs {
+		l.Record(e.kind, e.e)
+	}
+	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
+		StartOffsets: map[int32]int64{0: 0}})
+	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
+	l.PutMeta(ledger.MetaFaults, []ledger.FaultRecord{{Action: "kill", Result: "applied", Node: 2, At: t0.Add(fault)}})
+	r, err := Check(context.Background(), l, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := r.Faults[0]
+	// The first message sent at the fault was acked at 5 s: 3000 ms.
+	if f.SlowestFirstAckMs != 3000 || f.FirstAckMs[0] != 3000 {
+		t.Fatalf("first ack %v, slowest %.0f ms; want 3000 (in-flight acks must not count)", f.FirstAckMs, f.SlowestFirstAckMs)
+	}
+	// Acks stopped after 2.001 s (the in-flight ones) until 5 s.
+	if f.StallMs[0] < 2980 || f.StallMs[0] > 3000 || f.LongestStallMs != f.StallMs[0] {
+		t.Fatalf("stall %v, longest %.0f ms; want about 2990", f.StallMs, f.LongestStallMs)
+	}
+	if f.SlowestFirstAckMs < 0.8*f.LongestStallMs {
+		t.Fatalf("first ack %.0f ms is shorter than 0.8 of the stall %.0f ms", f.SlowestFirstAckMs, f.LongestStallMs)
+	}
+}
+
+// A partition that never stopped acking has no stall, and its first ack
+// comes with the first message sent after the fault.
+func TestFirstAckNoStall(t *testing.T) {
+	ms := time.Millisecond
+	var evs []ev
+	for i := uint64(0); i < 1000; i++ {
+		evs = append(evs, send(0, i, time.Duration(i)*10*ms), ack(0, i, 0, int64(i), 2*ms), read(0, i, 0, int64(i)))
+	}
+	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, e := range evs {
+		l.Record(e.kind, e.e)
+	}
+	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
+		StartOffsets: map[int32]int64{0: 0}})
+	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
+	l.PutMeta(ledger.MetaFaults, []ledger.FaultRecord{{Action: "pause", Result: "applied", Node: 2, At: t0.Add(2005 * ms)}})
+	r, err := Check(context.Background(), l, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := r.Faults[0]; f.FirstAckMs[0] != 7 || f.LongestStallMs != 0 {
+		t.Fatalf("first ack %v (want 7 ms: sent at 2010, acked 2 ms later), stall %.0f ms (want 0)", f.FirstAckMs, f.LongestStallMs)
+	}
+}
+
+func TestWindowFor(t *testing.T) {
+	for _, c := range []struct{ load, want time.Duration }{
+		{time.Second, 100 * time.Millisecond},
+		{20 * time.Second, 500 * time.Millisecond},
+		{60 * time.Second, 2 * time.Second},
+		{5 * time.Minute, 10 * time.Second},
+		{time.Hour, 2 * time.Minute},
+		{24 * time.Hour, 5 * time.Minute},
+	} {
+		if got := WindowFor(c.load); got != c.want {
+			t.Errorf("WindowFor(%s) = %s, want %s", c.load, got, c.want)
+		}
 	}
 }

@@ -18,10 +18,19 @@ type FaultReport struct {
 	ReadyMs float64 `json:"ready_ms"`
 	// InSyncMs: until every partition had its full replica set in sync.
 	InSyncMs float64 `json:"in_sync_ms"`
-	// FirstAckMs: per partition, until its first ack after the fault.
+	// FirstAckMs: per partition, from the fault until the first ack of a
+	// message whose intended send time is at or after the fault. Acks of
+	// messages already in flight at the fault do not count: they say
+	// nothing about whether the partition took new writes again.
 	FirstAckMs map[int32]float64 `json:"first_ack_ms,omitempty"`
-	// SlowestFirstAckMs is the largest of FirstAckMs.
+	// SlowestFirstAckMs is the largest of FirstAckMs (-1 when a partition
+	// never acked a message sent after the fault).
 	SlowestFirstAckMs float64 `json:"slowest_first_ack_ms"`
+	// StallMs: per partition, its longest stretch without any ack that
+	// overlaps the time from the fault to its FirstAckMs (10 ms buckets).
+	StallMs map[int32]float64 `json:"stall_ms,omitempty"`
+	// LongestStallMs is the largest of StallMs.
+	LongestStallMs float64 `json:"longest_stall_ms"`
 	// KillProof, for kills: that the process really died and came back.
 	KillProof *KillProof `json:"kill_proof,omitempty"`
 }
@@ -99,10 +108,11 @@ func killProof(recs []ledger.FaultRecord, i int) *KillProof {
 	return kp
 }
 
-// ack notes an ack on partition at time at (Unix ns).
-func (ft *faultTracker) ack(partition int32, at int64) {
+// ack notes an ack on partition at time at of a message intended to be
+// sent at intended (both Unix ns).
+func (ft *faultTracker) ack(partition int32, intended, at int64) {
 	for i, t := range ft.at {
-		if t == 0 || at < t {
+		if t == 0 || intended < t {
 			continue
 		}
 		if f, ok := ft.first[i][partition]; !ok || at < f {
@@ -111,18 +121,23 @@ func (ft *faultTracker) ack(partition int32, at int64) {
 	}
 }
 
-// finish fills FirstAckMs for every partition the run wrote to.
+// finish fills FirstAckMs and StallMs for every partition the run wrote
+// to; stall(p, from, to) measures a partition's longest stretch without
+// acks overlapping [from, to] (Unix ns, to 0: the end of the load).
 // SlowestFirstAckMs is -1 when some partition never acked again.
-func (ft *faultTracker) finish(partitions []int32) []FaultReport {
+func (ft *faultTracker) finish(partitions []int32, stall func(p int32, from, to int64) float64) []FaultReport {
 	for i := range ft.reports {
 		if ft.at[i] == 0 {
 			continue
 		}
 		rep := &ft.reports[i]
 		rep.FirstAckMs = map[int32]float64{}
+		rep.StallMs = map[int32]float64{}
 		slowest, never := 0.0, false
 		for _, p := range partitions {
 			f, ok := ft.first[i][p]
+			rep.StallMs[p] = stall(p, ft.at[i], f)
+			rep.LongestStallMs = max(rep.LongestStallMs, rep.StallMs[p])
 			if !ok {
 				rep.FirstAckMs[p] = -1
 				never = true

@@ -267,8 +267,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 		if f.FirstAckMs != nil {
-			fmt.Fprintf(w, "    slowest partition's first ack after it: %s\n", msOrNever(f.SlowestFirstAckMs))
+			fmt.Fprintf(w, "    slowest partition's first ack of a message sent after it: %s   longest partition stall over it: %s\n",
+				msOrNever(f.SlowestFirstAckMs), msOrNever(f.LongestStallMs))
 			fmt.Fprintf(w, "    node ready again: %s   all replicas in sync: %s\n", msOrNever(f.ReadyMs), msOrNever(f.InSyncMs))
+			if f.InSyncEvidence != "" {
+				fmt.Fprintf(w, "    rejoin seen as: %s\n", f.InSyncEvidence)
+			}
 		}
 		for _, id := range f.Nodes {
 			fmt.Fprintf(w, "    node %d: PID %d -> %d; lost: %s\n", id, f.PIDs[id], f.Restarted[id], f.Lost[id])

@@ -1,0 +1,43 @@
+package kafka
+
+import (
+	"strings"
+
+	"github.com/ackcheck/ackcheck/drivers"
+)
+
+var _ drivers.SettingsDescriber = (*Driver)(nil)
+
+// SettingsRows implements drivers.SettingsDescriber. The SASL password and
+// the TLS key are never listed.
+func (d *Driver) SettingsRows() [][2]string { return d.cfg.rows() }
+
+func (c Config) rows() [][2]string {
+	c = c.WithDefaults()
+	rows := [][2]string{
+		{"brokers", strings.Join(c.Brokers, ", ")},
+		{"acks", c.Acks},
+		{"idempotent", onOff(c.Idempotent != nil && *c.Idempotent)},
+		{"compression", c.Compression},
+		{"linger", c.Linger.String()},
+		{"delivery timeout", c.DeliveryTimeout.String()},
+	}
+	if c.SASLMechanism != "" {
+		rows = append(rows, [2]string{"SASL", c.SASLMechanism + " as " + c.SASLUsername})
+	}
+	if c.TLS {
+		tls := "on"
+		if c.TLSInsecureSkipVerify {
+			tls = "on, server certificate not verified"
+		}
+		rows = append(rows, [2]string{"TLS", tls})
+	}
+	return rows
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

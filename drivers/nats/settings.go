@@ -1,0 +1,25 @@
+package nats
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ackcheck/ackcheck/drivers"
+)
+
+var _ drivers.SettingsDescriber = (*Driver)(nil)
+
+// SettingsRows implements drivers.SettingsDescriber.
+func (d *Driver) SettingsRows() [][2]string { return d.cfg.rows() }
+
+func (c Config) rows() [][2]string {
+	c = c.WithDefaults()
+	rows := [][2]string{{"servers", strings.Join(c.Servers, ", ")}}
+	if len(c.MonitorURLs) > 0 {
+		rows = append(rows, [2]string{"monitoring URLs", strings.Join(c.MonitorURLs, ", ")})
+	}
+	return append(rows,
+		[2]string{"publish timeout", c.PublishTimeout.String()},
+		[2]string{"ack timeout", c.AckTimeout.String()},
+		[2]string{"max pending", fmt.Sprintf("%d publishes per producer", c.MaxPending)})
+}

@@ -1,0 +1,32 @@
+package pulsar
+
+import (
+	"fmt"
+
+	"github.com/ackcheck/ackcheck/drivers"
+)
+
+var _ drivers.SettingsDescriber = (*Driver)(nil)
+
+// SettingsRows implements drivers.SettingsDescriber.
+func (d *Driver) SettingsRows() [][2]string { return d.cfg.rows() }
+
+func (c Config) rows() [][2]string {
+	c = c.WithDefaults()
+	rows := [][2]string{
+		{"service URL", c.ServiceURL},
+		{"admin URL", c.AdminURL},
+	}
+	if c.BookieHTTPURL != "" {
+		rows = append(rows, [2]string{"bookie admin URL", c.BookieHTTPURL})
+	}
+	batching := "off"
+	if !c.DisableBatching {
+		batching = "on, max publish delay " + c.BatchingMaxPublishDelay.String()
+	}
+	return append(rows,
+		[2]string{"namespace", c.Tenant + "/" + c.Namespace},
+		[2]string{"batching", batching},
+		[2]string{"send timeout", c.SendTimeout.String()},
+		[2]string{"max pending messages", fmt.Sprintf("%d per partition producer", c.MaxPendingMessages)})
+}

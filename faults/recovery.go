@@ -1,0 +1,301 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/ledger"
+)
+
+// Recovery after a fault that takes nodes away is two moments, each
+// stamped when the check that proves it succeeded:
+//
+//   - ready: every node taken away answers as a broker again (it is in the
+//     cluster's node list and serves a request itself);
+//   - in sync: every partition of the topic has a leader and its full
+//     replica set in its in-sync set, and each node taken away is back in
+//     the in-sync set of every partition it replicates *as the process that
+//     came back*.
+//
+// The second condition is the one a bare "ISR is full" check gets wrong: a
+// broker restarted before the cluster noticed it was gone (Kafka's
+// broker.session.timeout.ms, 9 s by default) is still listed in every ISR,
+// so the first full ISR after the restart says nothing about whether the
+// new process has caught up. A rejoin therefore needs evidence that the
+// cluster went through the node's absence, seen after the fault:
+//
+//   - the node missing from the cluster's node list (Kafka drops a fenced
+//     broker, and a broker that re-registers is fenced until it caught up),
+//     which counts for every partition it replicates;
+//   - the node missing from one partition's in-sync set, for that partition;
+//   - a partition the node led at the fault with a new leader epoch.
+//
+// A partition whose only replica is the node (Pulsar's owner, a
+// replication factor of 1) needs none: there is no other replica to be in
+// sync with, so serving again is being in sync. A pause keeps the node's
+// process, so it needs none either; if the node never left, the report says
+// so. Ready must come first: a node cannot be in sync before it serves.
+//
+// State machine per fault, driven by polls that begin right after the
+// fault and continue while the node is away:
+//
+//	away --node back (restarted/resumed)--> back --answers--> ready
+//	ready --evidence for every partition, full ISR with the node--> in sync
+type rejoin struct {
+	nodes []int32
+	// needEvidence: the fault replaced the node's process (kill, stop,
+	// power loss), so only a rejoin after its absence counts.
+	needEvidence bool
+	// led: partition -> leader epoch at the first look after the fault,
+	// for partitions one of the nodes led.
+	led map[int32]int32
+	// left: evidence per node and partition (partition -1: the node was
+	// missing from the node list, which covers all its partitions).
+	left map[int32]map[int32]string
+	// seen is set once any topology was read.
+	seen bool
+}
+
+func newRejoin(nodes []int32, needEvidence bool) *rejoin {
+	r := &rejoin{nodes: slices.Clone(nodes), needEvidence: needEvidence, led: map[int32]int32{}, left: map[int32]map[int32]string{}}
+	for _, n := range nodes {
+		r.left[n] = map[int32]string{}
+	}
+	return r
+}
+
+// observe takes one topology read after the fault and notes every sign of
+// the nodes' absence it shows.
+func (r *rejoin) observe(t drivers.Topology) {
+	first := !r.seen
+	r.seen = true
+	for _, n := range r.nodes {
+		if !slices.ContainsFunc(t.Nodes, func(x drivers.Node) bool { return x.ID == n }) {
+			r.note(n, -1, "left the cluster's node list")
+		}
+	}
+	for _, p := range t.Partitions {
+		if p.Err != "" || len(p.Replicas) == 0 {
+			continue
+		}
+		for _, n := range r.nodes {
+			if !slices.Contains(p.Replicas, n) {
+				continue
+			}
+			if !slices.Contains(p.ISR, n) {
+				r.note(n, p.Partition, "left the in-sync set")
+			}
+			if first && p.Leader == n && p.Epoch >= 0 {
+				r.led[p.Partition] = p.Epoch
+			}
+			if e, ok := r.led[p.Partition]; ok && p.Epoch > e {
+				r.note(n, p.Partition, "lost leadership (new leader epoch)")
+			}
+		}
+	}
+}
+
+func (r *rejoin) note(n, p int32, why string) {
+	if _, ok := r.left[n][p]; !ok {
+		r.left[n][p] = why
+	}
+}
+
+// inSync reports whether topology t shows every partition led, fully in
+// sync, and each node back in every in-sync set it belongs to after
+// evidence of its absence. When it is not, why says what is missing.
+func (r *rejoin) inSync(t drivers.Topology) (ok bool, why string) {
+	if len(t.Partitions) == 0 {
+		return false, "no partitions described"
+	}
+	for _, p := range t.Partitions {
+		if p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
+			return false, fmt.Sprintf("partition %d: leader %d, in sync %v of %v", p.Partition, p.Leader, p.ISR, p.Replicas)
+		}
+		for _, n := range r.nodes {
+			if !slices.Contains(p.Replicas, n) {
+				continue
+			}
+			if !slices.Contains(p.ISR, n) {
+				return false, fmt.Sprintf("partition %d: node %d not in sync", p.Partition, n)
+			}
+			if r.needEvidence && !r.absent(n, p) {
+				return false, fmt.Sprintf("partition %d: node %d not yet seen out of sync since the fault", p.Partition, n)
+			}
+		}
+	}
+	for _, n := range r.nodes {
+		if !slices.ContainsFunc(t.Nodes, func(x drivers.Node) bool { return x.ID == n }) {
+			return false, fmt.Sprintf("node %d is not in the cluster's node list", n)
+		}
+	}
+	return true, ""
+}
+
+func (r *rejoin) absent(n int32, p drivers.PartitionState) bool {
+	if len(p.Replicas) == 1 {
+		return true // the sole replica: nobody else to be in sync with
+	}
+	_, all := r.left[n][-1]
+	_, one := r.left[n][p.Partition]
+	return all || one
+}
+
+// evidence says, for the record, what showed each node's absence.
+func (r *rejoin) evidence() string {
+	var parts []string
+	for _, n := range r.nodes {
+		if why, ok := r.left[n][-1]; ok {
+			parts = append(parts, fmt.Sprintf("node %d %s", n, why))
+			continue
+		}
+		kinds := map[string]int{}
+		for _, why := range r.left[n] {
+			kinds[why]++
+		}
+		var ks []string
+		for k, c := range kinds {
+			ks = append(ks, fmt.Sprintf("%s in %d partition(s)", k, c))
+		}
+		slices.Sort(ks)
+		switch {
+		case len(ks) > 0:
+			parts = append(parts, fmt.Sprintf("node %d %s", n, strings.Join(ks, ", ")))
+		case !r.needEvidence:
+			parts = append(parts, fmt.Sprintf("node %d kept its process and never left the in-sync sets", n))
+		default:
+			parts = append(parts, fmt.Sprintf("node %d replicates no partition that has another replica", n))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// watchRecovery measures, for the nodes taken away by record i, when they
+// answer as brokers again and when they are back in sync (see rejoin). It
+// polls from right after the fault, so that it sees the absence, and gives
+// up when ctx ends.
+func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32) {
+	tick := time.NewTicker(in.Poll)
+	defer tick.Stop()
+	rec := in.Records()[i]
+	rj := newRejoin(nodes, Action(rec.Action).replacesProcess())
+	var readyAt, inSyncAt time.Time
+	for readyAt.IsZero() || inSyncAt.IsZero() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		topo, err := in.topology(ctx)
+		if err == nil {
+			rj.observe(topo)
+		}
+		in.mu.Lock()
+		back := true
+		for _, node := range nodes {
+			back = back && in.state[node] == "up"
+		}
+		in.mu.Unlock()
+		if !back || err != nil {
+			continue
+		}
+		// Each moment is stamped when its check succeeded, not when the
+		// poll began: a probe can wait up to its timeout.
+		if readyAt.IsZero() && in.allAnswer(ctx, topo, nodes) {
+			now := time.Now()
+			readyAt = now
+			in.update(i, func(r *ledger.FaultRecord) { r.ReadyAt = now })
+			in.logf("node(s) %v answer as brokers again, %s after the %s", nodes, now.Sub(rec.At).Round(time.Millisecond), rec.Action)
+			continue // in sync is judged on a topology read after ready
+		}
+		if !readyAt.IsZero() && inSyncAt.IsZero() {
+			if ok, _ := rj.inSync(topo); ok {
+				now := time.Now()
+				inSyncAt = now
+				ev := rj.evidence()
+				in.update(i, func(r *ledger.FaultRecord) { r.InSyncAt, r.InSyncEvidence = now, ev })
+				in.logf("all replicas of %s in sync again, %s after the %s (%s)", in.Topic, now.Sub(rec.At).Round(time.Millisecond), rec.Action, ev)
+			}
+		}
+	}
+}
+
+// topology reads the topic's topology with a short deadline of its own.
+func (in *Injector) topology(ctx context.Context) (drivers.Topology, error) {
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return in.Driver.Topology(tctx, in.Topic)
+}
+
+// allAnswer reports whether every node is in topo's node list and serves
+// a request itself.
+func (in *Injector) allAnswer(ctx context.Context, topo drivers.Topology, nodes []int32) bool {
+	for _, n := range nodes {
+		if !slices.ContainsFunc(topo.Nodes, func(x drivers.Node) bool { return x.ID == n }) {
+			return false
+		}
+		if p, ok := in.Driver.(drivers.NodeProber); ok {
+			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err := p.ProbeNode(tctx, n)
+			cancel()
+			if err != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// restartAndWait restarts one node cleanly and waits until it answers and
+// is back in sync as its new process (see rejoin), so that a rolling
+// restart never takes two replicas away at once.
+func (in *Injector) restartAndWait(ctx context.Context, id int32) error {
+	in.mu.Lock()
+	in.state[id] = "down"
+	in.mu.Unlock()
+	if err := in.Nodes.Stop(ctx, id, time.Minute); err != nil {
+		return fmt.Errorf("restart node %d: %w", id, err)
+	}
+	rj := newRejoin([]int32{id}, true)
+	if topo, err := in.topology(ctx); err == nil {
+		rj.observe(topo)
+	}
+	if err := in.Nodes.Start(ctx, id); err != nil {
+		return fmt.Errorf("restart node %d: %w", id, err)
+	}
+	in.mu.Lock()
+	in.state[id] = "up"
+	in.mu.Unlock()
+	deadline := time.Now().Add(3 * time.Minute)
+	ready := false
+	why := "no topology read yet"
+	for {
+		if topo, err := in.topology(ctx); err == nil {
+			rj.observe(topo)
+			if !ready {
+				ready = in.allAnswer(ctx, topo, []int32{id})
+				why = fmt.Sprintf("node %d does not answer as a broker yet", id)
+			} else {
+				var ok bool
+				if ok, why = rj.inSync(topo); ok {
+					in.logf("node %d restarted and back in sync (%s)", id, rj.evidence())
+					return nil
+				}
+			}
+		} else {
+			why = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d did not come back in sync within 3 minutes: %s", id, why)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package faults
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ackcheck/ackcheck/drivers"
+)
+
+// topo builds a topology of nodes and partitions given as
+// leader/epoch/replicas/ISR.
+func topo(nodes []int32, parts ...drivers.PartitionState) drivers.Topology {
+	t := drivers.Topology{Controller: -1, Partitions: parts}
+	for _, n := range nodes {
+		t.Nodes = append(t.Nodes, drivers.Node{ID: n})
+	}
+	return t
+}
+
+func part(p, leader, epoch int32, replicas, isr []int32) drivers.PartitionState {
+	return drivers.PartitionState{Partition: p, Leader: leader, Epoch: epoch, Replicas: replicas, ISR: isr}
+}
+
+// The rejoin rules, each on a sequence of topologies polled after a fault
+// on node 2: the last one is judged.
+func TestRejoin(t *testing.T) {
+	all := []int32{1, 2, 3}
+	full := []int32{1, 2, 3}
+	shrunk := []int32{1, 3}
+	cases := []struct {
+		name         string
+		needEvidence bool
+		polls        []drivers.Topology
+		want         bool
+		why          string // part of the reason when not in sync
+		evidence     string // part of the evidence when in sync
+	}{
+		{
+			// The bug of issue 11: a restart before the session timeout
+			// finds every ISR still full; that is not a rejoin.
+			name: "kill, ISR never shrank", needEvidence: true,
+			polls: []drivers.Topology{topo(all, part(0, 1, 5, full, full), part(1, 2, 3, full, full))},
+			want:  false, why: "not yet seen out of sync",
+		},
+		{
+			name: "kill, fenced (left the node list), back", needEvidence: true,
+			polls: []drivers.Topology{
+				topo(all, part(0, 1, 5, full, full), part(1, 2, 3, full, full)),
+				topo([]int32{1, 3}, part(0, 1, 5, full, shrunk), part(1, 1, 4, full, shrunk)),
+				topo(all, part(0, 1, 5, full, full), part(1, 1, 4, full, full)),
+			},
+			want: true, evidence: "left the cluster's node list",
+		},
+		{
+			name: "kill, back in the node list but one ISR not yet", needEvidence: true,
+			polls: []drivers.Topology{
+				topo([]int32{1, 3}, part(0, 1, 5, full, shrunk), part(1, 1, 4, full, shrunk)),
+				topo(all, part(0, 1, 5, full, full), part(1, 1, 4, full, shrunk)),
+			},
+			want: false, why: "partition 1",
+		},
+		{
+			name: "kill, each partition's ISR shrank once", needEvidence: true,
+			polls: []drivers.Topology{
+				topo(all, part(0, 1, 5, full, shrunk), part(1, 2, 3, full, full)),
+				topo(all, part(0, 1, 5, full, full), part(1, 1, 4, full, shrunk)),
+				topo(all, part(0, 1, 5, full, full), part(1, 1, 4, full, full)),
+			},
+			want: true, evidence: "left the in-sync set in 2 partition(s)",
+		},
+		{
+			name: "kill, only one partition seen shrunk", needEvidence: true,
+			polls: []drivers.Topology{
+				topo(all, part(0, 1, 5, full, shrunk), part(1, 3, 3, full, full)),
+				topo(all, part(0, 1, 5, full, full), part(1, 3, 3, full, full)),
+			},
+			want: false, why: "partition 1: node 2 not yet seen",
+		},
+		{
+			name: "kill of a leader, new leader epoch", needEvidence: true,
+			polls: []drivers.Topology{
+				topo(all, part(0, 2, 7, full, full)),
+				topo(all, part(0, 2, 8, full, full)),
+			},
+			want: true, evidence: "new leader epoch",
+		},
+		{
+			name: "kill, sole replica (Pulsar owner)", needEvidence: true,
+			polls: []drivers.Topology{topo([]int32{2}, part(0, 2, -1, []int32{2}, []int32{2}))},
+			want:  true, evidence: "replicates no partition that has another replica",
+		},
+		{
+			name: "pause that never left the ISR", needEvidence: false,
+			polls: []drivers.Topology{topo(all, part(0, 1, 5, full, full))},
+			want:  true, evidence: "kept its process",
+		},
+		{
+			name: "partition without a leader", needEvidence: false,
+			polls: []drivers.Topology{topo(all, part(0, -1, 5, full, shrunk))},
+			want:  false, why: "leader -1",
+		},
+		{
+			name: "no partitions", needEvidence: false,
+			polls: []drivers.Topology{topo(all)},
+			want:  false, why: "no partitions",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRejoin([]int32{2}, c.needEvidence)
+			for _, p := range c.polls {
+				r.observe(p)
+			}
+			ok, why := r.inSync(c.polls[len(c.polls)-1])
+			if ok != c.want {
+				t.Fatalf("in sync %v (%s), want %v", ok, why, c.want)
+			}
+			if !ok && !strings.Contains(why, c.why) {
+				t.Errorf("reason %q does not say %q", why, c.why)
+			}
+			if ok && !strings.Contains(r.evidence(), c.evidence) {
+				t.Errorf("evidence %q does not say %q", r.evidence(), c.evidence)
+			}
+		})
+	}
+}

@@ -1,0 +1,153 @@
+package scenarios
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+)
+
+// kafkaAccount is what the brokers' own logs say happened to one broker
+// after a fault: the oracle the recovery figures are checked against. It
+// is read from every node's kafka.log (the active controller logs fencing
+// and unfencing, each partition's leader logs its ISR changes), never from
+// anything ackcheck computed.
+type kafkaAccount struct {
+	Fenced      time.Time // "Fencing broker N at epoch E because its session has timed out"
+	Incarnation time.Time // "Replayed RegisterBrokerRecord establishing a new incarnation of broker N"
+	Unfenced    time.Time // "The request from broker N to unfence has been granted"
+	// ISRBack: per partition of the topic, the first "ISR updated to" line
+	// after the unfencing whose set holds the broker again.
+	ISRBack map[int32]time.Time
+}
+
+// InSync is when the logs show the broker back in every ISR that changed:
+// the unfencing, or the last partition's ISR line after it.
+func (a kafkaAccount) InSync() time.Time {
+	t := a.Unfenced
+	for _, at := range a.ISRBack {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+var (
+	kafkaLogTime = regexp.MustCompile(`^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] `)
+	kafkaISRLine = regexp.MustCompile(`\[Partition (\S+)-(\d+) broker=\d+\] ISR updated to ([\d,]+) `)
+)
+
+// readKafkaAccount reads every node's log for broker node's fate after
+// since. Kafka writes its log timestamps in local time, to the millisecond.
+func readKafkaAccount(t *testing.T, k *cluster.Kafka, topic string, node int32, since time.Time) kafkaAccount {
+	t.Helper()
+	a := kafkaAccount{ISRBack: map[int32]time.Time{}}
+	type isrLine struct {
+		at   time.Time
+		part int32
+		isr  []int32
+	}
+	var isrs []isrLine
+	first := func(dst *time.Time, at time.Time) {
+		if dst.IsZero() || at.Before(*dst) {
+			*dst = at
+		}
+	}
+	fenced := fmt.Sprintf("Fencing broker %d at epoch", node)
+	incarnation := fmt.Sprintf("establishing a new incarnation of broker %d:", node)
+	unfenced := fmt.Sprintf("The request from broker %d to unfence has been granted", node)
+	for _, id := range k.Nodes() {
+		f, err := os.Open(k.LogFile(id))
+		if err != nil {
+			t.Fatalf("oracle: %v", err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			m := kafkaLogTime.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], time.Local)
+			if err != nil || at.Before(since.Truncate(time.Millisecond)) {
+				continue
+			}
+			switch {
+			case strings.Contains(line, fenced):
+				first(&a.Fenced, at)
+			case strings.Contains(line, incarnation):
+				first(&a.Incarnation, at)
+			case strings.Contains(line, unfenced):
+				first(&a.Unfenced, at)
+			default:
+				if m := kafkaISRLine.FindStringSubmatch(line); m != nil && m[1] == topic {
+					p, _ := strconv.Atoi(m[2])
+					var isr []int32
+					for _, s := range strings.Split(m[3], ",") {
+						n, _ := strconv.Atoi(s)
+						isr = append(isr, int32(n))
+					}
+					isrs = append(isrs, isrLine{at, int32(p), isr})
+				}
+			}
+		}
+		f.Close()
+	}
+	for _, l := range isrs {
+		if !a.Unfenced.IsZero() && !l.at.Before(a.Unfenced) && slices.Contains(l.isr, node) {
+			if cur, ok := a.ISRBack[l.part]; !ok || l.at.Before(cur) {
+				a.ISRBack[l.part] = l.at
+			}
+		}
+	}
+	return a
+}
+
+// checkAgainstKafkaLogs asserts that the run's ready and in-sync figures
+// for its kill agree with the brokers' own account within 2 s, and that
+// neither comes before the broker was unfenced: a broker is in no ISR, and
+// answers as a broker to nobody, before the controller unfences it.
+func checkAgainstKafkaLogs(t *testing.T, k *cluster.Kafka, topic string, kill killFigures) {
+	t.Helper()
+	a := readKafkaAccount(t, k, topic, kill.Node, kill.At)
+	after := func(at time.Time) float64 {
+		if at.IsZero() {
+			return -1
+		}
+		return float64(at.Sub(kill.At)) / float64(time.Millisecond)
+	}
+	t.Logf("oracle (brokers' logs) for node %d: fenced %.0f ms, new incarnation %.0f ms, unfenced %.0f ms, ISR back in %d partitions by %.0f ms; ackcheck: ready %.0f ms, in sync %.0f ms (%s)",
+		kill.Node, after(a.Fenced), after(a.Incarnation), after(a.Unfenced), len(a.ISRBack), after(a.InSync()), kill.ReadyMs, kill.InSyncMs, kill.Evidence)
+	if a.Unfenced.IsZero() {
+		t.Fatalf("oracle: the logs show no unfencing of broker %d after the kill", kill.Node)
+	}
+	if a.Fenced.IsZero() && a.Incarnation.IsZero() {
+		t.Fatalf("oracle: the logs show neither fencing nor a new incarnation of broker %d after the kill", kill.Node)
+	}
+	const tolerance = 2000.0
+	unfenced, inSync := after(a.Unfenced), after(a.InSync())
+	if kill.ReadyMs < unfenced-200 || kill.ReadyMs > unfenced+tolerance {
+		t.Errorf("ready %.0f ms after the kill, but the controller unfenced broker %d at %.0f ms", kill.ReadyMs, kill.Node, unfenced)
+	}
+	if kill.InSyncMs < unfenced-200 || kill.InSyncMs < inSync-tolerance || kill.InSyncMs > inSync+tolerance {
+		t.Errorf("in sync %.0f ms after the kill, but the logs show broker %d unfenced at %.0f ms and back in every changed ISR at %.0f ms",
+			kill.InSyncMs, kill.Node, unfenced, inSync)
+	}
+}
+
+// killFigures is what ackcheck reported for a kill.
+type killFigures struct {
+	Node              int32
+	At                time.Time
+	ReadyMs, InSyncMs float64
+	Evidence          string
+}
