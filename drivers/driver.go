@@ -164,7 +164,12 @@ type PartitionState struct {
 	Epoch     int32 // leader epoch, -1 when the broker gives none
 	Replicas  []int32
 	ISR       []int32
-	Err       string // the broker's error for this partition, if any
+	// Offline lists replicas the broker reports unreachable now (NATS's
+	// offline peers). It is a sign of absence for recovery tracking, not a
+	// replication state: a replica may be in ISR and still listed here for
+	// a while after it came back.
+	Offline []int32
+	Err     string // the broker's error for this partition, if any
 }
 
 // Topology is the cluster as one broker described it at At.

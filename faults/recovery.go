@@ -31,7 +31,8 @@ import (
 //   - the node missing from the cluster's node list (Kafka drops a fenced
 //     broker, and a broker that re-registers is fenced until it caught up),
 //     which counts for every partition it replicates;
-//   - the node missing from one partition's in-sync set, for that partition;
+//   - the node missing from one partition's in-sync set, or reported
+//     offline by its leader (NATS), for that partition;
 //   - a partition the node led at the fault with a new leader epoch.
 //
 // A partition whose only replica is the node (Pulsar's owner, a
@@ -88,6 +89,9 @@ func (r *rejoin) observe(t drivers.Topology) {
 			}
 			if !slices.Contains(p.ISR, n) {
 				r.note(n, p.Partition, "left the in-sync set")
+			}
+			if slices.Contains(p.Offline, n) {
+				r.note(n, p.Partition, "was reported offline")
 			}
 			if first && p.Leader == n && p.Epoch >= 0 {
 				r.led[p.Partition] = p.Epoch

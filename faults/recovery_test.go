@@ -77,6 +77,14 @@ func TestRejoin(t *testing.T) {
 			want: false, why: "partition 1: node 2 not yet seen",
 		},
 		{
+			name: "kill, reported offline (NATS) while still current", needEvidence: true,
+			polls: []drivers.Topology{
+				topo(all, drivers.PartitionState{Partition: 0, Leader: 1, Epoch: -1, Replicas: full, ISR: full, Offline: []int32{2}}),
+				topo(all, part(0, 1, -1, full, full)),
+			},
+			want: true, evidence: "was reported offline",
+		},
+		{
 			name: "kill of a leader, new leader epoch", needEvidence: true,
 			polls: []drivers.Topology{
 				topo(all, part(0, 2, 7, full, full)),

@@ -440,7 +440,7 @@ func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, 
 func (d *Driver) partitionState(p int32, c *jetstream.ClusterInfo) drivers.PartitionState {
 	ps := drivers.PartitionState{Partition: p, Leader: -1, Epoch: -1}
 	var unknown []string
-	add := func(name string, inSync bool) {
+	add := func(name string, inSync, offline bool) {
 		id, ok := d.nodeID(name)
 		if !ok {
 			unknown = append(unknown, name)
@@ -450,17 +450,26 @@ func (d *Driver) partitionState(p int32, c *jetstream.ClusterInfo) drivers.Parti
 		if inSync {
 			ps.ISR = append(ps.ISR, id)
 		}
+		if offline {
+			ps.Offline = append(ps.Offline, id)
+		}
 	}
 	if c.Leader != "" {
-		add(c.Leader, true)
+		add(c.Leader, true, false)
 		if id, ok := d.nodeID(c.Leader); ok {
 			ps.Leader = id
 		}
 	} else {
 		ps.Err = "no leader"
 	}
+	// In sync is the leader's Raft view: the peer acknowledged everything
+	// and was heard from recently (the server turns Current off past its
+	// lost-quorum interval). Offline is the meta layer's liveness flag,
+	// cleared only by the server's next statsz: after a restart it stayed
+	// set for 8 s while the peer was current and its own /healthz said all
+	// its streams were, so it is a sign of absence, not of lag.
 	for _, r := range c.Replicas {
-		add(r.Name, r.Current && !r.Offline)
+		add(r.Name, r.Current, r.Offline)
 	}
 	if len(unknown) > 0 {
 		ps.Err = strings.TrimPrefix(ps.Err+"; servers not among --servers: "+strings.Join(unknown, ", "), "; ")

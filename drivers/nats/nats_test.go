@@ -140,20 +140,23 @@ func TestPartitionState(t *testing.T) {
 		leader           int32
 		replicas, inSync []int32
 		err              string
+		offline          []int32
 	}{
 		{"all current", jetstream.ClusterInfo{Leader: "n2", Replicas: []*jetstream.PeerInfo{{Name: "n1", Current: true}, {Name: "n3", Current: true}}},
-			2, []int32{2, 1, 3}, []int32{2, 1, 3}, ""},
+			2, []int32{2, 1, 3}, []int32{2, 1, 3}, "", nil},
+		// Offline is the meta layer's liveness flag and lags a restart by
+		// seconds: a current peer is in sync, and listed offline.
 		{"one behind, one offline", jetstream.ClusterInfo{Leader: "n1", Replicas: []*jetstream.PeerInfo{{Name: "n2", Current: false}, {Name: "n3", Current: true, Offline: true}}},
-			1, []int32{1, 2, 3}, []int32{1}, ""},
+			1, []int32{1, 2, 3}, []int32{1, 3}, "", []int32{3}},
 		{"no leader", jetstream.ClusterInfo{Replicas: []*jetstream.PeerInfo{{Name: "n1", Current: true}}},
-			-1, []int32{1}, []int32{1}, "no leader"},
+			-1, []int32{1}, []int32{1}, "no leader", nil},
 		{"unknown server", jetstream.ClusterInfo{Leader: "n1", Replicas: []*jetstream.PeerInfo{{Name: "elsewhere", Current: true}}},
-			1, []int32{1}, []int32{1}, "servers not among --servers: elsewhere"},
+			1, []int32{1}, []int32{1}, "servers not among --servers: elsewhere", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ps := d.partitionState(7, &tt.info)
-			if ps.Partition != 7 || ps.Leader != tt.leader || !slices.Equal(ps.Replicas, tt.replicas) || !slices.Equal(ps.ISR, tt.inSync) || ps.Err != tt.err {
+			if ps.Partition != 7 || ps.Leader != tt.leader || !slices.Equal(ps.Replicas, tt.replicas) || !slices.Equal(ps.ISR, tt.inSync) || ps.Err != tt.err || !slices.Equal(ps.Offline, tt.offline) {
 				t.Fatalf("got %+v; want leader %d replicas %v in sync %v err %q", ps, tt.leader, tt.replicas, tt.inSync, tt.err)
 			}
 		})
