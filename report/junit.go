@@ -34,7 +34,7 @@ type Check struct {
 
 // Checks lists the verdict's checks, one JUnit case each, failing where
 // the verdict failed (from Result.Failures, never from the wording of a
-// reason). The seven standing checks are always there; each deadline
+// reason). The eight standing checks are always there; each deadline
 // missed and each unexpected death is a case of its own.
 func Checks(r *verifier.Result) []Check {
 	standing := []struct{ name, check string }{
@@ -43,6 +43,7 @@ func Checks(r *verifier.Result) []Check {
 		{"no phantom", verifier.CheckPhantom},
 		{"read-back complete", verifier.CheckReadBack},
 		{"something sent", verifier.CheckSent},
+		{"something acked", verifier.CheckAcked},
 		{"no duplicates (--no-duplicates)", verifier.CheckDuplicates},
 		{"in order (--ordered)", verifier.CheckReordered},
 	}

@@ -182,7 +182,7 @@ func TestJUnit(t *testing.T) {
 		return s
 	}
 	pass := parse(&verifier.Result{Sent: 10, Acked: 10, ReadBackComplete: true, Verdict: verifier.Pass})
-	if pass.Failures != 0 || pass.Tests != 7 || len(pass.Cases) != 7 {
+	if pass.Failures != 0 || pass.Tests != 8 || len(pass.Cases) != 8 {
 		t.Fatalf("passing run: %+v", pass)
 	}
 	failing := &verifier.Result{Sent: 10, Acked: 10, Lost: 3, Duplicates: 2, ReadBackComplete: true, Verdict: verifier.Fail,

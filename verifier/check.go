@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -437,6 +438,19 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	if res.Sent == 0 {
 		fail(CheckSent, "nothing was sent: there is nothing to judge")
 	}
+	if res.Sent > 0 && res.Acked*100 < res.Sent {
+		// "Nothing acked was lost" is vacuous when nothing was acked: a
+		// run whose writes were all refused (a message over the topic's
+		// max.message.bytes, an ACL) tested nothing. Under 1% fails too,
+		// unless a fault that ran can explain it.
+		faulted := false
+		for _, f := range res.Faults {
+			faulted = faulted || f.Result == "applied"
+		}
+		if res.Acked == 0 || !faulted {
+			fail(CheckAcked, "only %d of %d sent messages were acked: the run tested almost nothing%s", res.Acked, res.Sent, topErrors(res.Errors, 3))
+		}
+	}
 	if d := opts.MaxNoAck; d > 0 && res.LongestNoAckMs > float64(d/time.Millisecond) {
 		fail(CheckMaxNoAck, "deadline: %.0f ms without acks exceeds --max-no-ack %s", res.LongestNoAckMs, d)
 	}
@@ -566,6 +580,32 @@ func longestStall(bm []uint64, n, loadStart, from, to int64) float64 {
 		}
 	}
 	return float64(longest) * float64(gapResolution) / float64(time.Millisecond)
+}
+
+// topErrors names the n most frequent failure texts, for a reason.
+func topErrors(errs map[string]int64, n int) string {
+	type kv struct {
+		text  string
+		count int64
+	}
+	var all []kv
+	for k, v := range errs {
+		all = append(all, kv{k, v})
+	}
+	slices.SortFunc(all, func(a, b kv) int {
+		if a.count != b.count {
+			return int(b.count - a.count)
+		}
+		return strings.Compare(a.text, b.text)
+	})
+	var parts []string
+	for _, e := range all[:min(n, len(all))] {
+		parts = append(parts, fmt.Sprintf("%d× %s", e.count, e.text))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; the broker answered: " + strings.Join(parts, "; ")
 }
 
 func msText(v float64) string {

@@ -130,6 +130,7 @@ const (
 	CheckReordered       = "reordered"
 	CheckReadBack        = "read-back"
 	CheckSent            = "sent"
+	CheckAcked           = "acked"
 	CheckMaxNoAck        = "max-no-ack"
 	CheckMaxReady        = "max-ready"
 	CheckMaxInSync       = "max-in-sync"

@@ -200,3 +200,23 @@ func TestSIGKILLThenVerify(t *testing.T) {
 	t.Logf("after SIGKILL: sent %d acked %d indeterminate %d unrecorded %d not written %d",
 		r.Sent, r.Acked, r.Indeterminate, r.Unrecorded, r.NotWritten)
 }
+
+// Issue 12's probe: every write refused (a message over the topic's
+// max.message.bytes) must not pass as "nothing acked was lost"; the
+// verdict fails with the broker's reason.
+func TestNothingAckedFails(t *testing.T) {
+	c := kfakeCluster(t)
+	out := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out,
+		"--topic", "small", "--topic-config", "max.message.bytes=500", "--message-size", "1024",
+		"--partitions", "2", "--rate", "100", "--duration", "1s"}, &stdout, &stderr)
+	if code != exitFail || !strings.Contains(stdout.String(), "verdict: FAIL") {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFail, stdout.String(), stderr.String())
+	}
+	r := readResult(t, out)
+	if r.Acked != 0 || len(r.Reasons) == 0 || !strings.Contains(r.Reasons[0], "only 0 of 100 sent messages were acked") ||
+		!strings.Contains(strings.ToUpper(r.Reasons[0]), "MESSAGE_TOO_LARGE") {
+		t.Fatalf("acked %d, reasons %q", r.Acked, r.Reasons)
+	}
+}
