@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,8 +72,8 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	switch {
-	case c.Rate <= 0:
-		return fmt.Errorf("--rate must be above 0 messages per second")
+	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate <= 0:
+		return fmt.Errorf("--rate %v: must be a number above 0 (messages per second)", c.Rate)
 	case c.Duration <= 0:
 		return fmt.Errorf("--duration must be above 0")
 	case c.Producers < 1 || c.Producers > 1024:

@@ -76,6 +76,14 @@ func TestExitCodes(t *testing.T) {
 		{"pulsar unreachable", []string{"run", "--driver", "pulsar", "--service-url", "pulsar://127.0.0.1:1", "--admin-url", "http://127.0.0.1:1",
 			"--out", dir + "/p2", "--duration", "1s"}, exitError, "no broker answered", ""},
 		{"lazyfs cluster kind", []string{"run", "--cluster-dir", dir, "--out", dir + "/p3", "--fault", "at=1s power-loss all", "--duration", "2s"}, exitError, "holds no cluster", ""},
+		// Refused before any topic or file exists (issue 12, item 6).
+		{"rate NaN", []string{"run", "--brokers", brokers, "--out", dir + "/r1", "--topic", "nan", "--rate", "NaN"}, exitError, "--rate NaN: must be a number above 0", ""},
+		{"empty topic", []string{"run", "--brokers", brokers, "--out", dir + "/r2", "--topic", ""}, exitError, "--topic is empty", ""},
+		{"producers 0", []string{"run", "--brokers", brokers, "--out", dir + "/r3", "--producers", "0"}, exitError, "--producers 0: use 1 to 1024", ""},
+		{"max-in-flight 0", []string{"run", "--brokers", brokers, "--out", dir + "/r4", "--max-in-flight", "0"}, exitError, "--max-in-flight 0", ""},
+		{"delivery-timeout 0", []string{"run", "--brokers", brokers, "--out", dir + "/r5", "--delivery-timeout", "0s"}, exitError, "--delivery-timeout 0s: use at least 1s", ""},
+		{"sasl user without mechanism", []string{"run", "--brokers", brokers, "--out", dir + "/r6", "--sasl-username", "u", "--sasl-password", "p"}, exitError, "need --sasl-mechanism", ""},
+		{"junit into a missing dir", []string{"run", "--brokers", brokers, "--out", dir + "/r7", "--junit", dir + "/nope/j.xml"}, exitError, "does not exist; create it first", ""},
 		{"pass", []string{"run", "--brokers", brokers, "--out", dir + "/ok", "--partitions", "4", "--rate", "500", "--duration", "2s"}, exitPass, "", "verdict: PASS"},
 		{"reuse out", []string{"run", "--brokers", brokers, "--out", dir + "/ok", "--duration", "1s"}, exitError, "already holds a run", ""},
 		{"verify again", []string{"verify", "--out", dir + "/ok"}, exitPass, "", "verdict: PASS"},
@@ -97,6 +105,11 @@ func TestExitCodes(t *testing.T) {
 	}
 	if _, err := os.Stat(dir + "/d"); !os.IsNotExist(err) {
 		t.Errorf("a run that could not reach its brokers left %s/d behind", dir)
+	}
+	for _, r := range []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7"} {
+		if _, err := os.Stat(dir + "/" + r); !os.IsNotExist(err) {
+			t.Errorf("a refused run left %s/%s behind", dir, r)
+		}
 	}
 	r := readResult(t, dir+"/ok")
 	if r.Verdict != "pass" || r.Acked != 1000 || r.Lost != 0 || r.Publish.Count != 1000 || r.RunID == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -91,6 +92,9 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	if r.out == "" {
 		return runner.Config{}, nil, fmt.Errorf("--out is required: the run directory for the ledger and result.json")
 	}
+	if err := r.refuse(cmd); err != nil {
+		return runner.Config{}, nil, err
+	}
 	r.lc.LiveRead = !r.noLiveRead
 	probe := r.lc
 	probe.Partitions = []int32{0} // known once the topic is; check the rest now
@@ -171,6 +175,33 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		Verify: !r.noVerify, Check: r.cf.options(), ReadIdleTimeout: r.cf.readIdle,
 		Progress: cmd.OutOrStdout(), ProgressEvery: r.progress, Live: live, Faults: plan,
 	}, d, nil
+}
+
+// refuse rejects, before any broker is touched or file written, values
+// that the load would otherwise replace with a default or act on wrongly:
+// a flag given explicitly as 0 is the user's mistake, not a request for the
+// default.
+func (r *runFlags) refuse(cmd *cobra.Command) error {
+	fs := cmd.Flags()
+	given := func(name string) bool { return fs.Changed(name) }
+	switch {
+	case r.topic.Name == "":
+		return fmt.Errorf("--topic is empty: name the topic to write")
+	case given("producers") && (r.lc.Producers < 1 || r.lc.Producers > 1024):
+		return fmt.Errorf("--producers %d: use 1 to 1024", r.lc.Producers)
+	case given("max-in-flight") && r.lc.MaxInFlight < 1:
+		return fmt.Errorf("--max-in-flight %d: use at least 1", r.lc.MaxInFlight)
+	case given("delivery-timeout") && r.kf.deliveryTimeout < time.Second:
+		return fmt.Errorf("--delivery-timeout %s: use at least 1s", r.kf.deliveryTimeout)
+	case (given("sasl-username") || given("sasl-password")) && r.kf.saslMechanism == "":
+		return fmt.Errorf("--sasl-username and --sasl-password need --sasl-mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); without it the client would connect unauthenticated")
+	}
+	if j := r.cf.junit; j != "" {
+		if st, err := os.Stat(filepath.Dir(j)); err != nil || !st.IsDir() {
+			return fmt.Errorf("--junit %s: its directory %s does not exist; create it first", j, filepath.Dir(j))
+		}
+	}
+	return nil
 }
 
 func newRunCmd() *cobra.Command {
