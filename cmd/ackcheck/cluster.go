@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -55,6 +57,9 @@ start and stop act on one node (--node).`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if err := needCluster(opts.Dir, "nats", args[0]); err != nil {
+				return err
+			}
 			switch args[0] {
 			case "up":
 				fmt.Fprintf(out, "starting nats-server %s in %s ...\n", cluster.NATSVersion, n.Dir())
@@ -145,6 +150,9 @@ down stops exactly the PID in --dir (SIGTERM, then SIGKILL after 60s).`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if err := needCluster(opts.Dir, "pulsar", args[0]); err != nil {
+				return err
+			}
 			switch args[0] {
 			case "up":
 				fmt.Fprintf(out, "starting Pulsar %s standalone in %s ...\n", cluster.PulsarVersion, p.Dir())
@@ -230,6 +238,9 @@ start and stop act on one node (--node), for scripts and cluster files.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if err := needCluster(opts.Dir, "kafka", args[0]); err != nil {
+				return err
+			}
 			switch args[0] {
 			case "up":
 				fmt.Fprintf(out, "starting Kafka %s in %s ...\n", cluster.KafkaVersion, opts.Dir)
@@ -295,4 +306,17 @@ start and stop act on one node (--node), for scripts and cluster files.`,
 	cmd.Flags().Int32Var(&node, "node", 0, "the node for start and stop")
 	cmd.MarkFlagRequired("dir")
 	return cmd
+}
+
+// needCluster refuses every action but up on a directory that holds no
+// cluster: status would otherwise print the default ports, and report as
+// answering whatever else listens there.
+func needCluster(dir, kind, action string) error {
+	if action == "up" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cluster.json")); err != nil {
+		return fmt.Errorf("--dir %s holds no local cluster (no cluster.json): start one with `ackcheck cluster %s up --dir %s`", dir, kind, dir)
+	}
+	return nil
 }

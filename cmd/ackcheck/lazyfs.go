@@ -105,7 +105,7 @@ func newLazyFSControlCmd(name, short string) *cobra.Command {
 			return enc.Encode(r.Status)
 		},
 	}
-	cmd.Flags().StringVar(&control, "control", "", "the control socket of a running `ackcheck lazyfs mount`")
+	cmd.Flags().StringVar(&control, "control", "", "the control socket of a running ackcheck lazyfs mount")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up waiting for the answer after this long")
 	if name == "lose" {
 		cmd.Flags().DurationVar(&wait, "wait-closed", lazyfs.DefaultCloseWait, "first wait up to this long for every file to be closed")

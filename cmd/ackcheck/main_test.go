@@ -233,3 +233,18 @@ func TestNothingAckedFails(t *testing.T) {
 		t.Fatalf("acked %d, reasons %q", r.Acked, r.Reasons)
 	}
 }
+
+// status, down, start and stop of a directory without a cluster are an
+// error that says how to make one, never a table of default ports.
+func TestClusterActionsNeedACluster(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nothing")
+	for _, kind := range []string{"kafka", "nats", "pulsar"} {
+		for _, action := range []string{"status", "down"} {
+			var stdout, stderr bytes.Buffer
+			code := execute(context.Background(), []string{"cluster", kind, action, "--dir", dir}, &stdout, &stderr)
+			if code != exitError || !strings.Contains(stderr.String(), "holds no local cluster") || stdout.Len() != 0 {
+				t.Errorf("cluster %s %s: exit %d, stdout %q, stderr %q", kind, action, code, stdout.String(), stderr.String())
+			}
+		}
+	}
+}
