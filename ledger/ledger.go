@@ -46,6 +46,16 @@
 // "unrecorded" instead (sequence numbers are assigned in order per producer,
 // so any sequence at or below the highest committed send of its producer was
 // really recorded, and a read of one that is missing is a genuine phantom).
+//
+// # Damage is not a crash
+//
+// Pebble replays its write-ahead log up to the first record it cannot read
+// and takes the rest for the torn tail of a crash. A log cut short or
+// altered in the middle would therefore silently become a shorter ledger,
+// and a shorter ledger a wrong verdict. Each committed flush also appends a
+// synced, checksummed entry to the COMMITTED file (commits.go); Open
+// refuses, with ErrDamaged and the files named, a database that holds less
+// than that record vouches for. The cost: one more fsync per flush.
 package ledger
 
 import (
@@ -56,6 +66,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,8 +171,10 @@ type Ledger struct {
 	shardsMu sync.RWMutex
 	shards   map[uint32]*shard
 
-	flushMu   sync.Mutex // serialises flushes and guards fragNo, sentThru
+	flushMu   sync.Mutex // serialises flushes and guards fragNo, events, sentThru, commits
 	fragNo    uint32
+	events    uint64 // events committed, all kinds, ever
+	commits   *commitLog
 	sentThru  map[uint32]uint64 // highest committed Send seq+1 per producer
 	pending   atomic.Int64
 	kick      chan struct{}
@@ -174,16 +187,22 @@ type Ledger struct {
 const (
 	metaPrefix      = 'M'
 	metaFragNo      = "fragno"
+	metaEvents      = "events"
 	metaSentThrough = "sent-through"
 )
 
 // Open opens (creating if needed) the ledger in dir and starts its flusher.
 func Open(dir string, opts Options) (*Ledger, error) {
 	opts.ensureDefaults()
-	po := &pebble.Options{FS: opts.FS, Logger: quietLogger{}}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	wals := walFiles(fs, dir) // Pebble replays and removes them on open
+	po := &pebble.Options{FS: fs, Logger: quietLogger{}}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger %s: %w (is another ackcheck using this run directory?)", dir, err)
+		return nil, openError(dir, err)
 	}
 	l := &Ledger{
 		db:       db,
@@ -202,6 +221,21 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := l.GetMeta(metaEvents, &l.events); err != nil && !errors.Is(err, ErrNoMeta) {
+		db.Close()
+		return nil, err
+	}
+	commits, data, err := openCommitLog(fs, dir, !opts.NoSync)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := checkCommits(fs, dir, data, l.fragNo, l.events, wals); err != nil {
+		commits.close()
+		db.Close()
+		return nil, err
+	}
+	l.commits = commits
 	go l.flushLoop()
 	return l, nil
 }
@@ -325,12 +359,19 @@ func (l *Ledger) Flush() error {
 	if err := l.setMetaIn(b, metaSentThrough, l.sentThru); err != nil {
 		return err
 	}
+	if err := l.setMetaIn(b, metaEvents, l.events+uint64(n)); err != nil {
+		return err
+	}
 	wo := pebble.Sync
 	if l.opts.NoSync {
 		wo = pebble.NoSync
 	}
 	if err := b.Commit(wo); err != nil {
 		return fmt.Errorf("commit ledger batch of %d events: %w (is the disk full?)", n, err)
+	}
+	l.events += uint64(n)
+	if err := l.commits.append(commitEntry{fragNo: l.fragNo, events: l.events}); err != nil {
+		return err
 	}
 	l.flushedAt.Store(time.Now().UnixNano())
 	return nil
@@ -367,7 +408,7 @@ func (l *Ledger) Close() error {
 	if p := l.flushErr.Load(); p != nil {
 		err = errors.Join(*p, err)
 	}
-	return errors.Join(err, l.db.Close())
+	return errors.Join(err, l.commits.close(), l.db.Close())
 }
 
 // DeleteKind removes every event of kind k (used before a fresh read-back,
@@ -444,6 +485,19 @@ func (l *Ledger) Count(ctx context.Context, k Kind, keep func(Event) bool) (int6
 		}
 	}
 	return n, c.Err()
+}
+
+// openError says why Pebble could not open dir: a lock held by another
+// process, damage, or anything else, each with what to do.
+func openError(dir string, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "lock"):
+		return fmt.Errorf("open ledger %s: %w (another ackcheck is using this run directory; wait for it or use another --out)", dir, err)
+	case errors.Is(err, pebble.ErrCorruption) || strings.Contains(msg, "corrupt"):
+		return fmt.Errorf("open ledger %s: %w: %w", dir, ErrDamaged, err)
+	}
+	return fmt.Errorf("open ledger %s: %w", dir, err)
 }
 
 // quietLogger drops Pebble's informational chatter, which would interleave

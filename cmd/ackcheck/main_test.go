@@ -248,3 +248,30 @@ func TestClusterActionsNeedACluster(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12's probe: a run's ledger whose write-ahead log was cut to a
+// tenth is exit 2 naming the file, never a verdict on what is left.
+func TestVerifyDamagedLedger(t *testing.T) {
+	c := kfakeCluster(t)
+	out := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	if code := execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out,
+		"--partitions", "2", "--rate", "500", "--duration", "2s", "--no-verify"}, &stdout, &stderr); code != exitPass {
+		t.Fatalf("run: exit %d: %s", code, stderr.String())
+	}
+	wals, _ := filepath.Glob(filepath.Join(out, "ledger", "*.log"))
+	if len(wals) == 0 {
+		t.Fatal("no write-ahead log in the run's ledger")
+	}
+	for _, w := range wals {
+		st, _ := os.Stat(w)
+		os.Truncate(w, st.Size()/10)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := execute(context.Background(), []string{"verify", "--out", out}, &stdout, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), "the ledger is damaged") || !strings.Contains(stderr.String(), wals[0]) ||
+		strings.Contains(stdout.String(), "verdict") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+}
