@@ -128,3 +128,37 @@ func TestDecodeCommits(t *testing.T) {
 		t.Fatalf("a bad first entry reported at %d", bad)
 	}
 }
+
+// Issue 12's probe: 100 bytes altered in a table file. Reading it is
+// ErrDamaged naming the file, not a panic with a stack trace, and the
+// ledger still closes.
+func TestCorruptTableIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	writeLedger(t, dir, 20000)
+	l, err := Open(dir, Options{}) // replays the WAL into a table file
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(ssts) == 0 {
+		t.Fatal("no table file")
+	}
+	for _, s := range ssts {
+		b, _ := os.ReadFile(s)
+		for i := len(b) / 2; i < len(b)/2+100; i++ {
+			b[i] ^= 0x5a
+		}
+		os.WriteFile(s, b, 0o644)
+	}
+	l, err = Open(dir, Options{})
+	if err == nil {
+		_, err = l.Count(t.Context(), Send, nil)
+		if cerr := l.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), ssts[0]) {
+		t.Fatalf("want ErrDamaged naming %s, got %v", ssts[0], err)
+	}
+}

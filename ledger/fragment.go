@@ -76,9 +76,11 @@ func decodeFragment(dst []Event, producer uint32, firstSeq uint64, v []byte) ([]
 // cursor therefore holds only the fragments whose ranges overlap: one or two
 // in a healthy run, a few more when late outcomes straggle in.
 type Cursor struct {
-	it   *pebble.Iterator
-	open fragHeap
-	err  error
+	it    *pebble.Iterator
+	l     *Ledger
+	first bool // it.First not called yet
+	open  fragHeap
+	err   error
 	// next fragment, read ahead of time
 	nextProducer uint32
 	nextFirst    uint64
@@ -115,19 +117,32 @@ func (l *Ledger) Scan(k Kind) (*Cursor, error) {
 		UpperBound: []byte{byte(k) + 1},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("scan ledger: %w", err)
+		return nil, l.damage("scan ledger", err)
 	}
-	c := &Cursor{it: it}
-	it.First()
+	c := &Cursor{it: it, l: l}
+	c.first = true
 	c.readAhead()
+	if c.err != nil {
+		err := c.err
+		c.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
+// readAhead decodes the next fragment. Every Pebble call of a scan happens
+// here, under catch: a table file that fails its checksum ends the scan
+// with ErrDamaged (Err) instead of a panic.
 func (c *Cursor) readAhead() {
+	defer c.l.catch(&c.err)
+	if c.first {
+		c.first = false
+		c.it.First()
+	}
 	c.haveNext = false
 	if c.err != nil || !c.it.Valid() {
 		if err := c.it.Error(); err != nil && c.err == nil {
-			c.err = fmt.Errorf("scan ledger: %w", err)
+			c.err = c.l.damage("scan ledger", err)
 		}
 		return
 	}
@@ -187,4 +202,14 @@ func (c *Cursor) Next() (Event, bool) {
 func (c *Cursor) Err() error { return c.err }
 
 // Close releases the cursor.
-func (c *Cursor) Close() error { return c.it.Close() }
+func (c *Cursor) Close() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if !c.l.damaged.Load() {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: closing a scan: %v", ErrDamaged, r)
+		}
+	}()
+	return c.it.Close()
+}

@@ -182,6 +182,12 @@ type Ledger struct {
 	done      chan struct{}
 	flushErr  atomic.Pointer[error]
 	flushedAt atomic.Int64
+	// damaged is set once Pebble reported damage (catch): Close then does
+	// not let Pebble's own invariant checks panic on the way out.
+	damaged     atomic.Bool
+	damagedPath atomic.Pointer[string] // the first file Pebble found damaged
+	// backgroundErrs counts Pebble's failed background jobs.
+	backgroundErrs atomic.Int64
 }
 
 const (
@@ -199,12 +205,31 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		fs = vfs.Default
 	}
 	wals := walFiles(fs, dir) // Pebble replays and removes them on open
-	po := &pebble.Options{FS: fs, Logger: quietLogger{}}
+	l := &Ledger{}
+	po := &pebble.Options{FS: fs, Logger: quietLogger{}, EventListener: &pebble.EventListener{
+		// Pebble's default is Logger.Fatalf, from whichever goroutine met
+		// the damage (a compaction, too), where no recover can reach it.
+		// Noted here, the damage comes back to the reader as the error
+		// Pebble returns next to this call.
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			path := info.Path
+			l.damagedPath.CompareAndSwap(nil, &path)
+			l.damaged.Store(true)
+		},
+		// Pebble retries a failed flush or compaction, and by default logs
+		// every failure: on a full disk that was millions of lines. The
+		// first is said once; the ledger's own calls return the error.
+		BackgroundError: func(err error) {
+			if l.backgroundErrs.Add(1) == 1 {
+				fmt.Fprintf(os.Stderr, "ledger: background error (said once): %s\n", firstLine(err.Error()))
+			}
+		},
+	}}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, openError(dir, err)
 	}
-	l := &Ledger{
+	*l = Ledger{
 		db:       db,
 		opts:     opts,
 		shards:   make(map[uint32]*shard),
@@ -297,7 +322,8 @@ func (l *Ledger) flushLoop() {
 
 // Flush writes every buffered event to Pebble in one atomic batch and
 // returns once it is committed (and synced unless NoSync).
-func (l *Ledger) Flush() error {
+func (l *Ledger) Flush() (err error) {
+	defer l.catch(&err)
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 
@@ -401,14 +427,31 @@ func (l *Ledger) SentThrough() map[uint32]uint64 {
 }
 
 // Close flushes what is buffered and closes the database.
-func (l *Ledger) Close() error {
+func (l *Ledger) Close() (err error) {
 	close(l.stop)
 	<-l.done
-	err := l.Flush()
+	if !l.damaged.Load() {
+		err = l.Flush()
+	}
 	if p := l.flushErr.Load(); p != nil {
 		err = errors.Join(*p, err)
 	}
-	return errors.Join(err, l.commits.close(), l.db.Close())
+	return errors.Join(err, l.commits.close(), l.closeDB())
+}
+
+// closeDB closes Pebble. After damage, a panic of its invariant checks
+// (such as buffers a failed read left in use) is the damage already
+// reported, not a new failure.
+func (l *Ledger) closeDB() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if !l.damaged.Load() {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: closing it: %v", ErrDamaged, r)
+		}
+	}()
+	return l.db.Close()
 }
 
 // DeleteKind removes every event of kind k (used before a fresh read-back,
@@ -449,7 +492,8 @@ func (l *Ledger) PutMeta(name string, v any) error {
 }
 
 // GetMeta loads the JSON stored under name into v, or returns ErrNoMeta.
-func (l *Ledger) GetMeta(name string, v any) error {
+func (l *Ledger) GetMeta(name string, v any) (err error) {
+	defer l.catch(&err)
 	data, closer, err := l.db.Get(metaKey(name))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return ErrNoMeta
@@ -465,13 +509,12 @@ func (l *Ledger) GetMeta(name string, v any) error {
 }
 
 // Count returns the number of events of kind k that satisfy keep (nil: all).
-func (l *Ledger) Count(ctx context.Context, k Kind, keep func(Event) bool) (int64, error) {
+func (l *Ledger) Count(ctx context.Context, k Kind, keep func(Event) bool) (n int64, err error) {
 	c, err := l.Scan(k)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
-	var n int64
 	for {
 		e, ok := c.Next()
 		if !ok {
@@ -508,8 +551,56 @@ func (quietLogger) Infof(string, ...any) {}
 func (quietLogger) Errorf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "ledger: "+format+"\n", args...)
 }
+
+// Fatalf is how Pebble reports what it cannot go on from, such as a table
+// file whose checksum fails: it must not return. It panics with a
+// pebbleFatal that the ledger's methods recover (catch) and return as
+// ErrDamaged, so that the user gets a sentence naming the file, never a
+// stack trace.
 func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("ledger: "+format, args...))
+	panic(pebbleFatal{msg: fmt.Sprintf(format, args...)})
+}
+
+type pebbleFatal struct{ msg string }
+
+// catch, deferred, turns a pebbleFatal panic into an ErrDamaged error in
+// *err and marks the ledger damaged; any other panic goes on.
+func (l *Ledger) catch(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	f, ok := r.(pebbleFatal)
+	if !ok {
+		panic(r)
+	}
+	l.damaged.Store(true)
+	*err = fmt.Errorf("%w: %s; no verdict can be given from it", ErrDamaged, firstLine(f.msg))
+}
+
+// damage turns an error Pebble returned into ErrDamaged naming the file,
+// when Pebble reported the damage or the error is one of corruption; other
+// errors come back as they are.
+func (l *Ledger) damage(what string, err error) error {
+	if err == nil || errors.Is(err, ErrDamaged) {
+		return err
+	}
+	if !l.damaged.Load() && !pebble.IsCorruptionError(err) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	l.damaged.Store(true)
+	file := "a file of the ledger"
+	if p := l.damagedPath.Load(); p != nil {
+		file = *p
+	}
+	return fmt.Errorf("%w: %s failed its checksum (%s: %s); no verdict can be given from it", ErrDamaged, file, what, firstLine(err.Error()))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // FlushIntervalOrDefault returns FlushInterval with its default applied.

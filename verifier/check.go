@@ -355,6 +355,9 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	}
 	for _, s := range ss {
 		if err := s.c.Err(); err != nil {
+			if errors.Is(err, ledger.ErrDamaged) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("scan ledger: %w (the ledger is damaged)", err)
 		}
 	}

@@ -275,3 +275,36 @@ func TestVerifyDamagedLedger(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 }
+
+// Issue 12's probe: 100 bytes altered in a ledger table file after a
+// verify; verify again is exit 2 with a sentence naming the file, no panic.
+func TestVerifyCorruptTable(t *testing.T) {
+	c := kfakeCluster(t)
+	out := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	if code := execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out,
+		"--partitions", "2", "--rate", "2000", "--duration", "2s"}, &stdout, &stderr); code != exitPass {
+		t.Fatalf("run: exit %d: %s", code, stderr.String())
+	}
+	if code := execute(context.Background(), []string{"verify", "--out", out}, &stdout, &stderr); code != exitPass {
+		t.Fatalf("verify: exit %d: %s", code, stderr.String())
+	}
+	ssts, _ := filepath.Glob(filepath.Join(out, "ledger", "*.sst"))
+	if len(ssts) == 0 {
+		t.Fatal("no table file in the ledger after two opens")
+	}
+	for _, s := range ssts {
+		b, _ := os.ReadFile(s)
+		for i := len(b) / 2; i < len(b)/2+100; i++ {
+			b[i] ^= 0x5a
+		}
+		os.WriteFile(s, b, 0o644)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := execute(context.Background(), []string{"verify", "--out", out}, &stdout, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), "the ledger is damaged") || !strings.Contains(stderr.String(), ".sst") ||
+		strings.Contains(stderr.String(), "goroutine") || strings.Contains(stdout.String(), "verdict") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+}
