@@ -69,6 +69,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -182,8 +183,10 @@ type Ledger struct {
 	done      chan struct{}
 	flushErr  atomic.Pointer[error]
 	flushedAt atomic.Int64
-	// damaged is set once Pebble reported damage (catch): Close then does
-	// not let Pebble's own invariant checks panic on the way out.
+	dir       string
+	// damaged is set once Pebble reported damage or a fatal error (catch):
+	// Close then neither flushes nor lets Pebble's own invariant checks
+	// panic on the way out, nor waits on it for long.
 	damaged     atomic.Bool
 	damagedPath atomic.Pointer[string] // the first file Pebble found damaged
 	// backgroundErrs counts Pebble's failed background jobs.
@@ -205,6 +208,11 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		fs = vfs.Default
 	}
 	wals := walFiles(fs, dir) // Pebble replays and removes them on open
+	if fs == vfs.Default {
+		if err := roomToOpen(dir); err != nil {
+			return nil, err
+		}
+	}
 	l := &Ledger{}
 	po := &pebble.Options{FS: fs, Logger: quietLogger{}, EventListener: &pebble.EventListener{
 		// Pebble's default is Logger.Fatalf, from whichever goroutine met
@@ -230,6 +238,7 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		return nil, openError(dir, err)
 	}
 	*l = Ledger{
+		dir:      dir,
 		db:       db,
 		opts:     opts,
 		shards:   make(map[uint32]*shard),
@@ -393,11 +402,11 @@ func (l *Ledger) Flush() (err error) {
 		wo = pebble.NoSync
 	}
 	if err := b.Commit(wo); err != nil {
-		return fmt.Errorf("commit ledger batch of %d events: %w (is the disk full?)", n, err)
+		return l.diskFull(fmt.Errorf("commit ledger batch of %d events: %w", n, err))
 	}
 	l.events += uint64(n)
 	if err := l.commits.append(commitEntry{fragNo: l.fragNo, events: l.events}); err != nil {
-		return err
+		return l.diskFull(err)
 	}
 	l.flushedAt.Store(time.Now().UnixNano())
 	return nil
@@ -439,24 +448,36 @@ func (l *Ledger) Close() (err error) {
 	return errors.Join(err, l.commits.close(), l.closeDB())
 }
 
-// closeDB closes Pebble. After damage, a panic of its invariant checks
-// (such as buffers a failed read left in use) is the damage already
-// reported, not a new failure.
-func (l *Ledger) closeDB() (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if !l.damaged.Load() {
-				panic(r)
+// closeDB closes Pebble. After damage or a fatal error, a panic of its
+// invariant checks (such as buffers a failed read left in use) is the
+// failure already reported, not a new one; and Pebble, which retries a
+// failed flush on a full disk, may never finish closing: ackcheck waits
+// 10 s for it, then leaves it to the process's exit.
+func (l *Ledger) closeDB() error {
+	if !l.damaged.Load() {
+		return l.db.Close()
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("closing the ledger after an earlier failure: %v", r)
 			}
-			err = fmt.Errorf("%w: closing it: %v", ErrDamaged, r)
-		}
+		}()
+		done <- l.db.Close()
 	}()
-	return l.db.Close()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("the ledger's database did not close within 10s after an earlier failure")
+	}
 }
 
 // DeleteKind removes every event of kind k (used before a fresh read-back,
 // so that reading twice does not look like duplicates).
-func (l *Ledger) DeleteKind(k Kind) error {
+func (l *Ledger) DeleteKind(k Kind) (err error) {
+	defer l.catch(&err)
 	if err := l.Flush(); err != nil {
 		return err
 	}
@@ -480,13 +501,14 @@ func (l *Ledger) setMetaIn(b *pebble.Batch, name string, v any) error {
 }
 
 // PutMeta stores v (JSON) under name, durably.
-func (l *Ledger) PutMeta(name string, v any) error {
+func (l *Ledger) PutMeta(name string, v any) (err error) {
+	defer l.catch(&err)
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode ledger metadata %q: %w", name, err)
 	}
 	if err := l.db.Set(metaKey(name), data, pebble.Sync); err != nil {
-		return fmt.Errorf("write ledger metadata %q: %w", name, err)
+		return l.diskFull(fmt.Errorf("write ledger metadata %q: %w", name, err))
 	}
 	return nil
 }
@@ -528,6 +550,37 @@ func (l *Ledger) Count(ctx context.Context, k Kind, keep func(Event) bool) (n in
 		}
 	}
 	return n, c.Err()
+}
+
+// roomToOpen refuses to open an existing ledger on a disk without room
+// for Pebble to write its replayed log out as a table: Pebble's Open waits
+// for that write and, on a full disk, retries it for ever, deaf to signals.
+// It needs about the size of the logs; ackcheck asks for twice that and
+// 1 MiB more (verify then records what it reads back).
+func roomToOpen(dir string) error {
+	logs, _ := os.ReadDir(dir)
+	var walBytes int64
+	for _, e := range logs {
+		if strings.HasSuffix(e.Name(), ".log") {
+			if info, err := e.Info(); err == nil {
+				walBytes += info.Size()
+			}
+		}
+	}
+	if walBytes == 0 {
+		return nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return nil // cannot tell: let Pebble try
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if need := 2*walBytes + 1<<20; free < need {
+		return fmt.Errorf("%w: the disk holding %s has %d KiB free, and opening the ledger needs about %d KiB "+
+			"(twice its %d KiB of write-ahead log, and 1 MiB for the read-back): free space, or copy the run directory to a larger disk",
+			ErrDiskFull, dir, free>>10, need>>10, walBytes>>10)
+	}
+	return nil
 }
 
 // openError says why Pebble could not open dir: a lock held by another
@@ -575,7 +628,23 @@ func (l *Ledger) catch(err *error) {
 		panic(r)
 	}
 	l.damaged.Store(true)
+	if strings.Contains(f.msg, "no space left on device") {
+		*err = fmt.Errorf("%w: the disk holding %s is full (%s)", ErrDiskFull, l.dir, firstLine(f.msg))
+		return
+	}
 	*err = fmt.Errorf("%w: %s; no verdict can be given from it", ErrDamaged, firstLine(f.msg))
+}
+
+// ErrDiskFull is returned (wrapped) when the ledger could not be written
+// because its disk is full. What was committed before stays valid.
+var ErrDiskFull = errors.New("the ledger's disk is full")
+
+// diskFull wraps err as ErrDiskFull when it is ENOSPC.
+func (l *Ledger) diskFull(err error) error {
+	if err != nil && errors.Is(err, syscall.ENOSPC) && !errors.Is(err, ErrDiskFull) {
+		return fmt.Errorf("%w: the disk holding %s is full: %w", ErrDiskFull, l.dir, err)
+	}
+	return err
 }
 
 // damage turns an error Pebble returned into ErrDamaged naming the file,

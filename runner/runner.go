@@ -123,8 +123,21 @@ func (c *Config) logf(format string, args ...any) {
 	fmt.Fprintf(c.Progress, format+"\n", args...)
 }
 
+// ledgerBytesPerMessage is what the ledger needs per message at most: about
+// 40 bytes measured (send, outcome, read and live read, packed), twice that
+// while Pebble compacts.
+const ledgerBytesPerMessage = 80
+
 // Run performs the run. It returns the verdict (nil with --no-verify).
-func Run(ctx context.Context, cfg Config) (*verifier.Result, error) {
+func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
+	defer func() {
+		if errors.Is(err, ledger.ErrDiskFull) {
+			l := cfg.Load.WithDefaults()
+			need := l.Rate * l.Duration.Seconds() * ledgerBytesPerMessage
+			err = fmt.Errorf("%w; the load stopped there. A run of %.0f msg/s for %s needs about %.0f MiB free for its ledger "+
+				"(up to %d bytes a message): free space or give --out on a larger disk", err, l.Rate, l.Duration, need/(1<<20), ledgerBytesPerMessage)
+		}
+	}()
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 10 * time.Second
 	}
