@@ -162,6 +162,10 @@ type PartitionState struct {
 	Partition int32
 	Leader    int32 // -1 when it has none
 	Epoch     int32 // leader epoch, -1 when the broker gives none
+	// ElectedAt is when the current leader took over, by the broker's
+	// clock, for brokers that say it instead of an epoch (NATS's
+	// leader_since); zero otherwise. A later value means a new election.
+	ElectedAt time.Time
 	Replicas  []int32
 	ISR       []int32
 	// Offline lists replicas the broker reports unreachable now (NATS's

@@ -187,6 +187,14 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 		in.add(rec)
 		return rec
 	}
+	var before *drivers.Topology
+	if st.Action.takesNodeAway() {
+		if st.Target.needsTopology() {
+			before = &topo
+		} else {
+			before = in.topologyBefore(ctx)
+		}
+	}
 	rec.Inode, _ = in.Nodes.DataDirInode(ctx, node)
 	rec.Survivors = map[int32]int{}
 	for _, id := range in.Nodes.IDs() {
@@ -211,7 +219,7 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 		in.watchers.Add(1)
 		go func() {
 			defer in.watchers.Done()
-			in.watchRecovery(ctx, i, []int32{node})
+			in.watchRecovery(ctx, i, []int32{node}, before)
 		}()
 	}
 	return rec
@@ -225,6 +233,7 @@ func (in *Injector) applyPowerLossAll(ctx context.Context, rec ledger.FaultRecor
 		return rec
 	}
 	ids := in.Nodes.IDs()
+	before := in.topologyBefore(ctx)
 	err := in.powerLoss(ctx, ids, &rec)
 	if err != nil {
 		rec.Result, rec.Error = "failed", err.Error()
@@ -238,7 +247,7 @@ func (in *Injector) applyPowerLossAll(ctx context.Context, rec ledger.FaultRecor
 		in.watchers.Add(1)
 		go func() {
 			defer in.watchers.Done()
-			in.watchRecovery(ctx, i, ids)
+			in.watchRecovery(ctx, i, ids, before)
 		}()
 	}
 	return rec

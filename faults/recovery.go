@@ -33,7 +33,9 @@ import (
 //     which counts for every partition it replicates;
 //   - the node missing from one partition's in-sync set, or reported
 //     offline by its leader (NATS), for that partition;
-//   - a partition the node led at the fault with a new leader epoch.
+//   - a partition the node led at the fault (or whose every replica the
+//     fault took away) without a leader, or with a new leader epoch or a
+//     later leader-since time than just before the fault.
 //
 // A partition whose only replica is the node (Pulsar's owner, a
 // replication factor of 1) needs none: there is no other replica to be in
@@ -51,9 +53,9 @@ type rejoin struct {
 	// needEvidence: the fault replaced the node's process (kill, stop,
 	// power loss), so only a rejoin after its absence counts.
 	needEvidence bool
-	// led: partition -> leader epoch at the first look after the fault,
-	// for partitions one of the nodes led.
-	led map[int32]int32
+	// before: partition -> its state just before the fault, when it could
+	// be read (leader and leader epoch); else the first look after it.
+	before map[int32]drivers.PartitionState
 	// left: evidence per node and partition (partition -1: the node was
 	// missing from the node list, which covers all its partitions).
 	left map[int32]map[int32]string
@@ -61,12 +63,31 @@ type rejoin struct {
 	seen bool
 }
 
-func newRejoin(nodes []int32, needEvidence bool) *rejoin {
-	r := &rejoin{nodes: slices.Clone(nodes), needEvidence: needEvidence, led: map[int32]int32{}, left: map[int32]map[int32]string{}}
+// newRejoin starts tracking nodes; before is the topology read just before
+// the fault, or nil when it could not be read.
+func newRejoin(nodes []int32, needEvidence bool, before *drivers.Topology) *rejoin {
+	r := &rejoin{nodes: slices.Clone(nodes), needEvidence: needEvidence, before: map[int32]drivers.PartitionState{}, left: map[int32]map[int32]string{}}
 	for _, n := range nodes {
 		r.left[n] = map[int32]string{}
 	}
+	if before != nil {
+		for _, p := range before.Partitions {
+			if p.Err == "" {
+				r.before[p.Partition] = p
+			}
+		}
+	}
 	return r
+}
+
+// allAway reports whether every replica of p was taken away by the fault.
+func (r *rejoin) allAway(p drivers.PartitionState) bool {
+	for _, x := range p.Replicas {
+		if !slices.Contains(r.nodes, x) {
+			return false
+		}
+	}
+	return len(p.Replicas) > 0
 }
 
 // observe takes one topology read after the fault and notes every sign of
@@ -80,8 +101,14 @@ func (r *rejoin) observe(t drivers.Topology) {
 		}
 	}
 	for _, p := range t.Partitions {
-		if p.Err != "" || len(p.Replicas) == 0 {
+		// A partition the broker describes with an error is judged only
+		// by its lack of a leader (NATS says "no leader" that way).
+		if len(p.Replicas) == 0 || (p.Err != "" && p.Leader >= 0) {
 			continue
+		}
+		b, known := r.before[p.Partition]
+		if !known && first {
+			r.before[p.Partition], b = p, p // nothing read before the fault
 		}
 		for _, n := range r.nodes {
 			if !slices.Contains(p.Replicas, n) {
@@ -93,11 +120,22 @@ func (r *rejoin) observe(t drivers.Topology) {
 			if slices.Contains(p.Offline, n) {
 				r.note(n, p.Partition, "was reported offline")
 			}
-			if first && p.Leader == n && p.Epoch >= 0 {
-				r.led[p.Partition] = p.Epoch
+			// A partition without a leader, or with a new leader epoch,
+			// went through an election. That proves the absence of the old
+			// leader, and of every replica when all of them were taken
+			// away (a power loss of every node), since then none kept
+			// serving; not of a follower whose leader lived.
+			if b.Leader != n && !r.allAway(p) {
+				continue
 			}
-			if e, ok := r.led[p.Partition]; ok && p.Epoch > e {
-				r.note(n, p.Partition, "lost leadership (new leader epoch)")
+			if p.Leader < 0 {
+				r.note(n, p.Partition, "saw the partition without a leader")
+			}
+			if b.Epoch >= 0 && p.Epoch > b.Epoch {
+				r.note(n, p.Partition, "went through a leader election (new leader epoch)")
+			}
+			if !b.ElectedAt.IsZero() && p.ElectedAt.After(b.ElectedAt) {
+				r.note(n, p.Partition, "went through a leader election (new leader since)")
 			}
 		}
 	}
@@ -182,11 +220,11 @@ func (r *rejoin) evidence() string {
 // answer as brokers again and when they are back in sync (see rejoin). It
 // polls from right after the fault, so that it sees the absence, and gives
 // up when ctx ends.
-func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32) {
+func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32, before *drivers.Topology) {
 	tick := time.NewTicker(in.Poll)
 	defer tick.Stop()
 	rec := in.Records()[i]
-	rj := newRejoin(nodes, Action(rec.Action).replacesProcess())
+	rj := newRejoin(nodes, Action(rec.Action).replacesProcess(), before)
 	var readyAt, inSyncAt time.Time
 	for readyAt.IsZero() || inSyncAt.IsZero() {
 		select {
@@ -228,6 +266,19 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32) {
 	}
 }
 
+// topologyBefore reads the topology just before a fault, for the recovery
+// watcher (nil when it cannot be read within its deadline).
+func (in *Injector) topologyBefore(ctx context.Context) *drivers.Topology {
+	if in.Driver == nil {
+		return nil
+	}
+	t, err := in.topology(ctx)
+	if err != nil {
+		return nil
+	}
+	return &t
+}
+
 // topology reads the topic's topology with a short deadline of its own.
 func (in *Injector) topology(ctx context.Context) (drivers.Topology, error) {
 	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -258,13 +309,14 @@ func (in *Injector) allAnswer(ctx context.Context, topo drivers.Topology, nodes 
 // is back in sync as its new process (see rejoin), so that a rolling
 // restart never takes two replicas away at once.
 func (in *Injector) restartAndWait(ctx context.Context, id int32) error {
+	before := in.topologyBefore(ctx)
 	in.mu.Lock()
 	in.state[id] = "down"
 	in.mu.Unlock()
 	if err := in.Nodes.Stop(ctx, id, time.Minute); err != nil {
 		return fmt.Errorf("restart node %d: %w", id, err)
 	}
-	rj := newRejoin([]int32{id}, true)
+	rj := newRejoin([]int32{id}, true, before)
 	if topo, err := in.topology(ctx); err == nil {
 		rj.observe(topo)
 	}

@@ -3,6 +3,7 @@ package faults
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 )
@@ -29,6 +30,8 @@ func TestRejoin(t *testing.T) {
 	shrunk := []int32{1, 3}
 	cases := []struct {
 		name         string
+		nodes        []int32
+		before       *drivers.Topology
 		needEvidence bool
 		polls        []drivers.Topology
 		want         bool
@@ -93,6 +96,40 @@ func TestRejoin(t *testing.T) {
 			want: true, evidence: "new leader epoch",
 		},
 		{
+			// A power loss of every node: Kafka elects every partition's
+			// leader again (an unclean election) and the restarted brokers
+			// may all be back before any of them answers, so neither the
+			// node list nor an ISR shows the absence; the epochs do.
+			name: "power loss of all, every partition re-elected", nodes: all, needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 1, 5, full, full), part(1, 3, 2, full, full)}},
+			polls:  []drivers.Topology{topo(all, part(0, 2, 6, full, full), part(1, 3, 3, full, full))},
+			want:   true, evidence: "went through a leader election",
+		},
+		{
+			name: "power loss of all, one partition kept its epoch", nodes: all, needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 1, 5, full, full), part(1, 3, 2, full, full)}},
+			polls:  []drivers.Topology{topo(all, part(0, 2, 6, full, full), part(1, 3, 2, full, full))},
+			want:   false, why: "partition 1: node 1 not yet seen",
+		},
+		{
+			name: "power loss of all (NATS): a later leader-since", nodes: all, needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{{Partition: 0, Leader: 1, Epoch: -1, Replicas: full, ISR: full, ElectedAt: time.Unix(100, 0)}}},
+			polls:  []drivers.Topology{topo(all, drivers.PartitionState{Partition: 0, Leader: 2, Epoch: -1, Replicas: full, ISR: full, ElectedAt: time.Unix(130, 0)})},
+			want:   true, evidence: "new leader since",
+		},
+		{
+			name: "kill of a follower: another leader's election is no evidence", needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 1, 5, full, full)}},
+			polls:  []drivers.Topology{topo(all, part(0, 3, 6, full, full))},
+			want:   false, why: "not yet seen out of sync",
+		},
+		{
+			name: "kill of the leader, partition seen without a leader", needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 2, 5, full, full)}},
+			polls:  []drivers.Topology{topo(all, part(0, -1, 5, full, []int32{2})), topo(all, part(0, 2, 5, full, full))},
+			want:   true, evidence: "without a leader",
+		},
+		{
 			name: "kill, sole replica (Pulsar owner)", needEvidence: true,
 			polls: []drivers.Topology{topo([]int32{2}, part(0, 2, -1, []int32{2}, []int32{2}))},
 			want:  true, evidence: "replicates no partition that has another replica",
@@ -114,8 +151,11 @@ func TestRejoin(t *testing.T) {
 		},
 	}
 	for _, c := range cases {
+		if c.nodes == nil {
+			c.nodes = []int32{2}
+		}
 		t.Run(c.name, func(t *testing.T) {
-			r := newRejoin([]int32{2}, c.needEvidence)
+			r := newRejoin(c.nodes, c.needEvidence, c.before)
 			for _, p := range c.polls {
 				r.observe(p)
 			}

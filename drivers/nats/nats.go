@@ -459,6 +459,9 @@ func (d *Driver) partitionState(p int32, c *jetstream.ClusterInfo) drivers.Parti
 		if id, ok := d.nodeID(c.Leader); ok {
 			ps.Leader = id
 		}
+		if c.LeaderSince != nil {
+			ps.ElectedAt = *c.LeaderSince
+		}
 	} else {
 		ps.Err = "no leader"
 	}
