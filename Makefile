@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/ackcheck
 
-.PHONY: build test test-short bench vet fmt-check clean
+.PHONY: build test test-short fuzz bench vet fmt-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ackcheck
@@ -14,6 +14,17 @@ build:
 TESTFLAGS ?=
 test:
 	$(GO) test -p 1 -count=1 -timeout 28m $(TESTFLAGS) ./...
+
+# Fuzz each parser and decoder of untrusted input for FUZZTIME; the corpus
+# lives in each package's testdata/fuzz and runs as plain tests too.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := faults:FuzzParseSchedule faults:FuzzLoadClusterFile message:FuzzDecode ledger:FuzzDecodeFragment
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 test-short:
 	$(GO) test -count=1 -short ./...
