@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,6 +129,13 @@ func (s *SSH) dial(ctx context.Context) error {
 		var hk *hostKeyError
 		if errors.As(err, &hk) {
 			return hk
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return fmt.Errorf("ssh %s: no SSH answer within %s: the port accepts connections but did not speak SSH (check that the port is sshd's)", s.Where(), timeout)
+		}
+		if !strings.Contains(err.Error(), "unable to authenticate") {
+			return fmt.Errorf("ssh %s: the SSH handshake failed: %w (check that the port is sshd's)", s.Where(), err)
 		}
 		how := "key " + cfg.KeyFile
 		if cfg.KeyFile == "" {

@@ -2,7 +2,11 @@ package remote
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/remote/sshdtest"
+	"golang.org/x/crypto/ssh"
 )
 
 func TestLocalRun(t *testing.T) {
@@ -121,4 +126,52 @@ func TestSSH(t *testing.T) {
 			t.Fatalf("accepted key %q", s.AcceptedUnknownKey)
 		}
 	})
+}
+
+// Issue 12's probe: a port that accepts connections and never answers is a
+// timeout that says to check the port, not an authentication failure that
+// sends the user to authorized_keys.
+func TestSSHSilentPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	known := filepath.Join(dir, "known_hosts")
+	os.WriteFile(known, nil, 0o600)
+	start := time.Now()
+	_, err = DialSSH(context.Background(), SSHConfig{Host: "127.0.0.1", Port: port, User: "u", KeyFile: writeTestKey(t, dir),
+		KnownHosts: known, Timeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "did not speak SSH") || strings.Contains(err.Error(), "authorized_keys") {
+		t.Fatalf("after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+}
+
+// writeTestKey writes a fresh ed25519 private key in OpenSSH form.
+func writeTestKey(t *testing.T, dir string) string {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
