@@ -251,3 +251,11 @@ type VersionReporter interface {
 type SettingsDescriber interface {
 	SettingsRows() [][2]string
 }
+
+// OutcomeDeadliner is implemented by drivers whose sends have a deadline of
+// their own (Kafka's delivery.timeout.ms, NATS's publish timeout, Pulsar's
+// send timeout). The load enforces it too, a little later, whatever the
+// client library does (load.Config.OutcomeTimeout).
+type OutcomeDeadliner interface {
+	OutcomeDeadline() time.Duration
+}

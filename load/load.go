@@ -43,6 +43,14 @@ type Config struct {
 	// DrainTimeout bounds the wait for outstanding outcomes after the last
 	// send; what is still outstanding then is recorded Unknown. Default 60s.
 	DrainTimeout time.Duration
+	// OutcomeTimeout is the longest ackcheck waits for a send's outcome,
+	// from the moment it handed the send to the driver; then it records
+	// the outcome Unknown itself, whatever the client library does (see
+	// deadline.go). Zero: no deadline of ackcheck's own.
+	OutcomeTimeout time.Duration
+	// Abort, when closed, ends the drain at once: every send still
+	// awaiting its outcome is recorded Unknown (a second Ctrl-C).
+	Abort <-chan struct{}
 	// LiveRead runs a consumer during the load that records every copy it
 	// reads (end-to-end latency). Default on in the CLI.
 	LiveRead bool
@@ -96,8 +104,11 @@ func (c Config) Validate() error {
 // Stats are live counters, safe to read during the load.
 type Stats struct {
 	Sent, Acked, Rejected, Unknown, Shed, LiveReads atomic.Int64
-	InFlight                                        atomic.Int64
-	lastAckNanos                                    atomic.Int64
+	// Late counts answers that came after ackcheck's own deadline had
+	// already recorded the send Unknown; they are dropped.
+	Late         atomic.Int64
+	InFlight     atomic.Int64
+	lastAckNanos atomic.Int64
 
 	mu      sync.Mutex
 	errors  map[string]int64
@@ -181,24 +192,62 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		res.Start = time.Now()
 	}
 	var ledgerErr atomic.Pointer[error]
+	fls := make([]*flights, len(producers))
+	for k := range fls {
+		fls[k] = &flights{}
+	}
+	sweepStop, sweepDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		sweep(cfg, fls, l, stats, sweepStop)
+	}()
 	var wg sync.WaitGroup
 	for k := range producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := produce(ctx, cfg, res.Start, uint32(k), producers[k], l, stats); err != nil {
+			if err := produce(ctx, cfg, res.Start, uint32(k), producers[k], fls[k], l, stats); err != nil {
 				ledgerErr.CompareAndSwap(nil, &err)
 			}
 		}()
 	}
 	wg.Wait()
 
-	// Drain: every send gets its outcome, or Unknown at the deadline.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.DrainTimeout)
-	for _, p := range producers {
-		p.Close(dctx)
+	// Drain: every send gets its outcome, or Unknown at the deadline: the
+	// driver's, ackcheck's own (OutcomeTimeout), or at once on Abort.
+	drain := cfg.DrainTimeout
+	if cfg.OutcomeTimeout > 0 {
+		drain = min(drain, cfg.OutcomeTimeout+2*sweepEvery)
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	go func() {
+		select {
+		case <-cfg.Abort:
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
+	// A client library may not return from Close when asked to (a broker
+	// holding its connection): ackcheck waits for it until the drain's
+	// deadline and no longer; the sweep then records what is left.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		for _, p := range producers {
+			p.Close(dctx)
+		}
+	}()
+	select {
+	case <-closed:
+	case <-dctx.Done():
+		select {
+		case <-closed:
+		case <-time.After(2 * sweepEvery):
+		}
 	}
 	cancel()
+	close(sweepStop)
+	<-sweepDone
 	res.End = time.Now()
 	// Let the live consumer catch up with the last acks, briefly.
 	time.Sleep(min(time.Second, cfg.Duration/10))
@@ -215,7 +264,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 }
 
 // produce runs producer k's share of the schedule.
-func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drivers.Producer, l *ledger.Ledger, stats *Stats) error {
+func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drivers.Producer, fl *flights, l *ledger.Ledger, stats *Stats) error {
 	P := uint64(cfg.Producers)
 	nparts := uint64(len(cfg.Partitions))
 	interval := float64(time.Second) / cfg.Rate
@@ -260,7 +309,15 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 			return fmt.Errorf("ledger failed, stopping the load: %w", err)
 		}
 		stats.Sent.Add(1)
+		var f *flight
+		if cfg.OutcomeTimeout > 0 {
+			f = fl.add(id.Seq, intended.UnixNano(), time.Now().UnixNano())
+		}
 		p.Publish(pubCtx, m, func(o drivers.Outcome) {
+			if f != nil && !f.claim(flightAnswered) {
+				stats.Late.Add(1) // ackcheck's deadline recorded it Unknown
+				return
+			}
 			now := time.Now()
 			lat := now.Sub(intended)
 			e := ledger.Event{Producer: k, Seq: id.Seq, Time: int64(lat), Partition: o.Pos.Partition, Offset: o.Pos.Offset}
@@ -293,6 +350,45 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 		})
 	}
 	return nil
+}
+
+// sweep records Unknown, every sweepEvery, for each send still unanswered
+// OutcomeTimeout after it was sent, until stop closes; then, and at once
+// on Abort, for every send still unanswered.
+func sweep(cfg Config, fls []*flights, l *ledger.Ledger, stats *Stats, stop <-chan struct{}) {
+	if cfg.OutcomeTimeout <= 0 {
+		<-stop
+		return
+	}
+	reason := fmt.Errorf("no outcome within %s of the send: ackcheck's own deadline (the client library had not answered)", cfg.OutcomeTimeout)
+	aborted := fmt.Errorf("no outcome yet when the run was stopped (second interrupt)")
+	expire := func(cutoff int64, why error) {
+		now := time.Now()
+		for k, fl := range fls {
+			fl.expire(cutoff, func(f *flight) {
+				l.Record(ledger.Outcome, ledger.Event{Producer: uint32(k), Seq: f.seq, Status: ledger.OutcomeUnknown,
+					Partition: -1, Offset: -1, Time: now.UnixNano() - f.intended})
+				stats.Unknown.Add(1)
+				stats.countError(why)
+				stats.InFlight.Add(-1)
+			})
+		}
+	}
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			expire(time.Now().Add(-cfg.OutcomeTimeout).UnixNano(), reason)
+			return
+		case <-cfg.Abort:
+			expire(math.MaxInt64, aborted)
+			<-stop
+			return
+		case now := <-tick.C:
+			expire(now.Add(-cfg.OutcomeTimeout).UnixNano(), reason)
+		}
+	}
 }
 
 func (s *Stats) countError(err error) {

@@ -147,3 +147,86 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12's probe: a broker that holds every answer (SIGSTOP) for longer
+// than the delivery deadline. ackcheck records each send Unknown at its own
+// deadline, exactly once, and the drain ends with it, not 60 s later; the
+// answers that come after are counted late and dropped. A clean run with
+// the same deadline records every ack.
+func TestOutcomeDeadlineEnforcedByAckcheck(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		stall          time.Duration
+		acked, unknown int64
+	}{
+		{"broker holds every answer", 3 * time.Second, 0, 100},
+		{"broker answers in time", 0, 100, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &stallDriver{stallUntil: time.Now().Add(tc.stall)}
+			l, err := ledger.Open(t.TempDir(), ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			cfg := Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 200, Duration: 500 * time.Millisecond,
+				Producers: 2, MessageSize: 100, OutcomeTimeout: 400 * time.Millisecond}
+			stats := &Stats{}
+			start := time.Now()
+			res, err := Run(context.Background(), cfg, d, l, stats)
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			if stats.Acked.Load() != tc.acked || stats.Unknown.Load() != tc.unknown || stats.InFlight.Load() != 0 {
+				t.Fatalf("acked %d, unknown %d, in flight %d; want %d acked, %d unknown", stats.Acked.Load(), stats.Unknown.Load(), stats.InFlight.Load(), tc.acked, tc.unknown)
+			}
+			if tc.stall > 0 {
+				if took > 2*time.Second {
+					t.Fatalf("the load took %s: the drain waited for the broker, not for ackcheck's 400 ms deadline", took)
+				}
+				if len(res.Errors) != 1 {
+					t.Fatalf("errors %v", res.Errors)
+				}
+			}
+			l.Flush()
+			n, _ := l.Count(context.Background(), ledger.Outcome, nil)
+			if n != 100 {
+				t.Fatalf("%d outcomes recorded for 100 sends: exactly one each", n)
+			}
+			if tc.stall > 0 {
+				time.Sleep(tc.stall) // the held answers arrive now
+				if late := stats.Late.Load(); late != 100 {
+					t.Fatalf("%d late answers counted, want 100", late)
+				}
+				l.Flush()
+				if n, _ := l.Count(context.Background(), ledger.Outcome, nil); n != 100 {
+					t.Fatalf("a late answer was recorded: %d outcomes", n)
+				}
+			}
+		})
+	}
+}
+
+// A second interrupt (Abort) ends the drain at once and records every
+// outstanding send Unknown.
+func TestAbortEndsDrain(t *testing.T) {
+	d := &stallDriver{stallUntil: time.Now().Add(5 * time.Second)}
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	abort := make(chan struct{})
+	cfg := Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 200, Duration: 300 * time.Millisecond,
+		Producers: 1, MessageSize: 100, OutcomeTimeout: time.Minute, Abort: abort}
+	time.AfterFunc(600*time.Millisecond, func() { close(abort) })
+	stats := &Stats{}
+	start := time.Now()
+	if _, err := Run(context.Background(), cfg, d, l, stats); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second || stats.Unknown.Load() != 60 || stats.InFlight.Load() != 0 {
+		t.Fatalf("took %s, unknown %d of 60, in flight %d", took, stats.Unknown.Load(), stats.InFlight.Load())
+	}
+}

@@ -67,6 +67,10 @@ type Config struct {
 	Progress io.Writer
 	// ProgressEvery is the interval of progress lines. Default 10s.
 	ProgressEvery time.Duration
+	// Abort, when closed (a second Ctrl-C), stops waiting for outstanding
+	// outcomes at once: they are recorded Unknown, faults are healed, and
+	// the run ends.
+	Abort <-chan struct{}
 	// Live rewrites the progress line in place (a terminal); other lines
 	// are printed above it. Otherwise every progress line is its own.
 	Live bool
@@ -123,6 +127,10 @@ func (c *Config) logf(format string, args ...any) {
 	fmt.Fprintf(c.Progress, format+"\n", args...)
 }
 
+// outcomeGrace is how long after the driver's own send deadline ackcheck
+// gives a send the outcome Unknown itself.
+const outcomeGrace = 2 * time.Second
+
 // ledgerBytesPerMessage is what the ledger needs per message at most: about
 // 40 bytes measured (send, outcome, read and live read, packed), twice that
 // while Pebble compacts.
@@ -164,6 +172,14 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 
 	lc := cfg.Load.WithDefaults()
 	lc.RunID, lc.Topic, lc.Partitions, lc.StartOffsets = runID, info.Name, info.Partitions, starts
+	if od, ok := cfg.Driver.(drivers.OutcomeDeadliner); ok && lc.OutcomeTimeout == 0 && od.OutcomeDeadline() > 0 {
+		// A little after the client's own deadline, so that the client
+		// normally answers first, with its own reason.
+		lc.OutcomeTimeout = od.OutcomeDeadline() + outcomeGrace
+	}
+	if lc.Abort == nil {
+		lc.Abort = cfg.Abort
+	}
 	if err := lc.Validate(); err != nil {
 		return nil, err
 	}
@@ -227,7 +243,21 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		go func() { defer faultsDone.Done(); inj.Run(faultCtx, lc.Start, cfg.Faults.Steps) }()
 		go func() { defer faultsDone.Done(); inj.WatchDeaths(faultCtx) }()
 	}
+	loadDone := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			wait := lc.DrainTimeout
+			if lc.OutcomeTimeout > 0 {
+				wait = min(wait, lc.OutcomeTimeout)
+			}
+			cfg.logf("interrupted: no new sends; waiting up to %s for the outcomes of %d sends in flight, then healing what the faults left. "+
+				"Interrupt again to stop waiting now (they are recorded unknown) and heal", wait, stats.InFlight.Load())
+		case <-loadDone:
+		}
+	}()
 	lres, loadErr := load.Run(ctx, lc, cfg.Driver, l, stats)
+	close(loadDone)
 	close(stopProgress)
 	<-progressDone
 	if inj != nil {

@@ -53,6 +53,48 @@ func TestRealInterruptHeals(t *testing.T) {
 }
 
 // syncBuffer is a bytes.Buffer safe to read while a child process writes.
+// Issue 12's probe: a broker paused (SIGSTOP) holds every send in flight.
+// The first interrupt says what ackcheck waits for and for how long; the
+// second stops the wait at once, resumes the paused broker and exits.
+func TestRealSecondInterruptHealsAtOnce(t *testing.T) {
+	k := clustertest.Kafka(t)
+	bin := binary(t)
+	topic := "interrupt2-" + time.Now().Format("150405")
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "--cluster-dir", k.Dir(), "--topic", topic, "--partitions", "4", "--rate", "300",
+		"--duration", "60s", "--delivery-timeout", "50s", "--fault", "at=2s pause most-leaders:"+topic,
+		"--progress-interval", "1s", "--out", out)
+	stdout := startUntil(t, cmd, "fault pause", 30*time.Second)
+	time.Sleep(2 * time.Second) // sends pile up behind the paused leader
+	cmd.Process.Signal(syscall.SIGINT)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stdout.String(), "Interrupt again") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(stdout.String(), "interrupted: no new sends; waiting up to") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the first interrupt did not say what ackcheck waits for:\n%s", stdout.String())
+	}
+	second := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	took := time.Since(second)
+	t.Logf("exit after the second interrupt: %s\n%s", took.Round(time.Millisecond), stdout.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
+		t.Fatalf("exit %v, want %d", err, exitError)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("ackcheck took %s to stop after the second interrupt", took)
+	}
+	if !strings.Contains(stdout.String(), "heal: resume node") {
+		t.Fatal("the paused node was not resumed")
+	}
+	if err := k.WaitReady(context.Background(), 90*time.Second); err != nil {
+		t.Fatalf("cluster not whole after the interrupts: %v", err)
+	}
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

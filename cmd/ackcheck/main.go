@@ -28,10 +28,55 @@ const (
 var errVerdictFailed = errors.New("verdict: fail")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	ctx, abort, stop := interrupts()
+	code := execute(withAbort(ctx, abort), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// interrupts turns the first SIGINT or SIGTERM into the cancellation of
+// ctx (stop sending, drain, heal, keep what was recorded) and the second
+// into closing abort (stop draining now, heal, exit). A third is the
+// default action again: the process ends.
+func interrupts() (ctx context.Context, abort <-chan struct{}, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ab := make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-sig:
+				n++
+				switch n {
+				case 1:
+					cancel()
+				case 2:
+					close(ab)
+					signal.Reset(os.Interrupt, syscall.SIGTERM)
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, ab, func() { signal.Stop(sig); close(done); cancel() }
+}
+
+type abortKey struct{}
+
+// withAbort carries the second-interrupt channel to the commands.
+func withAbort(ctx context.Context, abort <-chan struct{}) context.Context {
+	return context.WithValue(ctx, abortKey{}, abort)
+}
+
+// abortOf returns the channel withAbort stored, or nil (never closed).
+func abortOf(ctx context.Context) <-chan struct{} {
+	ab, _ := ctx.Value(abortKey{}).(<-chan struct{})
+	return ab
 }
 
 // execute runs the command line and returns the exit status.

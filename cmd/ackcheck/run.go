@@ -174,6 +174,7 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		Out: r.out, Driver: d, DriverSettings: public, Topic: r.topic, Load: r.lc,
 		Verify: !r.noVerify, Check: r.cf.options(), ReadIdleTimeout: r.cf.readIdle,
 		Progress: cmd.OutOrStdout(), ProgressEvery: r.progress, Live: live, Faults: plan,
+		Abort: abortOf(cmd.Context()),
 	}, d, nil
 }
 

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"strings"
+	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 )
@@ -41,3 +42,8 @@ func onOff(b bool) string {
 	}
 	return "off"
 }
+
+var _ drivers.OutcomeDeadliner = (*Driver)(nil)
+
+// OutcomeDeadline implements drivers.OutcomeDeadliner: --delivery-timeout.
+func (d *Driver) OutcomeDeadline() time.Duration { return d.cfg.WithDefaults().DeliveryTimeout }

@@ -3,6 +3,7 @@ package nats
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 )
@@ -23,3 +24,8 @@ func (c Config) rows() [][2]string {
 		[2]string{"ack timeout", c.AckTimeout.String()},
 		[2]string{"max pending", fmt.Sprintf("%d publishes per producer", c.MaxPending)})
 }
+
+var _ drivers.OutcomeDeadliner = (*Driver)(nil)
+
+// OutcomeDeadline implements drivers.OutcomeDeadliner: --publish-timeout.
+func (d *Driver) OutcomeDeadline() time.Duration { return d.cfg.WithDefaults().PublishTimeout }

@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 )
@@ -30,3 +31,8 @@ func (c Config) rows() [][2]string {
 		[2]string{"send timeout", c.SendTimeout.String()},
 		[2]string{"max pending messages", fmt.Sprintf("%d per partition producer", c.MaxPendingMessages)})
 }
+
+var _ drivers.OutcomeDeadliner = (*Driver)(nil)
+
+// OutcomeDeadline implements drivers.OutcomeDeadliner: --send-timeout.
+func (d *Driver) OutcomeDeadline() time.Duration { return d.cfg.WithDefaults().SendTimeout }
