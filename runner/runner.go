@@ -149,9 +149,32 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 10 * time.Second
 	}
-	if _, err := os.Stat(LedgerDir(cfg.Out)); err == nil {
-		return nil, fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", cfg.Out, cfg.Out)
+	// Claim the run directory before anything else happens: creating the
+	// ledger directory is atomic, so of two runs started on one --out
+	// exactly one goes on, and the other touches neither the broker nor
+	// the winner's run.json.
+	createdOut := false
+	if _, err := os.Stat(cfg.Out); errors.Is(err, os.ErrNotExist) {
+		createdOut = true
 	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	if err := os.Mkdir(LedgerDir(cfg.Out), 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", cfg.Out, cfg.Out)
+		}
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	claimed := false // the load is about to start: the directory is the run's
+	defer func() {
+		if !claimed {
+			os.Remove(LedgerDir(cfg.Out))
+			if createdOut {
+				os.RemoveAll(cfg.Out)
+			}
+		}
+	}()
 	var b [8]byte
 	rand.Read(b[:])
 	runID := binary.BigEndian.Uint64(b[:])
@@ -183,9 +206,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := lc.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
-	}
+	claimed = true
 	if err := writeSettings(cfg, lc, runID); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -306,5 +308,38 @@ func TestVerifyCorruptTable(t *testing.T) {
 	if code != exitError || !strings.Contains(stderr.String(), "the ledger is damaged") || !strings.Contains(stderr.String(), ".sst") ||
 		strings.Contains(stderr.String(), "goroutine") || strings.Contains(stdout.String(), "verdict") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+}
+
+// Issue 12's probe: two runs started together on one --out. Exactly one
+// runs; the other exits 2 at once, and the winner's run.json is its own.
+func TestTwoRunsOneOut(t *testing.T) {
+	c := kfakeCluster(t)
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out, "--partitions", "2", "--rate", "200", "--duration", "1s"}
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	errs := make([]string, 2)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var stdout, stderr bytes.Buffer
+			codes[i] = execute(context.Background(), args, &stdout, &stderr)
+			errs[i] = stderr.String()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(codes)
+	if codes[0] != exitPass || codes[1] != exitError || !strings.Contains(errs[0]+errs[1], "already holds a run") {
+		t.Fatalf("exit codes %v, stderr %q", codes, errs)
+	}
+	r := readResult(t, out)
+	var s struct {
+		RunID string `json:"run_id"`
+	}
+	data, _ := os.ReadFile(filepath.Join(out, "run.json"))
+	if err := json.Unmarshal(data, &s); err != nil || s.RunID != r.RunID {
+		t.Fatalf("run.json run %q, result.json run %q (%v)", s.RunID, r.RunID, err)
 	}
 }
