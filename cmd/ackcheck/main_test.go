@@ -343,3 +343,23 @@ func TestTwoRunsOneOut(t *testing.T) {
 		t.Fatalf("run.json run %q, result.json run %q (%v)", s.RunID, r.RunID, err)
 	}
 }
+
+// Issue 12's probe: a cluster-file node whose pid_file does not exist is
+// refused before the load, saying which node and what to fix; it is never
+// "node 1 died at 0.6s and no fault killed it" in a failed verdict.
+func TestClusterFileNodeNotRunning(t *testing.T) {
+	c := kfakeCluster(t)
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(cf, []byte("broker: kafka\nnodes:\n  - id: 1\n    host: local\n    pid_file: "+dir+"/no-such.pid\n    start: \"true\"\n"), 0o644)
+	out := filepath.Join(dir, "run")
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--cluster-file", cf,
+		"--fault", "at=1s pause node:1", "--duration", "3s", "--rate", "100", "--out", out}, &stdout, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), "node 1: its broker does not run") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatal("a refused run left its directory behind")
+	}
+}

@@ -152,6 +152,12 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	if needsNodes && opened == nil {
 		return runner.Config{}, nil, fmt.Errorf("faults need the cluster they act on: pass --cluster-dir of a local cluster (`ackcheck cluster kafka up --dir D`) or --cluster-file")
 	}
+	if needsNodes {
+		if err := faults.Preflight(cmd.Context(), opened.nodes); err != nil {
+			r.nodesClose()
+			return runner.Config{}, nil, err
+		}
+	}
 	if len(steps) > 0 || fsync != nil {
 		plan = &runner.FaultPlan{Steps: steps, RecoveryTimeout: r.recovery, Fsync: fsync, Source: src}
 		if opened != nil {
