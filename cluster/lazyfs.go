@@ -142,6 +142,14 @@ func (m lazyMount) sync(ctx context.Context) error {
 	return nil
 }
 
+// canLose is CanLoseUnsynced for any local cluster.
+func canLose(m *lazyMount, dir, kind string) error {
+	if m == nil {
+		return fmt.Errorf("the cluster in %s was not created with --lazyfs: its data dirs cannot lose unsynced writes (start one with `ackcheck cluster %s up --lazyfs`)", dir, kind)
+	}
+	return nil
+}
+
 // loseUnsynced is LoseUnsynced for any local cluster whose node runs as
 // pid (0: it does not).
 func loseUnsynced(ctx context.Context, m *lazyMount, dir string, pid int) (string, error) {
@@ -179,6 +187,9 @@ func (k *Kafka) mount(id int32) *lazyMount {
 func (k *Kafka) ControlSocket(id int32) string {
 	return lazyMount{nodeDir: k.nodeDir(id)}.socket()
 }
+
+// CanLoseUnsynced reports whether node id's data dir is on lazyfs.
+func (k *Kafka) CanLoseUnsynced(id int32) error { return canLose(k.mount(id), k.opts.Dir, "kafka") }
 
 // LoseUnsynced makes node id's data dir lose every write not fsynced. The
 // node's broker must be dead. It returns when the loss is complete, with

@@ -391,6 +391,9 @@ func (n *NATS) DataDirInode(id int32) (uint64, error) {
 	return st.Ino, nil
 }
 
+// CanLoseUnsynced reports whether node id's store is on lazyfs.
+func (n *NATS) CanLoseUnsynced(id int32) error { return canLose(n.mount(id), n.opts.Dir, "nats") }
+
 // LoseUnsynced makes node id's store lose every write not fsynced. The
 // node must be dead.
 func (n *NATS) LoseUnsynced(ctx context.Context, id int32) (string, error) {

@@ -485,6 +485,9 @@ func (p *Pulsar) DataDirInode(int32) (uint64, error) {
 	return st.Ino, nil
 }
 
+// CanLoseUnsynced reports whether the standalone's data dir is on lazyfs.
+func (p *Pulsar) CanLoseUnsynced(id int32) error { return canLose(p.mount(1), p.opts.Dir, "pulsar") }
+
 // LoseUnsynced makes the data dir lose every write not fsynced (a
 // standalone created with LazyFS). The standalone must be dead.
 func (p *Pulsar) LoseUnsynced(ctx context.Context, id int32) (string, error) {

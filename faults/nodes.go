@@ -35,6 +35,10 @@ type Nodes interface {
 // one-line summary of what was lost.
 type PowerLosser interface {
 	LoseUnsynced(ctx context.Context, id int32) (string, error)
+	// CanLoseUnsynced says up front, without touching the node, whether
+	// its data can lose unsynced writes (a lazyfs mount, a lose_command),
+	// and if not, what to do.
+	CanLoseUnsynced(id int32) error
 }
 
 // LocalCluster is a cluster ackcheck started on this machine (`ackcheck
@@ -48,6 +52,7 @@ type LocalCluster interface {
 	DataDirInode(id int32) (uint64, error)
 	Dir() string
 	LoseUnsynced(ctx context.Context, id int32) (string, error)
+	CanLoseUnsynced(id int32) error
 }
 
 var (
@@ -87,6 +92,9 @@ func (l Local) DataDirInode(_ context.Context, id int32) (uint64, error) {
 
 // Where implements Nodes.
 func (l Local) Where() string { return "local cluster in " + l.Cluster.Dir() }
+
+// CanLoseUnsynced implements PowerLosser.
+func (l Local) CanLoseUnsynced(id int32) error { return l.Cluster.CanLoseUnsynced(id) }
 
 // LoseUnsynced implements PowerLosser for a cluster started with --lazyfs.
 func (l Local) LoseUnsynced(ctx context.Context, id int32) (string, error) {

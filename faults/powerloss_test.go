@@ -28,6 +28,8 @@ func (l *losingNodes) Start(ctx context.Context, id int32) error {
 	return l.fakeNodes.Start(ctx, id)
 }
 
+func (l *losingNodes) CanLoseUnsynced(int32) error { return nil }
+
 func (l *losingNodes) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	if pid, _ := l.PID(ctx, id); pid != 0 {
 		return "", fmt.Errorf("node %d still runs", id)

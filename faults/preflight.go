@@ -16,8 +16,30 @@ import (
 // whether they are Available, and roachtest refuses a test whose needs the
 // cluster cannot meet, a schedule that cannot run is refused here with
 // what to fix.
-func Preflight(ctx context.Context, nodes Nodes) error {
+//
+// A power loss needs nodes whose data can lose unsynced writes: asked of
+// each node it may hit (every node, for a target chosen by role).
+func Preflight(ctx context.Context, nodes Nodes, steps []Step) error {
 	var errs []error
+	for _, st := range steps {
+		if st.Action != PowerLoss {
+			continue
+		}
+		pl, ok := nodes.(PowerLosser)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: these nodes (%s) cannot lose unsynced writes: start the local cluster with --lazyfs, or give each node a lose_command in the cluster file", st, nodes.Where()))
+			continue
+		}
+		ids := nodes.IDs()
+		if st.Target.Kind == Node {
+			ids = []int32{st.Target.Node}
+		}
+		for _, id := range ids {
+			if err := pl.CanLoseUnsynced(id); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", st, err))
+			}
+		}
+	}
 	for _, id := range nodes.IDs() {
 		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		pid, err := nodes.PID(pctx, id)

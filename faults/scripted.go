@@ -260,6 +260,18 @@ func (s *Scripted) WriteConfig(ctx context.Context, id int32, content string) er
 
 var _ PowerLosser = (*Scripted)(nil)
 
+// CanLoseUnsynced implements PowerLosser: the node needs a lose_command.
+func (s *Scripted) CanLoseUnsynced(id int32) error {
+	n, _, err := s.node(id)
+	if err != nil {
+		return err
+	}
+	if n.LoseCommand == "" {
+		return fmt.Errorf("node %d has no lose_command in the cluster file: put its data dir on ackcheck lazyfs and give \"ackcheck lazyfs lose --control <socket>\"", id)
+	}
+	return nil
+}
+
 // LoseUnsynced implements PowerLosser with the node's lose_command. It
 // refuses while the broker still runs.
 func (s *Scripted) LoseUnsynced(ctx context.Context, id int32) (string, error) {

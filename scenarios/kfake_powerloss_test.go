@@ -142,6 +142,8 @@ func (k *kfakeNode) DataDirInode(context.Context, int32) (uint64, error) {
 
 func (k *kfakeNode) Where() string { return "kfake in a child process on lazyfs" }
 
+func (k *kfakeNode) CanLoseUnsynced(int32) error { return nil }
+
 func (k *kfakeNode) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	if pid, _ := k.PID(ctx, id); pid != 0 {
 		return "", fmt.Errorf("kfake still runs")

@@ -153,7 +153,7 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		return runner.Config{}, nil, fmt.Errorf("faults need the cluster they act on: pass --cluster-dir of a local cluster (`ackcheck cluster kafka up --dir D`) or --cluster-file")
 	}
 	if needsNodes {
-		if err := faults.Preflight(cmd.Context(), opened.nodes); err != nil {
+		if err := faults.Preflight(cmd.Context(), opened.nodes, steps); err != nil {
 			r.nodesClose()
 			return runner.Config{}, nil, err
 		}
