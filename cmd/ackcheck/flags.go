@@ -37,6 +37,13 @@ type driverFlags struct {
 }
 
 func (k *driverFlags) register(fs *pflag.FlagSet) {
+	k.registerKafka(fs)
+	k.pulsar.register(fs)
+	k.nats.register(fs)
+}
+
+// registerKafka registers the Kafka driver's own flags.
+func (k *driverFlags) registerKafka(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&k.brokers, "brokers", nil, "Kafka bootstrap brokers, host:port[,host:port...]")
 	fs.StringVar(&k.acks, "acks", "all", "producer acks: all, 1 or 0")
 	fs.BoolVar(&k.idempotent, "idempotent", false, "idempotent producer (default: on with --acks all, off otherwise)")
@@ -51,8 +58,32 @@ func (k *driverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&k.tlsCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
 	fs.StringVar(&k.tlsKey, "tls-key", "", "PEM client key (with --tls-cert)")
 	fs.BoolVar(&k.tlsInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
-	k.pulsar.register(fs)
-	k.nats.register(fs)
+}
+
+// flagOwners maps each driver's own flag to that driver.
+func flagOwners() map[string]string {
+	var k driverFlags
+	owners := map[string]string{}
+	for driver, register := range map[string]func(*pflag.FlagSet){"kafka": k.registerKafka, "pulsar": k.pulsar.register, "nats": k.nats.register} {
+		fs := pflag.NewFlagSet(driver, pflag.ContinueOnError)
+		register(fs)
+		fs.VisitAll(func(f *pflag.Flag) { owners[f.Name] = driver })
+	}
+	return owners
+}
+
+// flagsBelongTo refuses a flag of another driver given on the command
+// line: it would be accepted and silently ignored (--driver kafka
+// --servers nats://...).
+func flagsBelongTo(driver string, fs *pflag.FlagSet) error {
+	owners := flagOwners()
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if o, ok := owners[f.Name]; ok && o != driver && err == nil {
+			err = fmt.Errorf("--%s is a flag of the %s driver, and this run uses --driver %s: drop it, or give --driver %s", f.Name, o, driver, o)
+		}
+	})
+	return err
 }
 
 // natsFlags are the NATS JetStream driver's flags.
@@ -162,7 +193,14 @@ func (k *driverFlags) config(fs *pflag.FlagSet, base kafka.Config) kafka.Config 
 // earlier run.json (nil for a new run). It returns the driver and its
 // settings with secrets removed, for run.json.
 func newDriver(name string, fs *pflag.FlagSet, kf *driverFlags, settings json.RawMessage) (drivers.Driver, any, error) {
-	switch strings.ToLower(name) {
+	name = strings.ToLower(name)
+	switch name {
+	case "kafka", "pulsar", "nats":
+		if err := flagsBelongTo(name, fs); err != nil {
+			return nil, nil, err
+		}
+	}
+	switch name {
 	case "kafka":
 		var base kafka.Config
 		if len(settings) > 0 {

@@ -78,6 +78,9 @@ func TestExitCodes(t *testing.T) {
 		{"pulsar unreachable", []string{"run", "--driver", "pulsar", "--service-url", "pulsar://127.0.0.1:1", "--admin-url", "http://127.0.0.1:1",
 			"--out", dir + "/p2", "--duration", "1s"}, exitError, "no broker answered", ""},
 		{"lazyfs cluster kind", []string{"run", "--cluster-dir", dir, "--out", dir + "/p3", "--fault", "at=1s power-loss all", "--duration", "2s"}, exitError, "holds no cluster", ""},
+		// A flag of another driver is an error that names it (issue 13).
+		{"nats flag with kafka", []string{"run", "--brokers", brokers, "--out", dir + "/r8", "--servers", "nats://127.0.0.1:1"}, exitError, "--servers is a flag of the nats driver, and this run uses --driver kafka", ""},
+		{"kafka flag with pulsar", []string{"run", "--driver", "pulsar", "--service-url", "pulsar://127.0.0.1:1", "--out", dir + "/r9", "--acks", "1"}, exitError, "--acks is a flag of the kafka driver", ""},
 		// Refused before any topic or file exists (issue 12, item 6).
 		{"rate NaN", []string{"run", "--brokers", brokers, "--out", dir + "/r1", "--topic", "nan", "--rate", "NaN"}, exitError, "--rate NaN: must be a number above 0", ""},
 		{"empty topic", []string{"run", "--brokers", brokers, "--out", dir + "/r2", "--topic", ""}, exitError, "--topic is empty", ""},
@@ -108,7 +111,7 @@ func TestExitCodes(t *testing.T) {
 	if _, err := os.Stat(dir + "/d"); !os.IsNotExist(err) {
 		t.Errorf("a run that could not reach its brokers left %s/d behind", dir)
 	}
-	for _, r := range []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7"} {
+	for _, r := range []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"} {
 		if _, err := os.Stat(dir + "/" + r); !os.IsNotExist(err) {
 			t.Errorf("a refused run left %s/%s behind", dir, r)
 		}
