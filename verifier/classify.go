@@ -1,0 +1,135 @@
+package verifier
+
+import (
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/message"
+)
+
+// Stage 2 of Check: classify. Each message's history is counted into the
+// verdict's classes (Result's counts), with up to MaxSamples IDs kept per
+// failing class. Classification needs nothing but the history, the run's
+// description and, for reordering, the previous sequence's copy of the
+// same producer in each partition.
+
+type classifier struct {
+	res        *Result
+	run        ledger.RunInfo
+	sentThru   map[uint32]uint64 // per producer, one past the highest committed Send
+	maxSamples int
+
+	started    bool
+	producer   uint32
+	lastOffset map[int32]int64 // per partition, the current producer's last first copy
+	others     []int64
+}
+
+func newClassifier(res *Result, run ledger.RunInfo, sentThru map[uint32]uint64, maxSamples int) *classifier {
+	return &classifier{res: res, run: run, sentThru: sentThru, maxSamples: maxSamples, lastOffset: map[int32]int64{}}
+}
+
+func (c *classifier) sample(class string, s Sample) {
+	if len(c.res.Samples[class]) < c.maxSamples {
+		c.res.Samples[class] = append(c.res.Samples[class], s)
+	}
+}
+
+// add counts h. It reports whether h was sent (the timelines count only
+// sent messages) and whether it is lost (acked, never read intact).
+func (c *classifier) add(h *history) (sent, lost bool) {
+	res := c.res
+	if !c.started || h.producer != c.producer {
+		clear(c.lastOffset)
+		c.producer, c.started = h.producer, true
+	}
+	id := message.ID{Run: c.run.RunID, Producer: h.producer, Seq: h.seq}
+
+	// Copies: corrupt ones are counted and never vouch for the message.
+	valid := 0
+	var first ledger.Event
+	c.others = c.others[:0]
+	for _, r := range h.reads {
+		if r.Status != uint8(message.Valid) {
+			res.Corrupt++
+			c.sample("corrupt", Sample{ID: id.String(), Partition: r.Partition, Offset: r.Offset})
+			continue
+		}
+		if valid > 0 && r.Partition == first.Partition && r.Offset == first.Offset {
+			continue // the same copy, reported twice by the read
+		}
+		valid++
+		if valid == 1 || r.Partition < first.Partition || (r.Partition == first.Partition && r.Offset < first.Offset) {
+			if valid > 1 {
+				c.others = append(c.others, first.Offset)
+			}
+			first = r
+		} else {
+			c.others = append(c.others, r.Offset)
+		}
+	}
+
+	if !h.sent {
+		if valid > 0 {
+			// A send the ledger lost in the crash window of a run whose
+			// ackcheck died is "unrecorded"; any other is a phantom.
+			if !c.run.Clean && int(h.producer) < c.run.Producers && h.seq >= c.sentThru[h.producer] {
+				res.Unrecorded++
+			} else {
+				res.Phantom++
+				c.sample("phantom", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+			}
+		}
+		return false, false
+	}
+
+	res.Sent++
+	switch {
+	case h.acked:
+		res.Acked++
+	case h.outcome == ledger.OutcomeRejected:
+		res.Failed++
+		res.Rejected++
+	case h.outcome == ledger.OutcomeUnknown:
+		res.Failed++
+		res.Unknown++
+	default:
+		res.Failed++
+		res.NoOutcome++
+	}
+
+	if valid == 0 {
+		if h.acked {
+			res.Lost++
+			c.sample("lost", Sample{ID: id.String(), Partition: h.ack.Partition, Offset: h.ack.Offset})
+			return true, true
+		}
+		res.NotWritten++
+		return true, false
+	}
+	res.Read++
+	if valid > 1 {
+		res.Duplicates += int64(valid - 1)
+		c.sample("duplicates", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset, Others: append([]int64(nil), c.others...)})
+	}
+	if !h.acked {
+		res.Indeterminate++
+	} else if h.ack.Offset >= 0 && !hasValidCopyAt(h.reads, h.ack.Partition, h.ack.Offset) {
+		res.AckPositionMismatch++
+	}
+	// Reordering: the first copy of each sequence in a partition must come
+	// after the first copy of the producer's previous sequence there.
+	if last, ok := c.lastOffset[first.Partition]; ok && first.Offset < last {
+		res.Reordered++
+		c.sample("reordered", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+	}
+	c.lastOffset[first.Partition] = first.Offset
+	return true, false
+}
+
+func hasValidCopyAt(reads []ledger.Event, partition int32, offset int64) bool {
+	for _, r := range reads {
+		if r.Status == uint8(message.Valid) && r.Partition == partition && r.Offset == offset {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package verifier
+
+import (
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/load"
+)
+
+// Stage 3 of Check: timelines. Every sent message is placed in time: its
+// send by its scheduled (intended) time, its ack at the moment it came.
+// From these come the latency histograms (overall and per window), the
+// per-second counts, the cluster-wide stretch without acks (1 ms buckets),
+// each partition's stretches without acks (10 ms buckets), and each
+// fault's first ack per partition. Memory is bounded by the run's length
+// and its partitions, not by its messages.
+
+// ackResolution is the bucket width of the no-ack timeline.
+const ackResolution = time.Millisecond
+
+// maxTimeline caps the no-ack timeline (1 bit per ms: 24 h is 10.8 MB).
+const maxTimeline = 24 * time.Hour
+
+// Per-partition stretches without acks are tracked in buckets of
+// gapResolution, and reported from gapMin on.
+const (
+	gapResolution = 10 * time.Millisecond
+	gapMin        = 500 * time.Millisecond
+)
+
+type window struct {
+	sent, acked, failed, lost int64
+	pub, e2e                  *hdrhistogram.Histogram
+}
+
+type timelines struct {
+	loadStart  time.Time
+	start, end int64 // the load, Unix ns; end 0 when the run died
+	window     time.Duration
+	faults     *faultTracker
+
+	pubAll, e2eAll *hdrhistogram.Histogram
+	windows        []*window
+	acks           []uint64 // bit i: an ack arrived in [start+i ms, +1 ms)
+	perSecond      []Second
+	partAcks       map[int32][]uint64 // per partition: 10 ms buckets with acks
+	lastAckAt      int64
+}
+
+func newTimelines(run ledger.RunInfo, window time.Duration, ft *faultTracker) *timelines {
+	t := &timelines{loadStart: run.LoadStart, start: run.LoadStart.UnixNano(), window: window, faults: ft,
+		pubAll: load.NewHistogram(3), e2eAll: load.NewHistogram(3), partAcks: map[int32][]uint64{}}
+	if !run.LoadEnd.IsZero() {
+		t.end = run.LoadEnd.UnixNano()
+	}
+	return t
+}
+
+func (t *timelines) windowAt(intended int64) *window {
+	i := int((intended - t.start) / int64(t.window))
+	if i < 0 || i > 100000 {
+		return nil
+	}
+	for len(t.windows) <= i {
+		t.windows = append(t.windows, &window{pub: load.NewHistogram(2), e2e: load.NewHistogram(2)})
+	}
+	return t.windows[i]
+}
+
+func (t *timelines) second(at int64) *Second {
+	i := int((at - t.start) / int64(time.Second))
+	if i < 0 || i > int(maxTimeline/time.Second) {
+		return nil
+	}
+	for len(t.perSecond) <= i {
+		t.perSecond = append(t.perSecond, Second{T: len(t.perSecond)})
+	}
+	return &t.perSecond[i]
+}
+
+// mark sets bit (at-start)/res of bm, within the load and maxTimeline.
+func (t *timelines) mark(bm []uint64, at int64, res time.Duration) []uint64 {
+	i := (at - t.start) / int64(res)
+	if i < 0 || i >= int64(maxTimeline/res) || (t.end != 0 && at > t.end) {
+		return bm
+	}
+	for int64(len(bm))*64 <= i {
+		bm = append(bm, 0)
+	}
+	bm[i/64] |= 1 << (i % 64)
+	return bm
+}
+
+// add places one sent message; lost says the classifier found it lost.
+func (t *timelines) add(h *history, lost bool) {
+	if sec := t.second(h.send.Time); sec != nil {
+		sec.Sent++
+		if !h.acked {
+			sec.Failed++
+		}
+	}
+	w := t.windowAt(h.send.Time)
+	if w != nil {
+		w.sent++
+		if !h.acked {
+			w.failed++
+		}
+		if lost {
+			w.lost++
+		}
+	}
+	if h.acked {
+		load.RecordLatency(t.pubAll, time.Duration(h.ack.Time))
+		at := h.send.Time + h.ack.Time
+		t.acks = t.mark(t.acks, at, ackResolution)
+		t.partAcks[h.ack.Partition] = t.mark(t.partAcks[h.ack.Partition], at, gapResolution)
+		if sec := t.second(at); sec != nil {
+			sec.Acked++
+		}
+		t.faults.ack(h.ack.Partition, h.send.Time, at)
+		t.lastAckAt = max(t.lastAckAt, at)
+		if w != nil {
+			w.acked++
+			load.RecordLatency(w.pub, time.Duration(h.ack.Time))
+		}
+	}
+	if h.e2e >= 0 {
+		load.RecordLatency(t.e2eAll, time.Duration(h.e2e))
+		if w != nil {
+			load.RecordLatency(w.e2e, time.Duration(h.e2e))
+		}
+	}
+}
+
+// finish writes the timelines into res; parts are the run's partitions.
+func (t *timelines) finish(res *Result, parts []int32) {
+	loadLen := int64(0)
+	if t.end != 0 {
+		loadLen = (t.end - t.start) / int64(gapResolution)
+	}
+	res.Faults = t.faults.finish(parts, func(p int32, from, to int64) float64 {
+		return longestStall(t.partAcks[p], loadLen, t.start, from, to)
+	})
+	res.Timeline = t.perSecond
+	res.GapMinMs = float64(gapMin / time.Millisecond)
+	res.PartitionGaps = map[int32][]Gap{}
+	for _, p := range parts {
+		res.PartitionGaps[p] = []Gap{} // every partition is listed, gaps or not
+		for _, g := range gaps(t.partAcks[p], loadLen, int64(gapMin/gapResolution)) {
+			res.PartitionGaps[p] = append(res.PartitionGaps[p], Gap{
+				FromS: (time.Duration(g[0]) * gapResolution).Seconds(),
+				ToS:   (time.Duration(g[1]) * gapResolution).Seconds(),
+			})
+		}
+	}
+	res.Hist = &Histograms{Start: t.loadStart, Window: t.window, PublishAll: t.pubAll, E2EAll: t.e2eAll}
+	for _, w := range t.windows {
+		res.Hist.Publish = append(res.Hist.Publish, w.pub)
+		res.Hist.E2E = append(res.Hist.E2E, w.e2e)
+	}
+	res.Publish = summarize(t.pubAll)
+	res.E2E = summarize(t.e2eAll)
+	for i, w := range t.windows {
+		res.Windows = append(res.Windows, Window{
+			StartS: (time.Duration(i) * t.window).Seconds(),
+			Sent:   w.sent, Acked: w.acked, Failed: w.failed, Lost: w.lost,
+			Publish: summarize(w.pub), E2E: summarize(w.e2e),
+		})
+	}
+	end := t.end
+	if end == 0 && t.lastAckAt > 0 {
+		end = t.lastAckAt // the run died: judge up to its last ack
+	}
+	gap, at := longestGap(t.acks, (end-t.start)/int64(ackResolution))
+	res.LongestNoAckMs = float64(gap) * float64(ackResolution) / float64(time.Millisecond)
+	res.LongestNoAckAt = (time.Duration(at) * ackResolution).Seconds()
+}
