@@ -184,7 +184,7 @@ func TestMissingTargetIsSkippedAndRunGoesOn(t *testing.T) {
 	recs := in.Records()
 	got := []string{}
 	for _, r := range recs {
-		got = append(got, r.Action+"="+r.Result)
+		got = append(got, string(r.Action)+"="+string(r.Result))
 	}
 	want := "kill=skipped kill=skipped restart=skipped pause=applied resume=applied"
 	if strings.Join(got, " ") != want {
@@ -196,8 +196,8 @@ func TestMissingTargetIsSkippedAndRunGoesOn(t *testing.T) {
 	if !strings.Contains(log.String(), "skipped") {
 		t.Fatalf("the skip was not reported:\n%s", log.String())
 	}
-	var stored []ledger.FaultRecord
-	if err := l.GetMeta(ledger.MetaFaults, &stored); err != nil || len(stored) != len(recs) {
+	var stored []Record
+	if err := l.GetMeta(MetaKey, &stored); err != nil || len(stored) != len(recs) {
 		t.Fatalf("ledger holds %d records (%v), want %d", len(stored), err, len(recs))
 	}
 }

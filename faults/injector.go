@@ -14,6 +14,16 @@ import (
 	"github.com/ackcheck/ackcheck/ledger"
 )
 
+// nodeState is what the injector did to a node last: up, down or paused.
+// A node that dies while its state is not down died unasked.
+type nodeState uint8
+
+const (
+	nodeUp nodeState = iota
+	nodeDown
+	nodePaused
+)
+
 // Injector runs a schedule of faults against a cluster during a run,
 // records each one, measures recovery, reports nodes that die unasked, and
 // heals what the schedule left applied.
@@ -45,8 +55,8 @@ type Injector struct {
 	Broker string
 
 	mu       sync.Mutex
-	records  []ledger.FaultRecord
-	state    map[int32]string // "up", "down", "paused"
+	records  []Record
+	state    map[int32]nodeState
 	previous int32
 	watchers sync.WaitGroup
 }
@@ -59,10 +69,10 @@ func (in *Injector) logf(format string, args ...any) {
 
 func (in *Injector) init() {
 	if in.state == nil {
-		in.state = map[int32]string{}
+		in.state = map[int32]nodeState{}
 		if in.Nodes != nil {
 			for _, id := range in.Nodes.IDs() {
-				in.state[id] = "up"
+				in.state[id] = nodeUp
 			}
 		}
 		in.previous = -1
@@ -79,14 +89,14 @@ func (in *Injector) init() {
 }
 
 // Records returns a copy of the records so far.
-func (in *Injector) Records() []ledger.FaultRecord {
+func (in *Injector) Records() []Record {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return slices.Clone(in.records)
 }
 
 // add appends r and persists the records; it returns r's index.
-func (in *Injector) add(r ledger.FaultRecord) int {
+func (in *Injector) add(r Record) int {
 	in.mu.Lock()
 	r.Seq = len(in.records)
 	in.records = append(in.records, r)
@@ -95,7 +105,7 @@ func (in *Injector) add(r ledger.FaultRecord) int {
 	return r.Seq
 }
 
-func (in *Injector) update(i int, fn func(*ledger.FaultRecord)) {
+func (in *Injector) update(i int, fn func(*Record)) {
 	in.mu.Lock()
 	fn(&in.records[i])
 	in.mu.Unlock()
@@ -106,7 +116,7 @@ func (in *Injector) persist() {
 	if in.Ledger == nil {
 		return
 	}
-	if err := in.Ledger.PutMeta(ledger.MetaFaults, in.Records()); err != nil {
+	if err := in.Ledger.PutMeta(MetaKey, in.Records()); err != nil {
 		in.logf("warning: could not record faults in the ledger: %v", err)
 	}
 }
@@ -130,17 +140,17 @@ func (in *Injector) Run(ctx context.Context, start time.Time, steps []Step) {
 }
 
 // Apply performs one step now and records it.
-func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
+func (in *Injector) Apply(ctx context.Context, st Step) Record {
 	in.init()
-	rec := ledger.FaultRecord{Action: string(st.Action), Target: st.Target.String(), Node: -1,
+	rec := Record{Action: st.Action, Target: st.Target.String(), Node: -1,
 		At: time.Now(), Expect: st.Action.Expectation()}
 	if st.Action == FsyncOn || st.Action == FsyncOff {
 		err := in.fsync(ctx, st, &rec)
 		if err != nil {
-			rec.Result, rec.Error = "failed", err.Error()
+			rec.Result, rec.Error = Failed, err.Error()
 			in.logf("fault %s %s failed: %v", st.Action, st.Target, err)
 		} else {
-			rec.Result = "applied"
+			rec.Result = Applied
 			in.logf("fault %s %s: %s", st.Action, st.Target, rec.AckMeaning)
 		}
 		in.add(rec)
@@ -159,7 +169,7 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 		topo, err = in.Driver.Topology(tctx, in.Topic)
 		cancel()
 		if err != nil {
-			rec.Result, rec.Error = "skipped", "could not read the topology: "+err.Error()
+			rec.Result, rec.Error = Skipped, "could not read the topology: "+err.Error()
 			in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
 			in.add(rec)
 			return rec
@@ -170,25 +180,25 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 	in.mu.Unlock()
 	node, err := st.Target.Resolve(topo, prev)
 	if err != nil {
-		rec.Result, rec.Error = "skipped", err.Error()
+		rec.Result, rec.Error = Skipped, err.Error()
 		in.logf("fault %s %s skipped: %v", st.Action, st.Target, err)
 		in.add(rec)
 		return rec
 	}
 	rec.Node = node
 	if in.Nodes == nil {
-		rec.Result, rec.Error = "skipped", "no cluster to act on: give --cluster-dir or --cluster-file"
+		rec.Result, rec.Error = Skipped, "no cluster to act on: give --cluster-dir or --cluster-file"
 		in.add(rec)
 		return rec
 	}
 	if !slices.Contains(in.Nodes.IDs(), node) {
-		rec.Result, rec.Error = "skipped", fmt.Sprintf("node %d is not one this run controls (%s)", node, in.Nodes.Where())
+		rec.Result, rec.Error = Skipped, fmt.Sprintf("node %d is not one this run controls (%s)", node, in.Nodes.Where())
 		in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
 		in.add(rec)
 		return rec
 	}
 	var before *drivers.Topology
-	if st.Action.takesNodeAway() {
+	if st.Action.TakesNodeAway() {
 		if st.Target.needsTopology() {
 			before = &topo
 		} else {
@@ -205,17 +215,17 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 	rec.At = time.Now()
 	err = in.act(ctx, st.Action, node, &rec)
 	if err != nil {
-		rec.Result, rec.Error = "failed", err.Error()
+		rec.Result, rec.Error = Failed, err.Error()
 		in.logf("fault %s %s (node %d) failed: %v", st.Action, st.Target, node, err)
 	} else {
-		rec.Result = "applied"
+		rec.Result = Applied
 		in.logf("fault %s %s: node %d, PID %d", st.Action, st.Target, node, rec.PID)
 	}
 	in.mu.Lock()
 	in.previous = node
 	in.mu.Unlock()
 	i := in.add(rec)
-	if err == nil && st.Action.takesNodeAway() && in.Driver != nil {
+	if err == nil && st.Action.TakesNodeAway() && in.Driver != nil {
 		in.watchers.Add(1)
 		go func() {
 			defer in.watchers.Done()
@@ -226,9 +236,9 @@ func (in *Injector) Apply(ctx context.Context, st Step) ledger.FaultRecord {
 }
 
 // applyPowerLossAll cuts the power of every node at once.
-func (in *Injector) applyPowerLossAll(ctx context.Context, rec ledger.FaultRecord) ledger.FaultRecord {
+func (in *Injector) applyPowerLossAll(ctx context.Context, rec Record) Record {
 	if in.Nodes == nil {
-		rec.Result, rec.Error = "skipped", "no cluster to act on: give --cluster-dir or --cluster-file"
+		rec.Result, rec.Error = Skipped, "no cluster to act on: give --cluster-dir or --cluster-file"
 		in.add(rec)
 		return rec
 	}
@@ -236,10 +246,10 @@ func (in *Injector) applyPowerLossAll(ctx context.Context, rec ledger.FaultRecor
 	before := in.topologyBefore(ctx)
 	err := in.powerLoss(ctx, ids, &rec)
 	if err != nil {
-		rec.Result, rec.Error = "failed", err.Error()
+		rec.Result, rec.Error = Failed, err.Error()
 		in.logf("fault power-loss all failed: %v", err)
 	} else {
-		rec.Result = "applied"
+		rec.Result = Applied
 		in.logf("fault power-loss all: nodes %v lost what they had not fsynced and started again", ids)
 	}
 	i := in.add(rec)
@@ -256,7 +266,7 @@ func (in *Injector) applyPowerLossAll(ctx context.Context, rec ledger.FaultRecor
 // powerLoss SIGKILLs every node in ids as close together as it can, waits
 // for each process to be gone, loses each one's unsynced writes, and
 // starts each again. Each node's restart is journaled before its kill.
-func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *ledger.FaultRecord) error {
+func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *Record) error {
 	pl, ok := in.Nodes.(PowerLosser)
 	if !ok {
 		return fmt.Errorf("power-loss needs data dirs that can lose unsynced writes: start the local cluster with `ackcheck cluster kafka up --lazyfs`, or give each node a lose_command in the cluster file (%s)", in.Nodes.Where())
@@ -271,7 +281,7 @@ func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *ledger.Faul
 		if pid == 0 {
 			return fmt.Errorf("node %d does not run: a power loss needs a running broker", id)
 		}
-		j, err := in.Journal.Add(Undo{Kind: "start", Node: id, Why: fmt.Sprintf("power-loss of node %d", id)})
+		j, err := in.Journal.Add(Undo{Kind: UndoStart, Node: id, Why: fmt.Sprintf("power-loss of node %d", id)})
 		if err != nil {
 			return err
 		}
@@ -279,7 +289,7 @@ func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *ledger.Faul
 	}
 	in.mu.Lock()
 	for _, id := range ids {
-		in.state[id] = "down" // before the signal: its death is expected
+		in.state[id] = nodeDown // before the signal: its death is expected
 	}
 	in.mu.Unlock()
 	rec.At = time.Now()
@@ -339,7 +349,7 @@ func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *ledger.Faul
 	for _, id := range ids {
 		rec.Restarted[id] = in.waitPID(ctx, id)
 		in.mu.Lock()
-		in.state[id] = "up"
+		in.state[id] = nodeUp
 		in.mu.Unlock()
 		if err := in.Journal.Done(journal[id]); err != nil {
 			return err
@@ -351,23 +361,23 @@ func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *ledger.Faul
 // act performs one action and moves the node's state. An action that
 // takes something away first records its undo in the journal; the action
 // that gives it back marks that undo done.
-func (in *Injector) act(ctx context.Context, a Action, node int32, rec *ledger.FaultRecord) error {
-	set := func(s string) {
+func (in *Injector) act(ctx context.Context, a Action, node int32, rec *Record) error {
+	set := func(s nodeState) {
 		in.mu.Lock()
 		in.state[node] = s
 		in.mu.Unlock()
 	}
-	announce := func(kind, why string) (int, error) {
+	announce := func(kind UndoKind, why string) (int, error) {
 		return in.Journal.Add(Undo{Kind: kind, Node: node, Why: why})
 	}
 	var err error
 	switch a {
 	case Kill, Stop:
-		id, jerr := announce("start", fmt.Sprintf("%s of node %d", a, node))
+		id, jerr := announce(UndoStart, fmt.Sprintf("%s of node %d", a, node))
 		if jerr != nil {
 			return jerr
 		}
-		set("down") // before the signal: its death is expected
+		set(nodeDown) // before the signal: its death is expected
 		if a == Kill {
 			rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGKILL)
 		} else {
@@ -376,22 +386,22 @@ func (in *Injector) act(ctx context.Context, a Action, node int32, rec *ledger.F
 		}
 		if err != nil && rec.PID == 0 {
 			in.Journal.Done(id) // nothing was running: nothing to undo
-			set("up")
+			set(nodeUp)
 		}
 	case Pause:
-		id, jerr := announce("resume", fmt.Sprintf("pause of node %d", node))
+		id, jerr := announce(UndoResume, fmt.Sprintf("pause of node %d", node))
 		if jerr != nil {
 			return jerr
 		}
 		if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGSTOP); err != nil {
 			in.Journal.Done(id)
 		} else {
-			set("paused")
+			set(nodePaused)
 		}
 	case Resume:
 		if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGCONT); err == nil {
-			set("up")
-			if id, ok := in.Journal.Find("resume", node); ok {
+			set(nodeUp)
+			if id, ok := in.Journal.Find(UndoResume, node); ok {
 				err = in.Journal.Done(id)
 			}
 		}
@@ -403,8 +413,8 @@ func (in *Injector) act(ctx context.Context, a Action, node int32, rec *ledger.F
 		}
 		if err = in.Nodes.Start(ctx, node); err == nil {
 			rec.PID = in.waitPID(ctx, node)
-			set("up")
-			if id, ok := in.Journal.Find("start", node); ok {
+			set(nodeUp)
+			if id, ok := in.Journal.Find(UndoStart, node); ok {
 				err = in.Journal.Done(id)
 			}
 		}
@@ -434,7 +444,7 @@ type ConfigEditor interface {
 
 // fsync switches fsync-before-ack on or off for a topic (admin API) or for
 // every broker (config edit and rolling restart), recording the undo first.
-func (in *Injector) fsync(ctx context.Context, st Step, rec *ledger.FaultRecord) error {
+func (in *Injector) fsync(ctx context.Context, st Step, rec *Record) error {
 	on := st.Action == FsyncOn
 	switch st.Target.Kind {
 	case Topic:
@@ -448,7 +458,7 @@ func (in *Injector) fsync(ctx context.Context, st Step, rec *ledger.FaultRecord)
 			return err
 		}
 		if !in.Journal.HasTopicConfig(st.Target.Topic, key) {
-			if _, err := in.Journal.Add(Undo{Kind: "topic-config", Topic: st.Target.Topic, Key: key, Value: orig,
+			if _, err := in.Journal.Add(Undo{Kind: UndoTopicConfig, Topic: st.Target.Topic, Key: key, Value: orig,
 				Why: fmt.Sprintf("%s %s", st.Action, st.Target)}); err != nil {
 				return err
 			}
@@ -482,7 +492,7 @@ func (in *Injector) fsync(ctx context.Context, st Step, rec *ledger.FaultRecord)
 				continue
 			}
 			if !in.Journal.HasNodeConfig(id) {
-				if _, err := in.Journal.Add(Undo{Kind: "node-config", Node: id, Content: &orig, Restart: true,
+				if _, err := in.Journal.Add(Undo{Kind: UndoNodeConfig, Node: id, Content: &orig, Restart: true,
 					Why: fmt.Sprintf("%s: %s", st.Action, bf.setting)}); err != nil {
 					return err
 				}
@@ -523,7 +533,7 @@ func (in *Injector) WatchDeaths(ctx context.Context) {
 		}
 		for _, id := range in.Nodes.IDs() {
 			in.mu.Lock()
-			expectedUp := in.state[id] != "down"
+			expectedUp := in.state[id] != nodeDown
 			in.mu.Unlock()
 			pid, err := in.Nodes.PID(ctx, id)
 			if err != nil || !expectedUp {
@@ -532,8 +542,8 @@ func (in *Injector) WatchDeaths(ctx context.Context) {
 			}
 			if pid == 0 && !dead[id] {
 				dead[id] = true
-				in.add(ledger.FaultRecord{Action: "unexpected-death", Target: fmt.Sprintf("node:%d", id), Node: id,
-					At: time.Now(), Result: "observed", Error: "the node's process is gone and no fault killed it"})
+				in.add(Record{Action: UnexpectedDeath, Target: fmt.Sprintf("node:%d", id), Node: id,
+					At: time.Now(), Result: Observed, Error: "the node's process is gone and no fault killed it"})
 				in.logf("node %d died and no fault killed it", id)
 			} else if pid != 0 {
 				dead[id] = false
@@ -561,9 +571,9 @@ func (in *Injector) Heal(ctx context.Context) ([]string, error) {
 			errs = append(errs, err)
 		}
 		done = append(done, u.String()+" (after "+u.Why+")")
-		if u.Kind == "start" || u.Kind == "resume" {
+		if u.Kind == UndoStart || u.Kind == UndoResume {
 			in.mu.Lock()
-			in.state[u.Node] = "up"
+			in.state[u.Node] = nodeUp
 			in.mu.Unlock()
 		}
 	}
@@ -572,32 +582,32 @@ func (in *Injector) Heal(ctx context.Context) ([]string, error) {
 
 func (in *Injector) undo(ctx context.Context, u Undo) error {
 	switch u.Kind {
-	case "resume", "start", "node-config":
+	case UndoResume, UndoStart, UndoNodeConfig:
 		if in.Nodes == nil {
 			return fmt.Errorf("no cluster to act on: give --cluster-dir or --cluster-file")
 		}
 	}
 	switch u.Kind {
-	case "resume":
+	case UndoResume:
 		pid, err := in.Nodes.PID(ctx, u.Node)
 		if err != nil || pid == 0 {
 			return err // not running: nothing is paused
 		}
 		_, err = in.Nodes.Signal(ctx, u.Node, syscall.SIGCONT)
 		return err
-	case "start":
+	case UndoStart:
 		pid, err := in.Nodes.PID(ctx, u.Node)
 		if err != nil || pid != 0 {
 			return err
 		}
 		return in.Nodes.Start(ctx, u.Node)
-	case "topic-config":
+	case UndoTopicConfig:
 		tc, ok := in.Driver.(drivers.TopicConfigurer)
 		if !ok {
 			return fmt.Errorf("the driver cannot change topic settings")
 		}
 		return tc.SetTopicConfig(ctx, u.Topic, u.Key, u.Value)
-	case "node-config":
+	case UndoNodeConfig:
 		ce, ok := in.Nodes.(ConfigEditor)
 		if !ok || u.Content == nil {
 			return fmt.Errorf("cannot restore node %d's config here", u.Node)

@@ -10,12 +10,25 @@ import (
 	"sync"
 )
 
+// UndoKind is what an undo puts back.
+type UndoKind string
+
+const (
+	// UndoResume resumes a paused node (SIGCONT).
+	UndoResume UndoKind = "resume"
+	// UndoStart starts a node left down.
+	UndoStart UndoKind = "start"
+	// UndoTopicConfig puts a topic setting back.
+	UndoTopicConfig UndoKind = "topic-config"
+	// UndoNodeConfig puts a node's config file back (and restarts it).
+	UndoNodeConfig UndoKind = "node-config"
+)
+
 // Undo is one thing a fault changed and how to put it back. Every undo is
 // idempotent: applying it when it is already undone changes nothing.
 type Undo struct {
-	// Kind is resume, start, topic-config or node-config.
-	Kind string `json:"kind"`
-	Node int32  `json:"node,omitempty"`
+	Kind UndoKind `json:"kind"`
+	Node int32    `json:"node,omitempty"`
 	// topic-config: Key of Topic goes back to Value (nil: no override).
 	Topic string  `json:"topic,omitempty"`
 	Key   string  `json:"key,omitempty"`
@@ -30,20 +43,20 @@ type Undo struct {
 
 func (u Undo) String() string {
 	switch u.Kind {
-	case "resume":
+	case UndoResume:
 		return fmt.Sprintf("resume node %d", u.Node)
-	case "start":
+	case UndoStart:
 		return fmt.Sprintf("start node %d", u.Node)
-	case "topic-config":
+	case UndoTopicConfig:
 		v := "its default"
 		if u.Value != nil {
 			v = *u.Value
 		}
 		return fmt.Sprintf("set %s of topic %s back to %s", u.Key, u.Topic, v)
-	case "node-config":
+	case UndoNodeConfig:
 		return fmt.Sprintf("restore node %d's config file%s", u.Node, map[bool]string{true: " and restart it"}[u.Restart])
 	}
-	return u.Kind
+	return string(u.Kind)
 }
 
 // journalLine is one line of heal.jsonl.
@@ -153,7 +166,7 @@ func (j *Journal) Done(id int) error {
 }
 
 // Find returns the newest pending undo of kind for node, if any.
-func (j *Journal) Find(kind string, node int32) (int, bool) {
+func (j *Journal) Find(kind UndoKind, node int32) (int, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	best, found := -1, false
@@ -172,7 +185,7 @@ func (j *Journal) HasTopicConfig(topic, key string) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, u := range j.pending {
-		if u.Kind == "topic-config" && u.Topic == topic && u.Key == key {
+		if u.Kind == UndoTopicConfig && u.Topic == topic && u.Key == key {
 			return true
 		}
 	}
@@ -184,7 +197,7 @@ func (j *Journal) HasNodeConfig(node int32) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, u := range j.pending {
-		if u.Kind == "node-config" && u.Node == node {
+		if u.Kind == UndoNodeConfig && u.Node == node {
 			return true
 		}
 	}

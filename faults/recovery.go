@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/ledger"
 )
 
 // Recovery after a fault that takes nodes away is two moments, each
@@ -239,7 +238,7 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32, bef
 		in.mu.Lock()
 		back := true
 		for _, node := range nodes {
-			back = back && in.state[node] == "up"
+			back = back && in.state[node] == nodeUp
 		}
 		in.mu.Unlock()
 		if !back || err != nil {
@@ -250,7 +249,7 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32, bef
 		if readyAt.IsZero() && in.allAnswer(ctx, topo, nodes) {
 			now := time.Now()
 			readyAt = now
-			in.update(i, func(r *ledger.FaultRecord) { r.ReadyAt = now })
+			in.update(i, func(r *Record) { r.ReadyAt = now })
 			in.logf("node(s) %v answer as brokers again, %s after the %s", nodes, now.Sub(rec.At).Round(time.Millisecond), rec.Action)
 			continue // in sync is judged on a topology read after ready
 		}
@@ -259,7 +258,7 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32, bef
 				now := time.Now()
 				inSyncAt = now
 				ev := rj.evidence()
-				in.update(i, func(r *ledger.FaultRecord) { r.InSyncAt, r.InSyncEvidence = now, ev })
+				in.update(i, func(r *Record) { r.InSyncAt, r.InSyncEvidence = now, ev })
 				in.logf("all replicas of %s in sync again, %s after the %s (%s)", in.Topic, now.Sub(rec.At).Round(time.Millisecond), rec.Action, ev)
 			}
 		}
@@ -311,7 +310,7 @@ func (in *Injector) allAnswer(ctx context.Context, topo drivers.Topology, nodes 
 func (in *Injector) restartAndWait(ctx context.Context, id int32) error {
 	before := in.topologyBefore(ctx)
 	in.mu.Lock()
-	in.state[id] = "down"
+	in.state[id] = nodeDown
 	in.mu.Unlock()
 	if err := in.Nodes.Stop(ctx, id, time.Minute); err != nil {
 		return fmt.Errorf("restart node %d: %w", id, err)
@@ -324,7 +323,7 @@ func (in *Injector) restartAndWait(ctx context.Context, id int32) error {
 		return fmt.Errorf("restart node %d: %w", id, err)
 	}
 	in.mu.Lock()
-	in.state[id] = "up"
+	in.state[id] = nodeUp
 	in.mu.Unlock()
 	deadline := time.Now().Add(3 * time.Minute)
 	ready := false

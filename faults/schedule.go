@@ -44,9 +44,9 @@ var expectations = map[Action]string{
 // Expectation is what action is expected to cause.
 func (a Action) Expectation() string { return expectations[a] }
 
-// takesNodeAway reports whether the action makes the node unavailable,
+// TakesNodeAway reports whether the action makes the node unavailable,
 // so that its recovery is measured.
-func (a Action) takesNodeAway() bool {
+func (a Action) TakesNodeAway() bool {
 	return a == Kill || a == Stop || a == Pause || a == PowerLoss
 }
 

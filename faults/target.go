@@ -9,7 +9,7 @@
 // process through Nodes, which a local cluster implements and an SSH runner
 // will.
 //
-// Every fault is recorded (ledger.FaultRecord) with its wall-clock time,
+// Every fault is recorded (Record) with its wall-clock time,
 // target, node, result and kill proof; a target that cannot be found (no
 // leader, node gone) is recorded as skipped and the run goes on.
 package faults

@@ -11,6 +11,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/ackcheck/ackcheck/faults"
 	"html"
 	"os"
 	"path/filepath"
@@ -65,14 +66,14 @@ func writeFile(path, content string) error {
 func faultBands(r *verifier.Result, end float64) []band {
 	var out []band
 	for i, f := range r.Faults {
-		if f.Result != "applied" {
+		if f.Result != faults.Applied {
 			continue
 		}
 		switch f.Action {
 		case "kill", "stop", "pause":
 			to := end
 			for _, g := range r.Faults[i+1:] {
-				if g.Node == f.Node && g.Result == "applied" && (g.Action == "restart" || g.Action == "resume") {
+				if g.Node == f.Node && g.Result == faults.Applied && (g.Action == faults.Restart || g.Action == faults.Resume) {
 					to = g.AtS
 					break
 				}
@@ -86,7 +87,7 @@ func faultBands(r *verifier.Result, end float64) []band {
 			}
 			out = append(out, band{From: f.AtS, To: to, Label: "power-loss " + f.Target})
 		case "fsync-on", "fsync-off":
-			out = append(out, band{From: f.AtS, To: f.AtS, Label: f.Action + " " + f.Target})
+			out = append(out, band{From: f.AtS, To: f.AtS, Label: string(f.Action) + " " + f.Target})
 		}
 	}
 	return out
@@ -214,7 +215,7 @@ func recovery(r *verifier.Result) [][]string {
 			}
 			proof = strings.Join(lost, "; ")
 		}
-		rows = append(rows, []string{fmt.Sprintf("%.1f s", f.AtS), f.Action + " " + f.Target, node,
+		rows = append(rows, []string{fmt.Sprintf("%.1f s", f.AtS), string(f.Action) + " " + f.Target, node,
 			ms(f.SlowestFirstAckMs), ms(f.LongestStallMs), ms(f.ReadyMs), ms(f.InSyncMs), f.InSyncEvidence, proof})
 	}
 	return rows
@@ -275,11 +276,11 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}th{ba
 	if len(r.Faults) > 0 {
 		b.WriteString(`<h2>Faults</h2><table id="faults"><tr><th>at</th><th>fault</th><th>result</th><th>expected</th></tr>`)
 		for _, f := range r.Faults {
-			res := f.Result
+			res := string(f.Result)
 			if f.Error != "" {
 				res += ": " + f.Error
 			}
-			fmt.Fprintf(&b, "<tr><td>%.1f s</td><td>%s %s</td><td>%s</td><td>%s</td></tr>", f.AtS, e(f.Action), e(f.Target), e(res), e(f.Expect))
+			fmt.Fprintf(&b, "<tr><td>%.1f s</td><td>%s %s</td><td>%s</td><td>%s</td></tr>", f.AtS, e(string(f.Action)), e(f.Target), e(res), e(f.Expect))
 		}
 		b.WriteString("</table>")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"github.com/ackcheck/ackcheck/faults"
 	"io"
 	"os"
 	"os/exec"
@@ -15,7 +16,6 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
-	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
@@ -47,13 +47,13 @@ func realRun(t *testing.T) (*verifier.Result, string) {
 		t.Fatal(err)
 	}
 	res.Faults = append(res.Faults,
-		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "kill", Target: "most-leaders:t", Node: 2, Result: "applied",
+		verifier.FaultReport{Record: faults.Record{Action: "kill", Target: "most-leaders:t", Node: 2, Result: "applied",
 			InSyncEvidence: "node 2 left the cluster's node list"}, AtS: 1,
 			ReadyMs: 900, InSyncMs: 1200, SlowestFirstAckMs: 300, FirstAckMs: map[int32]float64{0: 300},
 			LongestStallMs: 280, StallMs: map[int32]float64{0: 280},
 			KillProof: &verifier.KillProof{OldPID: 10, NewPID: 11, InodeBefore: 5, InodeAfter: 5, SameDataDir: true, SurvivorsUnchanged: true, Restarts: 1}},
-		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "fsync-on", Target: "topic:t", Node: -1, Result: "applied"}, AtS: 1.5},
-		verifier.FaultReport{FaultRecord: ledger.FaultRecord{Action: "restart", Target: "previous", Node: 2, Result: "applied"}, AtS: 2},
+		verifier.FaultReport{Record: faults.Record{Action: "fsync-on", Target: "topic:t", Node: -1, Result: "applied"}, AtS: 1.5},
+		verifier.FaultReport{Record: faults.Record{Action: "restart", Target: "previous", Node: 2, Result: "applied"}, AtS: 2},
 	)
 	return res, out
 }

@@ -334,7 +334,7 @@ func startFaults(ctx context.Context, cfg Config, topic string, l *ledger.Ledger
 			a = faults.FsyncOn
 		}
 		rec := inj.Apply(ctx, faults.Step{Action: a, Target: faults.Target{Kind: faults.Topic, Topic: topic}})
-		if rec.Result != "applied" {
+		if rec.Result != faults.Applied {
 			inj.Heal(context.WithoutCancel(ctx))
 			j.Close()
 			return nil, nil, fmt.Errorf("--fsync: %s", rec.Error)

@@ -238,10 +238,10 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 	}
 	row.SteadyPublish, row.SteadyE2E, _ = r.LatencyBetween(steadyStart, a.steadyEnd())
 	for _, f := range r.Faults {
-		if f.Action != string(faults.PowerLoss) {
+		if f.Action != faults.PowerLoss {
 			continue
 		}
-		row.PowerLoss, row.NodeLoss, row.ReadyMs, row.InSyncMs = f.Result, f.Lost, f.ReadyMs, f.InSyncMs
+		row.PowerLoss, row.NodeLoss, row.ReadyMs, row.InSyncMs = string(f.Result), f.Lost, f.ReadyMs, f.InSyncMs
 		if f.Error != "" {
 			row.PowerLoss += ": " + f.Error
 		}

@@ -218,7 +218,7 @@ func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur time.Duration)
 	}
 	kill := res.Faults[0]
 	if kill.Action != "kill" || kill.Result != "applied" {
-		t.Fatalf("kill: %+v", kill.FaultRecord)
+		t.Fatalf("kill: %+v", kill.Record)
 	}
 	if res.LongestNoAckMs <= 0 || res.LongestNoAckMs >= float64(dur/time.Millisecond) {
 		t.Errorf("longest no-ack %.0f ms is not plausible", res.LongestNoAckMs)
@@ -248,7 +248,7 @@ func downMs(t *testing.T, res *verifier.Result) float64 {
 	}
 	kill, restart := res.Faults[0], res.Faults[1]
 	if restart.Action != "restart" || restart.Result != "applied" || !restart.At.After(kill.At) {
-		t.Fatalf("restart after the kill: %+v", restart.FaultRecord)
+		t.Fatalf("restart after the kill: %+v", restart.Record)
 	}
 	return float64(restart.At.Sub(kill.At) / time.Millisecond)
 }
@@ -349,7 +349,7 @@ func TestRealPauseStopController(t *testing.T) {
 	saveSummary(t, "pause-stop-controller", res)
 	var got []string
 	for _, f := range res.Faults {
-		got = append(got, f.Action+"="+f.Result)
+		got = append(got, string(f.Action)+"="+string(f.Result))
 		if f.Result == "applied" && f.Node < 1 {
 			t.Errorf("%s applied to node %d", f.Action, f.Node)
 		}

@@ -250,7 +250,7 @@ func kfakePowerLoss(t *testing.T, syncWrites bool, entries string) *verifier.Res
 	var pl string
 	for _, f := range res.Faults {
 		if f.Action == "power-loss" {
-			pl = f.Result + " " + f.Error + " " + f.Lost[0]
+			pl = string(f.Result) + " " + f.Error + " " + f.Lost[0]
 		}
 	}
 	t.Logf("SyncWrites=%v entries=%s: acked %d, lost %d, longest without acks %.0f ms; power loss: %s",

@@ -80,7 +80,7 @@ func TestRealNATSLeaderKill(t *testing.T) {
 	kill := res.Faults[0]
 	if kill.Action != "kill" || kill.Result != "applied" || kill.KillProof == nil || kill.KillProof.NewPID == 0 ||
 		kill.KillProof.NewPID == kill.KillProof.OldPID || !kill.KillProof.SameDataDir || !kill.KillProof.SurvivorsUnchanged {
-		t.Fatalf("kill: %+v, proof %+v", kill.FaultRecord, kill.KillProof)
+		t.Fatalf("kill: %+v, proof %+v", kill.Record, kill.KillProof)
 	}
 	// The killed server led at least one stream: its streams stalled until
 	// a new leader was elected. It was down until its restart (scheduled

@@ -89,7 +89,7 @@ func TestRealPulsarKill(t *testing.T) {
 	kill := res.Faults[0]
 	if kill.Action != "kill" || kill.Result != "applied" || kill.KillProof == nil || kill.KillProof.NewPID == 0 ||
 		kill.KillProof.NewPID == kill.KillProof.OldPID || !kill.KillProof.SameDataDir {
-		t.Fatalf("kill: %+v, proof %+v", kill.FaultRecord, kill.KillProof)
+		t.Fatalf("kill: %+v, proof %+v", kill.Record, kill.KillProof)
 	}
 	if kill.ReadyMs < 5000 || res.LongestNoAckMs < 5000 || res.LongestNoAckMs > 40000 {
 		t.Fatalf("implausible recovery: serves again %.0f ms after the kill, longest without acks %.0f ms", kill.ReadyMs, res.LongestNoAckMs)

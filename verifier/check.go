@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ackcheck/ackcheck/faults"
 	"slices"
 	"time"
 
@@ -116,8 +117,8 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		res.AckMeanings = append(res.AckMeanings, Phase{FromS: 0, Since: "the start", Meaning: run.AckMeaning})
 	}
 	for _, f := range res.Faults {
-		if f.Result == "applied" && f.AckMeaning != "" {
-			res.AckMeanings = append(res.AckMeanings, Phase{FromS: max(0, f.AtS), Since: f.Action + " " + f.Target, Meaning: f.AckMeaning})
+		if f.Result == faults.Applied && f.AckMeaning != "" {
+			res.AckMeanings = append(res.AckMeanings, Phase{FromS: max(0, f.AtS), Since: string(f.Action) + " " + f.Target, Meaning: f.AckMeaning})
 		}
 	}
 	applyVerdict(res, opts)

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"github.com/ackcheck/ackcheck/faults"
 	"strings"
 	"testing"
 	"time"
@@ -236,7 +237,7 @@ func TestUnexpectedDeathFailsVerdict(t *testing.T) {
 	if r := check(); r.Verdict != Pass {
 		t.Fatalf("before: %s %v", r.Verdict, r.Reasons)
 	}
-	l.PutMeta(ledger.MetaFaults, []ledger.FaultRecord{{Action: "kill", Result: "applied", Node: 1, At: t0},
+	l.PutMeta(faults.MetaKey, []faults.Record{{Action: "kill", Result: "applied", Node: 1, At: t0},
 		{Action: "unexpected-death", Result: "observed", Node: 3, At: t0.Add(500 * time.Millisecond)}})
 	r := check()
 	if r.Verdict != Fail || len(r.Reasons) != 1 || r.Reasons[0] != "node 3 died at 0.5s and no fault killed it" {
@@ -260,7 +261,7 @@ func TestDeadlines(t *testing.T) {
 		evs = append(evs, send(0, seq, at), ack(0, seq, 0, int64(seq), ms), read(0, seq, 0, int64(seq)))
 		seq++
 	}
-	build := func(faults []ledger.FaultRecord) *ledger.Ledger {
+	build := func(recs []faults.Record) *ledger.Ledger {
 		l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
 		if err != nil {
 			t.Fatal(err)
@@ -272,10 +273,10 @@ func TestDeadlines(t *testing.T) {
 		l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
 			StartOffsets: map[int32]int64{0: 0}})
 		l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
-		l.PutMeta(ledger.MetaFaults, faults)
+		l.PutMeta(faults.MetaKey, recs)
 		return l
 	}
-	kill := ledger.FaultRecord{Action: "kill", Result: "applied", Node: 2, At: t0.Add(time.Second),
+	kill := faults.Record{Action: "kill", Result: "applied", Node: 2, At: t0.Add(time.Second),
 		ReadyAt: t0.Add(3 * time.Second)} // ready after 2 s; in sync never observed
 	tests := []struct {
 		name    string
@@ -288,7 +289,7 @@ func TestDeadlines(t *testing.T) {
 		{"ready missed", Options{MaxReady: time.Second}, []string{"deadline: node 2 ready 2000 ms after the kill at 1.0s, over --max-ready 1s"}},
 		{"in sync never observed", Options{MaxInSync: time.Minute}, []string{"deadline: replicas in sync never after the kill at 1.0s, over --max-in-sync 1m0s"}},
 	}
-	l := build([]ledger.FaultRecord{kill})
+	l := build([]faults.Record{kill})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Check(context.Background(), l, tc.opts)
@@ -336,7 +337,7 @@ func TestFirstAckAfterFault(t *testing.T) {
 	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
 		StartOffsets: map[int32]int64{0: 0}})
 	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
-	l.PutMeta(ledger.MetaFaults, []ledger.FaultRecord{{Action: "kill", Result: "applied", Node: 2, At: t0.Add(fault)}})
+	l.PutMeta(faults.MetaKey, []faults.Record{{Action: "kill", Result: "applied", Node: 2, At: t0.Add(fault)}})
 	r, err := Check(context.Background(), l, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -374,7 +375,7 @@ func TestFirstAckNoStall(t *testing.T) {
 	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
 		StartOffsets: map[int32]int64{0: 0}})
 	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
-	l.PutMeta(ledger.MetaFaults, []ledger.FaultRecord{{Action: "pause", Result: "applied", Node: 2, At: t0.Add(2005 * ms)}})
+	l.PutMeta(faults.MetaKey, []faults.Record{{Action: "pause", Result: "applied", Node: 2, At: t0.Add(2005 * ms)}})
 	r, err := Check(context.Background(), l, Options{})
 	if err != nil {
 		t.Fatal(err)

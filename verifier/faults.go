@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"errors"
+	"github.com/ackcheck/ackcheck/faults"
 	"time"
 
 	"github.com/ackcheck/ackcheck/ledger"
@@ -11,7 +12,7 @@ import (
 // in milliseconds from the fault; -1 means "not observed" (the node never
 // came back within the run, say).
 type FaultReport struct {
-	ledger.FaultRecord
+	faults.Record
 	// AtS is when the fault fired, in seconds after the load started.
 	AtS float64 `json:"at_s"`
 	// ReadyMs: until the node answered as a broker again after coming back.
@@ -57,8 +58,8 @@ type faultTracker struct {
 }
 
 func loadFaults(l *ledger.Ledger, loadStart time.Time) (*faultTracker, error) {
-	var recs []ledger.FaultRecord
-	if err := l.GetMeta(ledger.MetaFaults, &recs); err != nil && !errors.Is(err, ledger.ErrNoMeta) {
+	var recs []faults.Record
+	if err := l.GetMeta(faults.MetaKey, &recs); err != nil && !errors.Is(err, ledger.ErrNoMeta) {
 		return nil, err
 	}
 	ft := &faultTracker{}
@@ -69,10 +70,10 @@ func loadFaults(l *ledger.Ledger, loadStart time.Time) (*faultTracker, error) {
 		return float64(to.Sub(from)) / float64(time.Millisecond)
 	}
 	for i, r := range recs {
-		rep := FaultReport{FaultRecord: r, AtS: r.At.Sub(loadStart).Seconds(),
+		rep := FaultReport{Record: r, AtS: r.At.Sub(loadStart).Seconds(),
 			ReadyMs: ms(r.At, r.ReadyAt), InSyncMs: ms(r.At, r.InSyncAt), SlowestFirstAckMs: -1}
-		track := r.Result == "applied" && (r.Action == "kill" || r.Action == "stop" || r.Action == "pause" || r.Action == "power-loss")
-		if r.Action == "kill" && r.Result == "applied" {
+		track := r.Result == faults.Applied && r.Action.TakesNodeAway()
+		if r.Action == faults.Kill && r.Result == faults.Applied {
 			rep.KillProof = killProof(recs, i)
 		}
 		ft.reports = append(ft.reports, rep)
@@ -86,11 +87,11 @@ func loadFaults(l *ledger.Ledger, loadStart time.Time) (*faultTracker, error) {
 	return ft, nil
 }
 
-func killProof(recs []ledger.FaultRecord, i int) *KillProof {
+func killProof(recs []faults.Record, i int) *KillProof {
 	kill := recs[i]
 	kp := &KillProof{OldPID: kill.PID, InodeBefore: kill.Inode}
 	for _, r := range recs[i+1:] {
-		if r.Node != kill.Node || r.Action != "restart" || r.Result != "applied" {
+		if r.Node != kill.Node || r.Action != faults.Restart || r.Result != faults.Applied {
 			continue
 		}
 		kp.Restarts++

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"fmt"
+	"github.com/ackcheck/ackcheck/faults"
 	"slices"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ func applyVerdict(res *Result, opts Options) {
 		// unless a fault that ran can explain it.
 		faulted := false
 		for _, f := range res.Faults {
-			faulted = faulted || f.Result == "applied"
+			faulted = faulted || f.Result == faults.Applied
 		}
 		if res.Acked == 0 || !faulted {
 			fail(CheckAcked, "only %d of %d sent messages were acked: the run tested almost nothing%s", res.Acked, res.Sent, topErrors(res.Errors, 3))
@@ -68,7 +69,7 @@ func applyVerdict(res *Result, opts Options) {
 		}
 	}
 	for _, f := range res.Faults {
-		if f.Action == "unexpected-death" {
+		if f.Action == faults.UnexpectedDeath {
 			// As in roachtest: a crash nobody scheduled means the run did
 			// not test what it says it tested.
 			fail(CheckUnexpectedDeath, "node %d died at %.1fs and no fault killed it", f.Node, f.AtS)

@@ -158,7 +158,7 @@ func TestRealSSHBrokerFsyncRollingRestart(t *testing.T) {
 	}
 	res := readResult(t, out)
 	if res.Lost != 0 || res.Verdict != "pass" || res.Faults[0].Result != "applied" {
-		t.Fatalf("lost %d verdict %s fault %+v", res.Lost, res.Verdict, res.Faults[0].FaultRecord)
+		t.Fatalf("lost %d verdict %s fault %+v", res.Lost, res.Verdict, res.Faults[0].Record)
 	}
 	if !strings.Contains(res.Faults[0].AckMeaning, "flush.messages=1:") {
 		t.Fatalf("after fsync-on brokers an ack meant: %s", res.Faults[0].AckMeaning)

@@ -1,0 +1,69 @@
+package faults
+
+import "time"
+
+// Result is what became of a fault.
+type Result string
+
+const (
+	// Applied: the action was carried out.
+	Applied Result = "applied"
+	// Skipped: its target could not be found; the run went on.
+	Skipped Result = "skipped"
+	// Failed: the action itself failed.
+	Failed Result = "failed"
+	// Observed: not an action but something seen (UnexpectedDeath).
+	Observed Result = "observed"
+)
+
+// UnexpectedDeath is the action of a Record that says a node's process
+// vanished while no fault had taken it down; it fails the verdict.
+const UnexpectedDeath Action = "unexpected-death"
+
+// MetaKey is the ledger metadata name of the run's []Record, which the
+// injector rewrites as each fault changes.
+const MetaKey = "faults"
+
+// Record is one fault as it happened: what was asked, which node it
+// hit at that moment, the result, and what was measured around it. Times
+// are wall-clock; a zero time means "not observed".
+type Record struct {
+	Seq    int       `json:"seq"`
+	Action Action    `json:"action"`
+	Target string    `json:"target"`
+	Node   int32     `json:"node"`
+	At     time.Time `json:"at"`
+	// Result is "applied", "skipped" (the target could not be found; the
+	// run went on) or "failed" (the action itself failed).
+	Result Result `json:"result"`
+	Error  string `json:"error,omitempty"`
+	// Expect is what should happen, quoted by reports.
+	Expect string `json:"expect,omitempty"`
+
+	// Kill proof: the PID the action hit (or started), the data dir's inode
+	// when it acted, and the other nodes' PIDs at that moment.
+	PID       int           `json:"pid,omitempty"`
+	Inode     uint64        `json:"inode,omitempty"`
+	Survivors map[int32]int `json:"survivors,omitempty"`
+
+	// Recovery, for actions that take a node away (kill, stop, pause,
+	// power loss): when the node answered as a broker again after coming
+	// back, and when every partition of the topic had its full replica set
+	// in sync again with the node back in it as its new process.
+	ReadyAt  time.Time `json:"ready_at,omitempty"`
+	InSyncAt time.Time `json:"in_sync_at,omitempty"`
+	// InSyncEvidence says what showed that the node went out of sync and
+	// came back as the process that replaced it (a fenced broker leaving
+	// the node list, a shrunk in-sync set), or that it never left.
+	InSyncEvidence string `json:"in_sync_evidence,omitempty"`
+
+	// AckMeaning, for fsync toggles: what an ack meant once it applied.
+	AckMeaning string `json:"ack_meaning,omitempty"`
+
+	// Power loss: every node it hit (one, or all at once), each one's PID
+	// before and after, and what each node's filesystem lost.
+	Nodes     []int32          `json:"nodes,omitempty"`
+	PIDs      map[int32]int    `json:"pids,omitempty"`
+	Restarted map[int32]int    `json:"restarted,omitempty"`
+	Lost      map[int32]string `json:"lost,omitempty"`
+}
