@@ -4,8 +4,6 @@ import (
 	"context"
 	"syscall"
 	"time"
-
-	"github.com/ackcheck/ackcheck/cluster"
 )
 
 // Nodes controls the broker processes of a cluster: the seam between a
@@ -54,12 +52,6 @@ type LocalCluster interface {
 	LoseUnsynced(ctx context.Context, id int32) (string, error)
 	CanLoseUnsynced(id int32) error
 }
-
-var (
-	_ LocalCluster = (*cluster.Kafka)(nil)
-	_ LocalCluster = (*cluster.Pulsar)(nil)
-	_ LocalCluster = (*cluster.NATS)(nil)
-)
 
 // Local is a local cluster started by `ackcheck cluster ... up`.
 type Local struct{ Cluster LocalCluster }

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/latency"
 	"github.com/ackcheck/ackcheck/ledger"
-	"github.com/ackcheck/ackcheck/load"
 )
 
 // Stage 3 of Check: timelines. Every sent message is placed in time: its
@@ -50,7 +50,7 @@ type timelines struct {
 
 func newTimelines(run ledger.RunInfo, window time.Duration, ft *faultTracker) *timelines {
 	t := &timelines{loadStart: run.LoadStart, start: run.LoadStart.UnixNano(), window: window, faults: ft,
-		pubAll: load.NewHistogram(3), e2eAll: load.NewHistogram(3), partAcks: map[int32][]uint64{}}
+		pubAll: latency.New(3), e2eAll: latency.New(3), partAcks: map[int32][]uint64{}}
 	if !run.LoadEnd.IsZero() {
 		t.end = run.LoadEnd.UnixNano()
 	}
@@ -63,7 +63,7 @@ func (t *timelines) windowAt(intended int64) *window {
 		return nil
 	}
 	for len(t.windows) <= i {
-		t.windows = append(t.windows, &window{pub: load.NewHistogram(2), e2e: load.NewHistogram(2)})
+		t.windows = append(t.windows, &window{pub: latency.New(2), e2e: latency.New(2)})
 	}
 	return t.windows[i]
 }
@@ -111,7 +111,7 @@ func (t *timelines) add(h *history, lost bool) {
 		}
 	}
 	if h.acked {
-		load.RecordLatency(t.pubAll, time.Duration(h.ack.Time))
+		latency.Record(t.pubAll, time.Duration(h.ack.Time))
 		at := h.send.Time + h.ack.Time
 		t.acks = t.mark(t.acks, at, ackResolution)
 		t.partAcks[h.ack.Partition] = t.mark(t.partAcks[h.ack.Partition], at, gapResolution)
@@ -122,13 +122,13 @@ func (t *timelines) add(h *history, lost bool) {
 		t.lastAckAt = max(t.lastAckAt, at)
 		if w != nil {
 			w.acked++
-			load.RecordLatency(w.pub, time.Duration(h.ack.Time))
+			latency.Record(w.pub, time.Duration(h.ack.Time))
 		}
 	}
 	if h.e2e >= 0 {
-		load.RecordLatency(t.e2eAll, time.Duration(h.e2e))
+		latency.Record(t.e2eAll, time.Duration(h.e2e))
 		if w != nil {
-			load.RecordLatency(w.e2e, time.Duration(h.e2e))
+			latency.Record(w.e2e, time.Duration(h.e2e))
 		}
 	}
 }
