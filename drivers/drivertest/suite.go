@@ -60,9 +60,11 @@ func sanitize(s string) string {
 	return string(out)
 }
 
-// Run is the conformance suite: a clean run where every class is zero, and
-// one run per misbehavior where exactly its class fires.
+// Run is the conformance suite: the Driver contract checked directly
+// (Contract), a clean run where every class is zero, and one run per
+// misbehavior where exactly its class fires.
 func Run(t *testing.T, h Harness) {
+	t.Run("contract", func(t *testing.T) { Contract(t, h) })
 	t.Run("clean", func(t *testing.T) {
 		d := h.NewDriver(t)
 		defer d.Close()
