@@ -23,6 +23,9 @@ type RunInfo struct {
 	Clean bool `json:"clean"`
 	// Shed counts scheduled sends dropped because max-in-flight was reached.
 	Shed int64 `json:"shed"`
+	// PacingLag is how late ackcheck handed sends to the driver after
+	// their scheduled times (nil for runs recorded before it was kept).
+	PacingLag *LagSummary `json:"pacing_lag,omitempty"`
 	// Errors counts failed outcomes by error text.
 	Errors map[string]int64 `json:"errors,omitempty"`
 	// AckMeaning is what an ack meant when the load started, as read from
@@ -33,4 +36,12 @@ type RunInfo struct {
 	// Notes are facts a report must state (e.g. an SSH host key accepted
 	// without being in known_hosts).
 	Notes []string `json:"notes,omitempty"`
+}
+
+// LagSummary summarises a lag histogram, in microseconds.
+type LagSummary struct {
+	Count int64 `json:"count"`
+	P50Us int64 `json:"p50_us"`
+	P99Us int64 `json:"p99_us"`
+	MaxUs int64 `json:"max_us"`
 }

@@ -19,6 +19,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/latency"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -150,6 +152,10 @@ type Result struct {
 	Shed       int64
 	// LiveReadErr is why the live consumer stopped early, if it did.
 	LiveReadErr error
+	// PacingLag is, over every send, how late ackcheck handed it to the
+	// driver after its scheduled time (µs histogram): the part of every
+	// reported latency that is ackcheck's own, not the broker's.
+	PacingLag *hdrhistogram.Histogram
 }
 
 // Run sends the load described by cfg through d, recording into l, and
@@ -201,17 +207,23 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		defer close(sweepDone)
 		sweep(cfg, fls, l, stats, sweepStop)
 	}()
+	lags := make([]*hdrhistogram.Histogram, len(producers))
 	var wg sync.WaitGroup
 	for k := range producers {
+		lags[k] = latency.New(3)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := produce(ctx, cfg, res.Start, uint32(k), producers[k], fls[k], l, stats); err != nil {
+			if err := produce(ctx, cfg, res.Start, uint32(k), producers[k], fls[k], lags[k], l, stats); err != nil {
 				ledgerErr.CompareAndSwap(nil, &err)
 			}
 		}()
 	}
 	wg.Wait()
+	res.PacingLag = latency.New(3)
+	for _, h := range lags {
+		res.PacingLag.Merge(h)
+	}
 
 	// Drain: every send gets its outcome, or Unknown at the deadline: the
 	// driver's, ackcheck's own (OutcomeTimeout), or at once on Abort.
@@ -264,7 +276,8 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 }
 
 // produce runs producer k's share of the schedule.
-func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drivers.Producer, fl *flights, l *ledger.Ledger, stats *Stats) error {
+// lag receives, per send, how late it was handed to the driver.
+func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drivers.Producer, fl *flights, lag *hdrhistogram.Histogram, l *ledger.Ledger, stats *Stats) error {
 	P := uint64(cfg.Producers)
 	nparts := uint64(len(cfg.Partitions))
 	interval := float64(time.Second) / cfg.Rate
@@ -309,9 +322,11 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 			return fmt.Errorf("ledger failed, stopping the load: %w", err)
 		}
 		stats.Sent.Add(1)
+		sentAt := time.Now()
+		latency.Record(lag, sentAt.Sub(intended))
 		var f *flight
 		if cfg.OutcomeTimeout > 0 {
-			f = fl.add(id.Seq, intended.UnixNano(), time.Now().UnixNano())
+			f = fl.add(id.Seq, intended.UnixNano(), sentAt.UnixNano())
 		}
 		p.Publish(pubCtx, m, func(o drivers.Outcome) {
 			if f != nil && !f.claim(flightAnswered) {

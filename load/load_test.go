@@ -230,3 +230,24 @@ func TestAbortEndsDrain(t *testing.T) {
 		t.Fatalf("took %s, unknown %d of 60, in flight %d", took, stats.Unknown.Load(), stats.InFlight.Load())
 	}
 }
+
+// Every send's pacing lag is recorded: ackcheck's own share of the
+// latencies it reports.
+func TestPacingLagRecorded(t *testing.T) {
+	d := &stallDriver{}
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stats := &Stats{}
+	res, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 500, Duration: 500 * time.Millisecond,
+		Producers: 2, MessageSize: 100}, d, l, stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PacingLag == nil || res.PacingLag.TotalCount() != stats.Sent.Load() || stats.Sent.Load() != 250 {
+		t.Fatalf("pacing lag of %v sends recorded for %d sent", res.PacingLag.TotalCount(), stats.Sent.Load())
+	}
+	t.Logf("pacing lag p50 %d µs, p99 %d µs, max %d µs", res.PacingLag.ValueAtQuantile(50), res.PacingLag.ValueAtQuantile(99), res.PacingLag.Max())
+}

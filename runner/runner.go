@@ -290,6 +290,9 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
 	run.Shed, run.Errors = lres.Shed, lres.Errors
+	if h := lres.PacingLag; h != nil && h.TotalCount() > 0 {
+		run.PacingLag = &ledger.LagSummary{Count: h.TotalCount(), P50Us: h.ValueAtQuantile(50), P99Us: h.ValueAtQuantile(99), MaxUs: h.Max()}
+	}
 	if loadErr != nil {
 		l.PutMeta(ledger.MetaRun, run)
 		return nil, fmt.Errorf("load: %w", loadErr)

@@ -83,11 +83,15 @@ type Result struct {
 	// tools (JUnit) group them without parsing sentences.
 	Failures []Failure `json:"failures,omitempty"`
 
-	LongestNoAckMs float64  `json:"longest_no_ack_ms"`
-	LongestNoAckAt float64  `json:"longest_no_ack_start_s"`
-	Publish        Latency  `json:"publish_latency_ms"`
-	E2E            Latency  `json:"e2e_latency_ms"`
-	Windows        []Window `json:"windows"`
+	LongestNoAckMs float64 `json:"longest_no_ack_ms"`
+	LongestNoAckAt float64 `json:"longest_no_ack_start_s"`
+	Publish        Latency `json:"publish_latency_ms"`
+	E2E            Latency `json:"e2e_latency_ms"`
+	// PacingLag is how late ackcheck handed sends to the driver after
+	// their scheduled times: the part of every latency above that is
+	// ackcheck's own (P999 is not kept). Count 0: not recorded.
+	PacingLag Latency  `json:"pacing_lag_ms"`
+	Windows   []Window `json:"windows"`
 
 	LoadStart        time.Time        `json:"load_start"`
 	LoadEnd          time.Time        `json:"load_end"`
@@ -235,6 +239,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "  longest without acks: %.0f ms (from %.1f s)\n", r.LongestNoAckMs, r.LongestNoAckAt)
 	fmt.Fprintf(w, "  publish latency ms: p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.Publish.P50, r.Publish.P99, r.Publish.P999, r.Publish.Max)
+	if r.PacingLag.Count > 0 {
+		fmt.Fprintf(w, "  ackcheck's own pacing lag ms (send time minus scheduled time): p50 %.3f  p99 %.3f  max %.3f\n", r.PacingLag.P50, r.PacingLag.P99, r.PacingLag.Max)
+	}
 	if r.E2E.Count > 0 {
 		fmt.Fprintf(w, "  end-to-end ms:      p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.E2E.P50, r.E2E.P99, r.E2E.P999, r.E2E.Max)
 	}
