@@ -261,21 +261,6 @@ func TestDeadlines(t *testing.T) {
 		evs = append(evs, send(0, seq, at), ack(0, seq, 0, int64(seq), ms), read(0, seq, 0, int64(seq)))
 		seq++
 	}
-	build := func(recs []faults.Record) *ledger.Ledger {
-		l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		for _, e := range evs {
-			l.Record(e.kind, e.e)
-		}
-		l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
-			StartOffsets: map[int32]int64{0: 0}})
-		l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
-		l.PutMeta(faults.MetaKey, recs)
-		return l
-	}
 	kill := faults.Record{Action: "kill", Result: "applied", Node: 2, At: t0.Add(time.Second),
 		ReadyAt: t0.Add(3 * time.Second)} // ready after 2 s; in sync never observed
 	tests := []struct {
@@ -289,7 +274,7 @@ func TestDeadlines(t *testing.T) {
 		{"ready missed", Options{MaxReady: time.Second}, []string{"deadline: node 2 ready 2000 ms after the kill at 1.0s, over --max-ready 1s"}},
 		{"in sync never observed", Options{MaxInSync: time.Minute}, []string{"deadline: replicas in sync never after the kill at 1.0s, over --max-in-sync 1m0s"}},
 	}
-	l := build([]faults.Record{kill})
+	l := ledgerWith(t, evs, []faults.Record{kill})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Check(context.Background(), l, tc.opts)
@@ -326,18 +311,7 @@ func TestFirstAckAfterFault(t *testing.T) {
 		evs = append(evs, send(0, seq, at), ack(0, seq, 0, int64(seq), lat), read(0, seq, 0, int64(seq)))
 		seq++
 	}
-	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	for _, e := range evs {
-		l.Record(e.kind, e.e)
-	}
-	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
-		StartOffsets: map[int32]int64{0: 0}})
-	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
-	l.PutMeta(faults.MetaKey, []faults.Record{{Action: "kill", Result: "applied", Node: 2, At: t0.Add(fault)}})
+	l := ledgerWith(t, evs, []faults.Record{{Action: "kill", Result: "applied", Node: 2, At: t0.Add(fault)}})
 	r, err := Check(context.Background(), l, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -364,18 +338,7 @@ func TestFirstAckNoStall(t *testing.T) {
 	for i := uint64(0); i < 1000; i++ {
 		evs = append(evs, send(0, i, time.Duration(i)*10*ms), ack(0, i, 0, int64(i), 2*ms), read(0, i, 0, int64(i)))
 	}
-	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	for _, e := range evs {
-		l.Record(e.kind, e.e)
-	}
-	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
-		StartOffsets: map[int32]int64{0: 0}})
-	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
-	l.PutMeta(faults.MetaKey, []faults.Record{{Action: "pause", Result: "applied", Node: 2, At: t0.Add(2005 * ms)}})
+	l := ledgerWith(t, evs, []faults.Record{{Action: "pause", Result: "applied", Node: 2, At: t0.Add(2005 * ms)}})
 	r, err := Check(context.Background(), l, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -398,4 +361,23 @@ func TestWindowFor(t *testing.T) {
 			t.Errorf("WindowFor(%s) = %s, want %s", c.load, got, c.want)
 		}
 	}
+}
+
+// ledgerWith is a ledger of a clean 10 s run on one partition holding evs
+// and the fault records recs, read back completely.
+func ledgerWith(t *testing.T, evs []ev, recs []faults.Record) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for _, e := range evs {
+		l.Record(e.kind, e.e)
+	}
+	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
+		StartOffsets: map[int32]int64{0: 0}})
+	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
+	l.PutMeta(faults.MetaKey, recs)
+	return l
 }

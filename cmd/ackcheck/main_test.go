@@ -299,11 +299,7 @@ func TestVerifyCorruptTable(t *testing.T) {
 		t.Fatal("no table file in the ledger after two opens")
 	}
 	for _, s := range ssts {
-		b, _ := os.ReadFile(s)
-		for i := len(b) / 2; i < len(b)/2+100; i++ {
-			b[i] ^= 0x5a
-		}
-		os.WriteFile(s, b, 0o644)
+		alterMiddle(t, s, 100)
 	}
 	stdout.Reset()
 	stderr.Reset()
@@ -364,5 +360,20 @@ func TestClusterFileNodeNotRunning(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatal("a refused run left its directory behind")
+	}
+}
+
+// alterMiddle flips n bytes in the middle of the file at path.
+func alterMiddle(t *testing.T, path string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(b) / 2; i < min(len(b), len(b)/2+n); i++ {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
