@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -323,26 +325,16 @@ func TestMmapWritesNeedSync(t *testing.T) {
 	p := filepath.Join(mnt, "index")
 	write(t, p, make([]byte, 2*pageSize), true)
 	syncDir(t, mnt)
+	// The mmap write runs in a child process: a page fault on a FUSE file
+	// served by this very process blocks its thread outside any syscall,
+	// and if the Go runtime then stops the world (GC) the FUSE server's
+	// goroutines can never answer it. CI hung there once for 8 minutes.
 	mmapWrite := func(msync bool) {
-		f, err := os.OpenFile(p, os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMmapWrite$")
+		cmd.Env = append(os.Environ(), "LAZYFS_MMAP_HELPER="+p, fmt.Sprintf("LAZYFS_MMAP_MSYNC=%v", msync))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("mmap write in a child process: %v\n%s", err, out)
 		}
-		defer f.Close()
-		m, err := unix.Mmap(int(f.Fd()), 0, 2*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(m[100:], "entry")
-		if msync {
-			if err := unix.Msync(m, unix.MS_SYNC); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Sync(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		unix.Munmap(m)
 	}
 	mmapWrite(false)
 	if got := read(t, p); string(got[100:105]) != "entry" {
@@ -618,5 +610,36 @@ func TestChangesSupersededByDurableParentChange(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(l.trash); len(entries) != 0 {
 		t.Errorf("trash holds %d entries after the loss", len(entries))
+	}
+}
+
+// TestHelperMmapWrite is not a test: TestMmapWritesNeedSync runs it in a
+// child process to write "entry" at byte 100 of a file through a shared
+// mapping (and msync and fsync it when asked).
+func TestHelperMmapWrite(t *testing.T) {
+	p := os.Getenv("LAZYFS_MMAP_HELPER")
+	if p == "" {
+		t.Skip("a helper process for TestMmapWritesNeedSync")
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, 2*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(m[100:], "entry")
+	if os.Getenv("LAZYFS_MMAP_MSYNC") == "true" {
+		if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Munmap(m); err != nil {
+		t.Fatal(err)
 	}
 }
