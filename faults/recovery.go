@@ -60,6 +60,8 @@ type rejoin struct {
 	left map[int32]map[int32]string
 	// seen is set once any topology was read.
 	seen bool
+	// ready is set once the nodes answered as brokers again (advance).
+	ready bool
 }
 
 // newRejoin starts tracking nodes; before is the topology read just before
@@ -186,6 +188,21 @@ func (r *rejoin) absent(n int32, p drivers.PartitionState) bool {
 	return all || one
 }
 
+// advance takes one topology read made while the nodes are back (restarted
+// or resumed): first they must answer as brokers (answer), then, on a
+// later read, be in sync. It reports the moment each is first reached, and
+// while not in sync, why.
+func (r *rejoin) advance(t drivers.Topology, answer func(drivers.Topology) bool) (becameReady, inSync bool, why string) {
+	if !r.ready {
+		if r.ready = answer(t); !r.ready {
+			return false, false, fmt.Sprintf("node(s) %v do not answer as brokers yet", r.nodes)
+		}
+		return true, false, "in sync is judged on a read after ready"
+	}
+	inSync, why = r.inSync(t)
+	return false, inSync, why
+}
+
 // evidence says, for the record, what showed each node's absence.
 func (r *rejoin) evidence() string {
 	var parts []string
@@ -223,7 +240,7 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32, bef
 	tick := time.NewTicker(in.Poll)
 	defer tick.Stop()
 	rec := in.Records()[i]
-	rj := newRejoin(nodes, Action(rec.Action).replacesProcess(), before)
+	rj := newRejoin(nodes, rec.Action.replacesProcess(), before)
 	var readyAt, inSyncAt time.Time
 	for readyAt.IsZero() || inSyncAt.IsZero() {
 		select {
@@ -246,21 +263,18 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32, bef
 		}
 		// Each moment is stamped when its check succeeded, not when the
 		// poll began: a probe can wait up to its timeout.
-		if readyAt.IsZero() && in.allAnswer(ctx, topo, nodes) {
-			now := time.Now()
+		becameReady, inSync, _ := rj.advance(topo, func(t drivers.Topology) bool { return in.allAnswer(ctx, t, nodes) })
+		now := time.Now()
+		if becameReady {
 			readyAt = now
 			in.update(i, func(r *Record) { r.ReadyAt = now })
 			in.logf("node(s) %v answer as brokers again, %s after the %s", nodes, now.Sub(rec.At).Round(time.Millisecond), rec.Action)
-			continue // in sync is judged on a topology read after ready
 		}
-		if !readyAt.IsZero() && inSyncAt.IsZero() {
-			if ok, _ := rj.inSync(topo); ok {
-				now := time.Now()
-				inSyncAt = now
-				ev := rj.evidence()
-				in.update(i, func(r *Record) { r.InSyncAt, r.InSyncEvidence = now, ev })
-				in.logf("all replicas of %s in sync again, %s after the %s (%s)", in.Topic, now.Sub(rec.At).Round(time.Millisecond), rec.Action, ev)
-			}
+		if inSync {
+			inSyncAt = now
+			ev := rj.evidence()
+			in.update(i, func(r *Record) { r.InSyncAt, r.InSyncEvidence = now, ev })
+			in.logf("all replicas of %s in sync again, %s after the %s (%s)", in.Topic, now.Sub(rec.At).Round(time.Millisecond), rec.Action, ev)
 		}
 	}
 }
@@ -326,20 +340,14 @@ func (in *Injector) restartAndWait(ctx context.Context, id int32) error {
 	in.state[id] = nodeUp
 	in.mu.Unlock()
 	deadline := time.Now().Add(3 * time.Minute)
-	ready := false
 	why := "no topology read yet"
 	for {
 		if topo, err := in.topology(ctx); err == nil {
 			rj.observe(topo)
-			if !ready {
-				ready = in.allAnswer(ctx, topo, []int32{id})
-				why = fmt.Sprintf("node %d does not answer as a broker yet", id)
-			} else {
-				var ok bool
-				if ok, why = rj.inSync(topo); ok {
-					in.logf("node %d restarted and back in sync (%s)", id, rj.evidence())
-					return nil
-				}
+			var inSync bool
+			if _, inSync, why = rj.advance(topo, func(t drivers.Topology) bool { return in.allAnswer(ctx, t, []int32{id}) }); inSync {
+				in.logf("node %d restarted and back in sync (%s)", id, rj.evidence())
+				return nil
 			}
 		} else {
 			why = err.Error()

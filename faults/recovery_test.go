@@ -172,3 +172,26 @@ func TestRejoin(t *testing.T) {
 		})
 	}
 }
+
+// advance: nothing is in sync before the node answers, and in sync is
+// judged on a read after the one that found it ready.
+func TestRejoinAdvance(t *testing.T) {
+	all := []int32{1, 2, 3}
+	r := newRejoin([]int32{2}, true, nil)
+	left := topo([]int32{1, 3}, part(0, 1, 5, all, []int32{1, 3}))
+	back := topo(all, part(0, 1, 5, all, all))
+	answers := false
+	answer := func(drivers.Topology) bool { return answers }
+	r.observe(left)
+	if ready, inSync, _ := r.advance(left, answer); ready || inSync {
+		t.Fatal("ready or in sync while the node does not answer")
+	}
+	answers = true
+	r.observe(back)
+	if ready, inSync, _ := r.advance(back, answer); !ready || inSync {
+		t.Fatalf("first read with the node answering: ready %v, in sync %v; want ready only", ready, inSync)
+	}
+	if ready, inSync, why := r.advance(back, answer); ready || !inSync {
+		t.Fatalf("next read: ready again %v, in sync %v (%s)", ready, inSync, why)
+	}
+}

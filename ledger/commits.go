@@ -146,20 +146,25 @@ func checkCommits(fs vfs.FS, dir string, data []byte, fragNo uint32, events uint
 	return nil
 }
 
-func walFiles(fs vfs.FS, dir string) string {
-	names, err := fs.List(dir)
+// walFiles names the write-ahead logs in dir, and their total size.
+func walFiles(fs vfs.FS, dir string) (names string, bytes int64) {
+	entries, err := fs.List(dir)
 	if err != nil {
-		return dir
+		return dir, 0
 	}
 	var logs []string
-	for _, n := range names {
+	for _, n := range entries {
 		if strings.HasSuffix(n, ".log") {
-			logs = append(logs, filepath.Join(dir, n))
+			p := filepath.Join(dir, n)
+			logs = append(logs, p)
+			if st, err := fs.Stat(p); err == nil {
+				bytes += st.Size()
+			}
 		}
 	}
 	slices.Sort(logs)
 	if len(logs) == 0 {
-		return dir
+		return dir, 0
 	}
-	return strings.Join(logs, ", ")
+	return strings.Join(logs, ", "), bytes
 }

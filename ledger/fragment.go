@@ -203,13 +203,6 @@ func (c *Cursor) Err() error { return c.err }
 
 // Close releases the cursor.
 func (c *Cursor) Close() (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if !c.l.damaged.Load() {
-				panic(r)
-			}
-			err = fmt.Errorf("%w: closing a scan: %v", ErrDamaged, r)
-		}
-	}()
+	defer c.l.afterDamage(&err, "closing a scan")
 	return c.it.Close()
 }

@@ -207,13 +207,21 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	wals := walFiles(fs, dir) // Pebble replays and removes them on open
+	wals, walBytes := walFiles(fs, dir) // Pebble replays and removes them on open
 	if fs == vfs.Default {
-		if err := roomToOpen(dir); err != nil {
+		if err := roomToOpen(dir, walBytes); err != nil {
 			return nil, err
 		}
 	}
-	l := &Ledger{}
+	l := &Ledger{
+		dir:      dir,
+		opts:     opts,
+		shards:   make(map[uint32]*shard),
+		sentThru: make(map[uint32]uint64),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
 	po := &pebble.Options{FS: fs, Logger: quietLogger{}, EventListener: &pebble.EventListener{
 		// Pebble's default is Logger.Fatalf, from whichever goroutine met
 		// the damage (a compaction, too), where no recover can reach it.
@@ -237,16 +245,7 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	if err != nil {
 		return nil, openError(dir, err)
 	}
-	*l = Ledger{
-		dir:      dir,
-		db:       db,
-		opts:     opts,
-		shards:   make(map[uint32]*shard),
-		sentThru: make(map[uint32]uint64),
-		kick:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-	}
+	l.db = db
 	if err := l.GetMeta(metaFragNo, &l.fragNo); err != nil && !errors.Is(err, ErrNoMeta) {
 		db.Close()
 		return nil, err
@@ -459,12 +458,10 @@ func (l *Ledger) closeDB() error {
 	}
 	done := make(chan error, 1)
 	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("closing the ledger after an earlier failure: %v", r)
-			}
-		}()
-		done <- l.db.Close()
+		var err error
+		defer func() { done <- err }()
+		defer l.afterDamage(&err, "closing the ledger")
+		err = l.db.Close()
 	}()
 	select {
 	case err := <-done:
@@ -557,16 +554,7 @@ func (l *Ledger) Count(ctx context.Context, k Kind, keep func(Event) bool) (n in
 // for that write and, on a full disk, retries it for ever, deaf to signals.
 // It needs about the size of the logs; ackcheck asks for twice that and
 // 1 MiB more (verify then records what it reads back).
-func roomToOpen(dir string) error {
-	logs, _ := os.ReadDir(dir)
-	var walBytes int64
-	for _, e := range logs {
-		if strings.HasSuffix(e.Name(), ".log") {
-			if info, err := e.Info(); err == nil {
-				walBytes += info.Size()
-			}
-		}
-	}
+func roomToOpen(dir string, walBytes int64) error {
 	if walBytes == 0 {
 		return nil
 	}
@@ -645,6 +633,21 @@ func (l *Ledger) diskFull(err error) error {
 		return fmt.Errorf("%w: the disk holding %s is full: %w", ErrDiskFull, l.dir, err)
 	}
 	return err
+}
+
+// afterDamage, deferred, turns a panic of Pebble's invariant checks on the
+// way out (buffers a failed read left in use) into an error in *err when
+// the ledger is already damaged: it is the failure already reported, not a
+// new one. Any other panic goes on.
+func (l *Ledger) afterDamage(err *error, what string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if !l.damaged.Load() {
+		panic(r)
+	}
+	*err = fmt.Errorf("%w: %s: %v", ErrDamaged, what, r)
 }
 
 // damage turns an error Pebble returned into ErrDamaged naming the file,

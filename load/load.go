@@ -19,14 +19,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/ackcheck/ackcheck/latency"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/latency"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/message"
 )
@@ -333,35 +333,7 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 				stats.Late.Add(1) // ackcheck's deadline recorded it Unknown
 				return
 			}
-			now := time.Now()
-			lat := now.Sub(intended)
-			e := ledger.Event{Producer: k, Seq: id.Seq, Time: int64(lat), Partition: o.Pos.Partition, Offset: o.Pos.Offset}
-			switch o.Status {
-			case drivers.Acked:
-				e.Status = ledger.OutcomeAcked
-				stats.Acked.Add(1)
-				for {
-					last := stats.lastAckNanos.Load()
-					if now.UnixNano() <= last || stats.lastAckNanos.CompareAndSwap(last, now.UnixNano()) {
-						break
-					}
-				}
-				stats.mu.Lock()
-				stats.window.record(lat)
-				stats.mu.Unlock()
-			case drivers.Rejected:
-				e.Status = ledger.OutcomeRejected
-				e.Partition, e.Offset = -1, -1
-				stats.Rejected.Add(1)
-				stats.countError(o.Err)
-			default:
-				e.Status = ledger.OutcomeUnknown
-				e.Partition, e.Offset = -1, -1
-				stats.Unknown.Add(1)
-				stats.countError(o.Err)
-			}
-			l.Record(ledger.Outcome, e) // a failure surfaces at the next send's Record
-			stats.InFlight.Add(-1)
+			recordOutcome(l, stats, k, id.Seq, intended.UnixNano(), time.Now(), o)
 		})
 	}
 	return nil
@@ -381,11 +353,7 @@ func sweep(cfg Config, fls []*flights, l *ledger.Ledger, stats *Stats, stop <-ch
 		now := time.Now()
 		for k, fl := range fls {
 			fl.expire(cutoff, func(f *flight) {
-				l.Record(ledger.Outcome, ledger.Event{Producer: uint32(k), Seq: f.seq, Status: ledger.OutcomeUnknown,
-					Partition: -1, Offset: -1, Time: now.UnixNano() - f.intended})
-				stats.Unknown.Add(1)
-				stats.countError(why)
-				stats.InFlight.Add(-1)
+				recordOutcome(l, stats, uint32(k), f.seq, f.intended, now, drivers.Outcome{Status: drivers.Unknown, Err: why})
 			})
 		}
 	}
@@ -404,6 +372,40 @@ func sweep(cfg Config, fls []*flights, l *ledger.Ledger, stats *Stats, stop <-ch
 			expire(now.Add(-cfg.OutcomeTimeout).UnixNano(), reason)
 		}
 	}
+}
+
+// recordOutcome records send (k, seq)'s outcome o, which came at now, and
+// counts it: the one place an outcome is recorded, whether the driver gave
+// it or ackcheck's own deadline did (sweep).
+func recordOutcome(l *ledger.Ledger, stats *Stats, k uint32, seq uint64, intended int64, now time.Time, o drivers.Outcome) {
+	lat := time.Duration(now.UnixNano() - intended)
+	e := ledger.Event{Producer: k, Seq: seq, Time: int64(lat), Partition: o.Pos.Partition, Offset: o.Pos.Offset}
+	switch o.Status {
+	case drivers.Acked:
+		e.Status = ledger.OutcomeAcked
+		stats.Acked.Add(1)
+		for {
+			last := stats.lastAckNanos.Load()
+			if now.UnixNano() <= last || stats.lastAckNanos.CompareAndSwap(last, now.UnixNano()) {
+				break
+			}
+		}
+		stats.mu.Lock()
+		stats.window.record(lat)
+		stats.mu.Unlock()
+	case drivers.Rejected:
+		e.Status = ledger.OutcomeRejected
+		e.Partition, e.Offset = -1, -1
+		stats.Rejected.Add(1)
+		stats.countError(o.Err)
+	default:
+		e.Status = ledger.OutcomeUnknown
+		e.Partition, e.Offset = -1, -1
+		stats.Unknown.Add(1)
+		stats.countError(o.Err)
+	}
+	l.Record(ledger.Outcome, e) // a failure surfaces at the next send's Record
+	stats.InFlight.Add(-1)
 }
 
 func (s *Stats) countError(err error) {

@@ -251,3 +251,36 @@ func TestPacingLagRecorded(t *testing.T) {
 	}
 	t.Logf("pacing lag p50 %d µs, p99 %d µs, max %d µs", res.PacingLag.ValueAtQuantile(50), res.PacingLag.ValueAtQuantile(99), res.PacingLag.Max())
 }
+
+// slowDriver's Publish blocks its caller for 20 ms, as a client without an
+// asynchronous send would: the pacer falls behind its schedule.
+type slowDriver struct{ stallDriver }
+
+func (d *slowDriver) NewProducer(context.Context, string, uint32) (drivers.Producer, error) {
+	return slowProducer{&stallProducer{d: &d.stallDriver}}, nil
+}
+
+type slowProducer struct{ *stallProducer }
+
+func (p slowProducer) Publish(ctx context.Context, m drivers.Message, done func(drivers.Outcome)) {
+	time.Sleep(20 * time.Millisecond)
+	p.stallProducer.Publish(ctx, m, done)
+}
+
+// The pacing lag fires when ackcheck itself falls behind: 100 sends due
+// 5 ms apart through a Publish that takes 20 ms end about 1.5 s late.
+func TestPacingLagFiresWhenThePacerFallsBehind(t *testing.T) {
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	res, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 200, Duration: 500 * time.Millisecond,
+		Producers: 1, MessageSize: 100}, &slowDriver{}, l, &Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if max := time.Duration(res.PacingLag.Max()) * time.Microsecond; max < time.Second {
+		t.Fatalf("pacing lag max %s: a pacer 15 ms behind per send for 100 sends was not seen", max)
+	}
+}

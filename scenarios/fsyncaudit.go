@@ -155,6 +155,9 @@ type AuditRow struct {
 	NodeLoss  map[int32]string `json:"node_loss,omitempty"`
 	ReadyMs   float64          `json:"ready_ms"`
 	InSyncMs  float64          `json:"in_sync_ms"`
+	// LossAt is when the power loss hit; LossNodes the nodes it hit.
+	LossAt    time.Time `json:"loss_at"`
+	LossNodes []int32   `json:"loss_nodes,omitempty"`
 	// Agrees: the measurement agrees with the documented expectation.
 	Agrees  bool   `json:"agrees"`
 	Finding string `json:"finding"`
@@ -242,6 +245,7 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 			continue
 		}
 		row.PowerLoss, row.NodeLoss, row.ReadyMs, row.InSyncMs = string(f.Result), f.Lost, f.ReadyMs, f.InSyncMs
+		row.LossAt, row.LossNodes = f.At, f.Nodes
 		if f.Error != "" {
 			row.PowerLoss += ": " + f.Error
 		}

@@ -72,6 +72,10 @@ func TestRealFsyncAudit(t *testing.T) {
 		}
 		if r.ReadyMs <= 0 || r.InSyncMs <= 0 {
 			t.Errorf("%s: recovery not measured: ready %.0f ms, in sync %.0f ms", r.Setting.Name, r.ReadyMs, r.InSyncMs)
+		} else {
+			// The brokers' logs: every broker came back as a new
+			// incarnation, unfenced, and back in the ISRs.
+			checkAgainstKafkaLogs(t, k, r.Topic, killFigures{Nodes: r.LossNodes, At: r.LossAt, ReadyMs: r.ReadyMs, InSyncMs: r.InSyncMs})
 		}
 		if r.SteadyPublish.Count == 0 {
 			t.Errorf("%s: no latency before the loss", r.Setting.Name)

@@ -112,42 +112,62 @@ func readKafkaAccount(t *testing.T, k *cluster.Kafka, topic string, node int32, 
 	return a
 }
 
-// checkAgainstKafkaLogs asserts that the run's ready and in-sync figures
-// for its kill agree with the brokers' own account within 2 s, and that
-// neither comes before the broker was unfenced: a broker is in no ISR, and
-// answers as a broker to nobody, before the controller unfences it.
-func checkAgainstKafkaLogs(t *testing.T, k *cluster.Kafka, topic string, kill killFigures) {
+// checkAgainstKafkaLogs asserts that a fault's ready and in-sync figures
+// agree with the brokers' own account within 2 s, and that neither comes
+// before the last of its nodes was unfenced: a broker is in no ISR, and
+// answers as a broker to nobody, before the controller unfences it. For a
+// fault that took several nodes away (a power loss of all), the account is
+// that of the last node back. With acks=all it also checks the slowest
+// partition's first ack against the moment the ISR had to shrink (the
+// node fenced, or its new incarnation registered): every partition waits
+// for that, so the first ack of a message sent after the kill cannot come
+// before it.
+func checkAgainstKafkaLogs(t *testing.T, k *cluster.Kafka, topic string, f killFigures) {
 	t.Helper()
-	a := readKafkaAccount(t, k, topic, kill.Node, kill.At)
 	after := func(at time.Time) float64 {
 		if at.IsZero() {
 			return -1
 		}
-		return float64(at.Sub(kill.At)) / float64(time.Millisecond)
+		return float64(at.Sub(f.At)) / float64(time.Millisecond)
 	}
-	t.Logf("oracle (brokers' logs) for node %d: fenced %.0f ms, new incarnation %.0f ms, unfenced %.0f ms, ISR back in %d partitions by %.0f ms; ackcheck: ready %.0f ms, in sync %.0f ms (%s)",
-		kill.Node, after(a.Fenced), after(a.Incarnation), after(a.Unfenced), len(a.ISRBack), after(a.InSync()), kill.ReadyMs, kill.InSyncMs, kill.Evidence)
-	if a.Unfenced.IsZero() {
-		t.Fatalf("oracle: the logs show no unfencing of broker %d after the kill", kill.Node)
-	}
-	if a.Fenced.IsZero() && a.Incarnation.IsZero() {
-		t.Fatalf("oracle: the logs show neither fencing nor a new incarnation of broker %d after the kill", kill.Node)
+	var unfenced, inSync, shrink float64 = -1, -1, -1
+	for _, node := range f.Nodes {
+		a := readKafkaAccount(t, k, topic, node, f.At)
+		t.Logf("oracle (brokers' logs) for node %d: fenced %.0f ms, new incarnation %.0f ms, unfenced %.0f ms, ISR back in %d partitions by %.0f ms; ackcheck: ready %.0f ms, in sync %.0f ms, slowest first ack %.0f ms (%s)",
+			node, after(a.Fenced), after(a.Incarnation), after(a.Unfenced), len(a.ISRBack), after(a.InSync()), f.ReadyMs, f.InSyncMs, f.FirstAckMs, f.Evidence)
+		if a.Unfenced.IsZero() {
+			t.Fatalf("oracle: the logs show no unfencing of broker %d after the fault", node)
+		}
+		if a.Fenced.IsZero() && a.Incarnation.IsZero() {
+			t.Fatalf("oracle: the logs show neither fencing nor a new incarnation of broker %d after the fault", node)
+		}
+		unfenced, inSync = max(unfenced, after(a.Unfenced)), max(inSync, after(a.InSync()))
+		s := after(a.Incarnation)
+		if s < 0 || (!a.Fenced.IsZero() && after(a.Fenced) < s) {
+			s = after(a.Fenced)
+		}
+		shrink = max(shrink, s)
 	}
 	const tolerance = 2000.0
-	unfenced, inSync := after(a.Unfenced), after(a.InSync())
-	if kill.ReadyMs < unfenced-200 || kill.ReadyMs > unfenced+tolerance {
-		t.Errorf("ready %.0f ms after the kill, but the controller unfenced broker %d at %.0f ms", kill.ReadyMs, kill.Node, unfenced)
+	if f.ReadyMs < unfenced-200 || f.ReadyMs > unfenced+tolerance {
+		t.Errorf("ready %.0f ms after the fault, but the controller unfenced the last of %v at %.0f ms", f.ReadyMs, f.Nodes, unfenced)
 	}
-	if kill.InSyncMs < unfenced-200 || kill.InSyncMs < inSync-tolerance || kill.InSyncMs > inSync+tolerance {
-		t.Errorf("in sync %.0f ms after the kill, but the logs show broker %d unfenced at %.0f ms and back in every changed ISR at %.0f ms",
-			kill.InSyncMs, kill.Node, unfenced, inSync)
+	if f.InSyncMs < unfenced-200 || f.InSyncMs < inSync-tolerance || f.InSyncMs > inSync+tolerance {
+		t.Errorf("in sync %.0f ms after the fault, but the logs show %v unfenced by %.0f ms and back in every changed ISR by %.0f ms",
+			f.InSyncMs, f.Nodes, unfenced, inSync)
+	}
+	if f.AcksAll && (f.FirstAckMs < shrink-500 || f.FirstAckMs > shrink+5000) {
+		t.Errorf("slowest first ack %.0f ms after the kill, but with acks=all every partition waited for the ISR to drop the broker, which the logs put at %.0f ms",
+			f.FirstAckMs, shrink)
 	}
 }
 
-// killFigures is what ackcheck reported for a kill.
+// killFigures is what ackcheck reported for a fault.
 type killFigures struct {
-	Node              int32
-	At                time.Time
-	ReadyMs, InSyncMs float64
-	Evidence          string
+	Nodes                         []int32
+	At                            time.Time
+	ReadyMs, InSyncMs, FirstAckMs float64
+	Evidence                      string
+	// AcksAll: every partition's ack waited for the killed broker.
+	AcksAll bool
 }

@@ -133,6 +133,26 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// The broker versions ackcheck reports agree with the release the local
+// cluster runs (its jars, cluster.KafkaVersion), not with a guess.
+func TestRealKafkaVersions(t *testing.T) {
+	k := realCluster(t)
+	d := realDriver(t, k, kafka.Config{})
+	vs, err := d.(drivers.VersionReporter).BrokerVersions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "v" + cluster.KafkaVersion[:strings.LastIndex(cluster.KafkaVersion, ".")] // 4.3.1 -> v4.3
+	if len(vs) != 3 {
+		t.Fatalf("versions of %d brokers: %v", len(vs), vs)
+	}
+	for id, v := range vs {
+		if v != want {
+			t.Errorf("node %d reported as %q; the cluster runs Kafka %s", id, v, cluster.KafkaVersion)
+		}
+	}
+}
+
 func TestRealKafkaConformance(t *testing.T) {
 	k := realCluster(t)
 	drivertest.Run(t, drivertest.Harness{
@@ -161,7 +181,7 @@ func TestRealLeaderKillAcksAll(t *testing.T) {
 		t.Fatalf("acks=all lost %d, corrupt %d, phantom %d, verdict %s %v", res.Lost, res.Corrupt, res.Phantom, res.Verdict, res.Reasons)
 	}
 	checkRecoveryFigures(t, res, 60*time.Second)
-	checkAgainstKafkaLogs(t, k, res.Topic, figures(res))
+	checkAgainstKafkaLogs(t, k, res.Topic, figures(res, true))
 	checkFirstAckCoversStall(t, res)
 }
 
@@ -177,14 +197,15 @@ func TestRealLeaderKillAcksAllEarlyRestart(t *testing.T) {
 		t.Fatalf("acks=all lost %d, verdict %s %v", res.Lost, res.Verdict, res.Reasons)
 	}
 	checkRecoveryFigures(t, res, 45*time.Second)
-	checkAgainstKafkaLogs(t, k, res.Topic, figures(res))
+	checkAgainstKafkaLogs(t, k, res.Topic, figures(res, true))
 	checkFirstAckCoversStall(t, res)
 }
 
 // figures picks the kill's recovery figures out of a result.
-func figures(res *verifier.Result) killFigures {
+func figures(res *verifier.Result, acksAll bool) killFigures {
 	f := res.Faults[0]
-	return killFigures{Node: f.Node, At: f.At, ReadyMs: f.ReadyMs, InSyncMs: f.InSyncMs, Evidence: f.InSyncEvidence}
+	return killFigures{Nodes: []int32{f.Node}, At: f.At, ReadyMs: f.ReadyMs, InSyncMs: f.InSyncMs,
+		FirstAckMs: f.SlowestFirstAckMs, Evidence: f.InSyncEvidence, AcksAll: acksAll}
 }
 
 // checkFirstAckCoversStall: with acks=all every partition waits for the
@@ -279,7 +300,7 @@ func TestRealLeaderKillAcks1FiveRuns(t *testing.T) {
 				t.Errorf("lost %d but verdict %s with %d samples", res.Lost, res.Verdict, len(res.Samples["lost"]))
 			}
 			checkRecoveryFigures(t, res, dur)
-			checkAgainstKafkaLogs(t, k, res.Topic, figures(res))
+			checkAgainstKafkaLogs(t, k, res.Topic, figures(res, false))
 		})
 	}
 	n := 0

@@ -80,12 +80,12 @@ func readNATSAccount(t *testing.T, n *cluster.NATS, node int32, pid int) natsAcc
 // started, and not later than 2 s after its last failed health check.
 func checkAgainstNATSLog(t *testing.T, n *cluster.NATS, kill killFigures, newPID int) {
 	t.Helper()
-	a := readNATSAccount(t, n, kill.Node, newPID)
+	a := readNATSAccount(t, n, kill.Nodes[0], newPID)
 	after := func(at time.Time) float64 { return float64(at.Sub(kill.At)) / float64(time.Millisecond) }
 	t.Logf("oracle (nats-server log of node %d, PID %d): started %.0f ms, last failed health check %.0f ms after the kill (%v), %d stream catch-ups; ackcheck: ready %.0f ms, in sync %.0f ms (%s)",
-		kill.Node, newPID, after(a.Started), after(a.LastUnhealthy), a.Reasons, len(a.Catchups), kill.ReadyMs, kill.InSyncMs, kill.Evidence)
+		kill.Nodes[0], newPID, after(a.Started), after(a.LastUnhealthy), a.Reasons, len(a.Catchups), kill.ReadyMs, kill.InSyncMs, kill.Evidence)
 	if a.Started.IsZero() {
-		t.Fatalf("oracle: node %d's log has no start of PID %d", kill.Node, newPID)
+		t.Fatalf("oracle: node %d's log has no start of PID %d", kill.Nodes[0], newPID)
 	}
 	started, healthy := after(a.Started), after(a.Healthy())
 	for name, v := range map[string]float64{"ready": kill.ReadyMs, "in sync": kill.InSyncMs} {

@@ -194,10 +194,12 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 	switch {
 	case r.topic.Name == "":
 		return fmt.Errorf("--topic is empty: name the topic to write")
-	case given("producers") && (r.lc.Producers < 1 || r.lc.Producers > 1024):
-		return fmt.Errorf("--producers %d: use 1 to 1024", r.lc.Producers)
-	case given("max-in-flight") && r.lc.MaxInFlight < 1:
-		return fmt.Errorf("--max-in-flight %d: use at least 1", r.lc.MaxInFlight)
+	// Other values out of range are load.Validate's to refuse; only an
+	// explicit 0 would pass it, replaced by the default.
+	case given("producers") && r.lc.Producers == 0:
+		return fmt.Errorf("--producers 0: use 1 to 1024")
+	case given("max-in-flight") && r.lc.MaxInFlight == 0:
+		return fmt.Errorf("--max-in-flight 0: use at least 1")
 	case given("delivery-timeout") && r.kf.deliveryTimeout < time.Second:
 		return fmt.Errorf("--delivery-timeout %s: use at least 1s", r.kf.deliveryTimeout)
 	case (given("sasl-username") || given("sasl-password")) && r.kf.saslMechanism == "":
