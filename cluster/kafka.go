@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -35,6 +36,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // KafkaVersion is the Apache Kafka release the local cluster runs.
@@ -96,6 +99,7 @@ type Kafka struct {
 
 // clusterFile is what <dir>/cluster.json records.
 type clusterFile struct {
+	Kind      string `json:"kind"`
 	Version   string `json:"version"`
 	ClusterID string `json:"cluster_id"`
 	Nodes     int    `json:"nodes"`
@@ -364,7 +368,7 @@ func (k *Kafka) create(ctx context.Context) error {
 	if err := k.SyncAll(ctx); err != nil {
 		return err
 	}
-	cf := clusterFile{Version: KafkaVersion, ClusterID: clusterID, Nodes: k.opts.Nodes,
+	cf := clusterFile{Kind: kafkaKind, Version: KafkaVersion, ClusterID: clusterID, Nodes: k.opts.Nodes,
 		BasePort: k.opts.BasePort, HeapMB: k.opts.HeapMB, CacheDir: k.opts.CacheDir,
 		LazyFS: k.opts.LazyFS, LazyFSBin: k.opts.LazyFSBinary}
 	data, _ := json.MarshalIndent(cf, "", "  ")
@@ -407,8 +411,8 @@ func (k *Kafka) StopNode(ctx context.Context, id int32, grace time.Duration) err
 // lazyfs mounts under them, if any.
 func (k *Kafka) Down(ctx context.Context) error { return stopNodes(ctx, k, 30*time.Second) }
 
-// NodeStatus is one node as Status sees it.
-type NodeStatus struct {
+// KafkaNodeStatus is one node as Status sees it.
+type KafkaNodeStatus struct {
 	ID             int32  `json:"id"`
 	PID            int    `json:"pid"`
 	ClientAddr     string `json:"client_addr"`
@@ -419,11 +423,11 @@ type NodeStatus struct {
 
 // Status reports each node's PID, ports and whether its client port
 // accepts connections.
-func (k *Kafka) Status() []NodeStatus {
-	var out []NodeStatus
+func (k *Kafka) Status() []KafkaNodeStatus {
+	var out []KafkaNodeStatus
 	for _, id := range k.Nodes() {
 		pid, _ := k.PID(id)
-		s := NodeStatus{ID: id, PID: pid, ClientAddr: k.clientAddr(id), ControllerAddr: k.controllerAddr(id)}
+		s := KafkaNodeStatus{ID: id, PID: pid, ClientAddr: k.clientAddr(id), ControllerAddr: k.controllerAddr(id)}
 		if m := k.mount(id); m != nil {
 			s.LazyFSPID = m.pid()
 		}
@@ -478,3 +482,71 @@ func (k *Kafka) DataDirInode(id int32) (uint64, error) {
 
 // Dir is the cluster directory.
 func (k *Kafka) Dir() string { return k.opts.Dir }
+
+// kafkaKind is the Kafka cluster's kind in cluster.json. Files written
+// before clusters recorded a kind are Kafka's.
+const (
+	kafkaKind  = "kafka"
+	legacyKind = kafkaKind
+)
+
+// Grace implements Local: a node has 30 s to stop cleanly.
+func (k *Kafka) Grace() time.Duration { return 30 * time.Second }
+
+// ClientFlags implements Local.
+func (k *Kafka) ClientFlags() []Flag {
+	return []Flag{{"brokers", strings.Join(k.Brokers(), ",")}}
+}
+
+// Health implements Local: a node is healthy when its client port accepts
+// connections.
+func (k *Kafka) Health(context.Context) []NodeStatus {
+	var out []NodeStatus
+	for _, s := range k.Status() {
+		ns := NodeStatus{ID: s.ID, PID: s.PID, Healthy: s.Answers, LazyFS: k.LazyFS(), LazyFSPID: s.LazyFSPID,
+			Endpoints: []Endpoint{{"client", s.ClientAddr}, {"controller", s.ControllerAddr}}}
+		if !s.Answers {
+			ns.Health = "client port closed"
+		}
+		out = append(out, ns)
+	}
+	return out
+}
+
+// KafkaLauncher is the local Kafka cluster's kind.
+type KafkaLauncher struct{}
+
+// Kind implements Launcher.
+func (KafkaLauncher) Kind() string { return kafkaKind }
+
+// Doc implements Launcher.
+func (KafkaLauncher) Doc() (string, string) {
+	return "A local Apache Kafka " + KafkaVersion + " cluster in KRaft mode (3 combined nodes by default)",
+		`up fetches Apache Kafka ` + KafkaVersion + ` from Maven Central with mvn (once, into a cache
+outside any repository), formats KRaft storage, and starts the nodes on
+127.0.0.1 with their own ports, data dirs, logs and PID files under --dir.
+Replication factor 3 and min.insync.replicas=2 by default. With --lazyfs,
+each node's data dir is served by ackcheck lazyfs (FUSE), which the
+power-loss fault uses to drop what the node had not fsynced.`
+}
+
+// NewFlags implements Launcher.
+func (KafkaLauncher) NewFlags() LaunchFlags { return &kafkaFlags{} }
+
+type kafkaFlags struct{ opts KafkaOptions }
+
+func (f *kafkaFlags) Register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.opts.Nodes, "nodes", 0, "combined broker+controller nodes (default 3; fixed at the first up)")
+	fs.IntVar(&f.opts.BasePort, "base-port", 0, "client port of node 1; node N uses base+N-1, its controller base+100+N-1 (default 29091)")
+	fs.IntVar(&f.opts.HeapMB, "heap-mb", 0, "JVM heap per node in MiB (default 768)")
+	fs.StringToStringVar(&f.opts.Props, "prop", nil, "extra server.properties for every node, k=v (at the first up)")
+	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put each node's data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
+}
+
+func (f *kafkaFlags) Open(dir string) (Local, error) {
+	o := f.opts
+	o.Dir = dir
+	return OpenKafka(o)
+}
+
+func (f *kafkaFlags) AfterUp(context.Context, *pflag.FlagSet, Local, io.Writer) error { return nil }

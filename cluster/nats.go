@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // NATSVersion is the nats-server a local NATS cluster runs, built from the
@@ -76,7 +79,7 @@ func OpenNATS(opts NATSOptions) (*NATS, error) {
 	opts.Dir = dir
 	if data != nil {
 		var nf natsFile
-		if err := json.Unmarshal(data, &nf); err != nil || nf.Kind != "nats" {
+		if err := json.Unmarshal(data, &nf); err != nil || nf.Kind != natsKind {
 			return nil, fmt.Errorf("%s holds no NATS cluster (cluster.json: kind %q, %v)", dir, nf.Kind, err)
 		}
 		opts.Nodes, opts.BasePort, opts.SyncAlways, opts.LazyFS = nf.Nodes, nf.BasePort, nf.SyncAlways, nf.LazyFS
@@ -261,7 +264,7 @@ func (n *NATS) create() error {
 
 // writeClusterJSON records the cluster's options.
 func (n *NATS) writeClusterJSON() error {
-	nf := natsFile{Kind: "nats", Version: NATSVersion, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
+	nf := natsFile{Kind: natsKind, Version: NATSVersion, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
 		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary, LazyFSMode: n.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(nf, "", "  ")
 	return os.WriteFile(filepath.Join(n.opts.Dir, "cluster.json"), data, 0o644)
@@ -435,4 +438,115 @@ func (n *NATS) Status(ctx context.Context) []NATSNodeStatus {
 		out = append(out, s)
 	}
 	return out
+}
+
+const natsKind = "nats"
+
+// Grace implements Local: a node has 30 s to stop cleanly.
+func (n *NATS) Grace() time.Duration { return 30 * time.Second }
+
+// ClientFlags implements Local.
+func (n *NATS) ClientFlags() []Flag {
+	return []Flag{{"servers", strings.Join(n.Servers(), ",")}, {"monitor-urls", strings.Join(n.MonitorURLs(), ",")}}
+}
+
+// Health implements Local: a node is healthy when its /healthz answers ok
+// (which needs every stream replica on it to be current).
+func (n *NATS) Health(ctx context.Context) []NodeStatus {
+	var out []NodeStatus
+	for _, s := range n.Status(ctx) {
+		health := s.Health
+		if s.PID == 0 {
+			health = "not running"
+		}
+		out = append(out, NodeStatus{ID: s.ID, PID: s.PID, Healthy: s.Healthy, Health: health, LazyFS: n.LazyFS(), LazyFSPID: s.LazyFSPID,
+			Endpoints: []Endpoint{{"server", s.Server}, {"monitor", s.Monitor}}})
+	}
+	return out
+}
+
+var _ FsyncSwitch = (*NATS)(nil)
+
+// FsyncSetting implements FsyncSwitch.
+func (n *NATS) FsyncSetting() string { return "jetstream sync_interval" }
+
+// FsyncOn implements FsyncSwitch: sync_interval is always.
+func (n *NATS) FsyncOn() bool { return n.SyncAlways() }
+
+// SetFsync implements FsyncSwitch.
+func (n *NATS) SetFsync(ctx context.Context, on bool) error { return n.SetSyncAlways(ctx, on) }
+
+// FsyncValue implements FsyncSwitch.
+func (n *NATS) FsyncValue(on bool) string { return natsSyncValue(on) }
+
+// FsyncFlags implements FsyncSwitch.
+func (n *NATS) FsyncFlags(on bool) string { return "--sync " + natsSyncValue(on) }
+
+func natsSyncValue(always bool) string {
+	if always {
+		return "always"
+	}
+	return "default"
+}
+
+// NATSLauncher is the local NATS JetStream cluster's kind.
+type NATSLauncher struct{}
+
+// Kind implements Launcher.
+func (NATSLauncher) Kind() string { return natsKind }
+
+// Doc implements Launcher.
+func (NATSLauncher) Doc() (string, string) {
+	return "A local NATS JetStream cluster (nats-server " + NATSVersion + ", 3 nodes by default)",
+		`up builds nats-server ` + NATSVersion + ` from the Go module proxy with go install (once,
+into a cache outside any repository), writes each node's nats.conf, and
+starts the nodes on 127.0.0.1 with their own ports, store dirs, logs and PID
+files under --dir. It returns once every node's /healthz answers ok.
+--sync always sets jetstream { sync_interval: always } (every write fsynced
+before it counts); the default is the server's own (fsync every 2 minutes).
+A running server does not change it on reload: up --sync on an existing
+cluster switches it with a clean restart of every node.
+With --lazyfs, each store dir is served by ackcheck lazyfs (FUSE), which the
+power-loss fault uses to drop what the node had not fsynced.`
+}
+
+// NewFlags implements Launcher.
+func (NATSLauncher) NewFlags() LaunchFlags { return &natsFlags{} }
+
+type natsFlags struct {
+	opts NATSOptions
+	sync string
+}
+
+func (f *natsFlags) Register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.opts.Nodes, "nodes", 0, "nodes (default 3; fixed at the first up)")
+	fs.IntVar(&f.opts.BasePort, "base-port", 0, "client port of node 1; node N uses base+N-1, its routes base+100+N-1, its monitoring base+200+N-1 (default 24222)")
+	fs.StringVar(&f.sync, "sync", "default", "jetstream sync_interval: default (the server's, 2m) or always; on an existing cluster, switched by a clean restart")
+	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put each node's store dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
+	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (a directory change is durable only once its directory is fsynced; lazyfs's default) or journal (any fsync commits every change, as ext4 and XFS do)")
+}
+
+func (f *natsFlags) Open(dir string) (Local, error) {
+	o := f.opts
+	o.Dir = dir
+	switch f.sync {
+	case "default", "":
+	case "always":
+		o.SyncAlways = true
+	default:
+		return nil, fmt.Errorf("--sync %q: use default or always", f.sync)
+	}
+	return OpenNATS(o)
+}
+
+// AfterUp switches sync_interval on an existing cluster when --sync asks
+// for another value than it runs with.
+func (f *natsFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c Local, progress io.Writer) error {
+	n := c.(*NATS)
+	want := f.sync == "always"
+	if !fs.Changed("sync") || n.SyncAlways() == want {
+		return nil
+	}
+	fmt.Fprintf(progress, "switching sync_interval to %s (a clean restart of every node) ...\n", f.sync)
+	return n.SetSyncAlways(ctx, want)
 }

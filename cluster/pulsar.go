@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // PulsarVersion is the Apache Pulsar release the local standalone runs.
@@ -74,23 +77,6 @@ type pulsarFile struct {
 	LazyFSMode      string `json:"lazyfs_entries,omitempty"`
 }
 
-// Kind reads which local cluster a directory holds: "kafka", "pulsar",
-// or "" when it holds none.
-func Kind(dir string) string {
-	_, data, err := readClusterJSON(dir)
-	if err != nil || data == nil {
-		return ""
-	}
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	json.Unmarshal(data, &k)
-	if k.Kind == "" {
-		return "kafka" // written before clusters had kinds
-	}
-	return k.Kind
-}
-
 // OpenPulsar returns the standalone in opts.Dir; a directory that already
 // holds one keeps its recorded ports.
 func OpenPulsar(opts PulsarOptions) (*Pulsar, error) {
@@ -101,7 +87,7 @@ func OpenPulsar(opts PulsarOptions) (*Pulsar, error) {
 	opts.Dir = dir
 	if data != nil {
 		var pf pulsarFile
-		if err := json.Unmarshal(data, &pf); err != nil || pf.Kind != "pulsar" {
+		if err := json.Unmarshal(data, &pf); err != nil || pf.Kind != pulsarKind {
 			return nil, fmt.Errorf("%s holds no Pulsar standalone (cluster.json: kind %q, %v)", dir, pf.Kind, err)
 		}
 		opts.BrokerPort, opts.WebPort, opts.BookiePort, opts.HeapMB = pf.BrokerPort, pf.WebPort, pf.BookiePort, pf.HeapMB
@@ -335,7 +321,7 @@ func (p *Pulsar) create(ctx context.Context) error {
 
 // writeClusterJSON records the standalone's options.
 func (p *Pulsar) writeClusterJSON() error {
-	pf := pulsarFile{Kind: "pulsar", Version: PulsarVersion, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
+	pf := pulsarFile{Kind: pulsarKind, Version: PulsarVersion, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
 		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData,
 		LazyFS: p.opts.LazyFS, LazyFSBin: p.opts.LazyFSBinary, LazyFSMode: p.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(pf, "", "  ")
@@ -523,4 +509,102 @@ func (p *Pulsar) Status(ctx context.Context) PulsarStatus {
 		}
 	}
 	return s
+}
+
+const pulsarKind = "pulsar"
+
+// Grace implements Local: the standalone has 60 s to stop cleanly.
+func (p *Pulsar) Grace() time.Duration { return 60 * time.Second }
+
+// ClientFlags implements Local.
+func (p *Pulsar) ClientFlags() []Flag {
+	return []Flag{{"service-url", p.ServiceURL()}, {"admin-url", p.AdminURL()}, {"bookie-http-url", p.BookieHTTPURL()}}
+}
+
+// Health implements Local: the standalone is healthy when the broker's
+// health check (a write and a read through the bookie) passes.
+func (p *Pulsar) Health(ctx context.Context) []NodeStatus {
+	s := p.Status(ctx)
+	health := s.Health
+	if s.PID == 0 {
+		health = "not running"
+	}
+	return []NodeStatus{{ID: 1, PID: s.PID, Healthy: s.Healthy, Health: health, LazyFS: p.LazyFS(), LazyFSPID: s.LazyFSPID,
+		Endpoints: []Endpoint{{"service", s.ServiceURL}, {"admin", s.AdminURL}}}}
+}
+
+var _ FsyncSwitch = (*Pulsar)(nil)
+
+// FsyncSetting implements FsyncSwitch.
+func (p *Pulsar) FsyncSetting() string { return "journalSyncData" }
+
+// FsyncOn implements FsyncSwitch.
+func (p *Pulsar) FsyncOn() bool { return p.JournalSyncData() }
+
+// SetFsync implements FsyncSwitch.
+func (p *Pulsar) SetFsync(ctx context.Context, on bool) error { return p.SetJournalSyncData(ctx, on) }
+
+// FsyncValue implements FsyncSwitch.
+func (p *Pulsar) FsyncValue(on bool) string { return strconv.FormatBool(on) }
+
+// FsyncFlags implements FsyncSwitch.
+func (p *Pulsar) FsyncFlags(on bool) string { return fmt.Sprintf("--journal-sync-data=%v", on) }
+
+// PulsarLauncher is the local Pulsar standalone's kind.
+type PulsarLauncher struct{}
+
+// Kind implements Launcher.
+func (PulsarLauncher) Kind() string { return pulsarKind }
+
+// Doc implements Launcher.
+func (PulsarLauncher) Doc() (string, string) {
+	return "A local Apache Pulsar " + PulsarVersion + " standalone (broker, bookie and metadata store in one JVM)",
+		`up fetches Apache Pulsar ` + PulsarVersion + ` (pulsar-broker, which holds standalone mode, and
+its dependencies) from Maven Central with mvn, once, into a cache outside
+any repository, writes standalone.conf, and starts the standalone on
+127.0.0.1 with its PID file, log and data under --dir. It returns once the
+broker passes its health check (a write and a read through the bookie).
+The standalone is node 1.`
+}
+
+// NewFlags implements Launcher.
+func (PulsarLauncher) NewFlags() LaunchFlags { return &pulsarFlags{} }
+
+type pulsarFlags struct {
+	opts        PulsarOptions
+	journalSync bool
+}
+
+func (f *pulsarFlags) Register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.opts.BrokerPort, "broker-port", 0, "binary protocol port (default 26650; fixed at the first up)")
+	fs.IntVar(&f.opts.WebPort, "web-port", 0, "admin and web port (default 28080)")
+	fs.IntVar(&f.opts.BookiePort, "bookie-port", 0, "bookie port (default 23181)")
+	fs.IntVar(&f.opts.HeapMB, "heap-mb", 0, "JVM heap in MiB (default 1024)")
+	fs.BoolVar(&f.journalSync, "journal-sync-data", true, "bookie journalSyncData: fsync the journal before acking; on an existing standalone, switched by a clean restart")
+	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put the data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
+	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
+}
+
+func (f *pulsarFlags) Open(dir string) (Local, error) {
+	o := f.opts
+	o.Dir = dir
+	if o.LazyFSEntries != "" && o.LazyFSEntries != "strict" && o.LazyFSEntries != "journal" {
+		return nil, fmt.Errorf("--lazyfs-entries %q: use strict or journal", o.LazyFSEntries)
+	}
+	if !f.journalSync {
+		v := false
+		o.JournalSyncData = &v
+	}
+	return OpenPulsar(o)
+}
+
+// AfterUp switches journalSyncData on an existing standalone when
+// --journal-sync-data asks for another value than it runs with.
+func (f *pulsarFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c Local, progress io.Writer) error {
+	p := c.(*Pulsar)
+	if !fs.Changed("journal-sync-data") || p.JournalSyncData() == f.journalSync {
+		return nil
+	}
+	fmt.Fprintf(progress, "switching journalSyncData to %v (a clean restart) ...\n", f.journalSync)
+	return p.SetJournalSyncData(ctx, f.journalSync)
 }

@@ -25,8 +25,8 @@ import (
 //	    data_dir: /var/lib/kafka
 //	    config_file: /etc/kafka/server.properties
 type ClusterFile struct {
-	// Broker is the broker kind: kafka, nats, pulsar or redpanda (for fsync
-	// toggles and reports).
+	// Broker is the broker's driver name (for fsync toggles and reports);
+	// empty means the run's --driver.
 	Broker string `yaml:"broker"`
 	// Brokers are the client addresses, used when --brokers is not given.
 	Brokers []string `yaml:"brokers"`
@@ -37,8 +37,9 @@ type ClusterFile struct {
 	Nodes    []NodeSpec `yaml:"nodes"`
 }
 
-// LoadClusterFile reads and checks a cluster file.
-func LoadClusterFile(path string) (*ClusterFile, error) {
+// LoadClusterFile reads and checks a cluster file. brokers are the broker
+// names a cluster file may give (the drivers ackcheck has).
+func LoadClusterFile(path string, brokers []string) (*ClusterFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read cluster file: %w", err)
@@ -75,10 +76,8 @@ func LoadClusterFile(path string) (*ClusterFile, error) {
 		}
 	}
 	cf.KnownHosts = expandHome(cf.KnownHosts)
-	switch cf.Broker {
-	case "", "kafka", "nats", "pulsar", "redpanda":
-	default:
-		return nil, fmt.Errorf("cluster file %s: broker %q: use kafka, nats, pulsar or redpanda", path, cf.Broker)
+	if cf.Broker != "" && !slices.Contains(brokers, cf.Broker) {
+		return nil, fmt.Errorf("cluster file %s: broker %q: use one of %s", path, cf.Broker, strings.Join(brokers, ", "))
 	}
 	return &cf, nil
 }

@@ -50,9 +50,13 @@ type Injector struct {
 	// Journal receives every undo before its fault applies. Default: an
 	// in-memory journal (nothing survives a crash of ackcheck).
 	Journal *Journal
-	// Broker is the broker kind for broker-level fsync toggles (kafka,
-	// pulsar, nats, redpanda). Default kafka.
-	Broker string
+	// Expect, if set, is the broker profile's expectation of an action
+	// (drivers.Profile.Expect); "" falls back to the generic one.
+	Expect func(Action) string
+	// ConfigFsync is the broker profile's edit of a server configuration
+	// file that switches fsync (fsync-on/off brokers); nil when the broker
+	// has none.
+	ConfigFsync *drivers.ConfigEdit
 
 	mu       sync.Mutex
 	records  []Record
@@ -81,9 +85,6 @@ func (in *Injector) init() {
 		}
 		if in.Journal == nil {
 			in.Journal, _ = OpenJournal("")
-		}
-		if in.Broker == "" {
-			in.Broker = "kafka"
 		}
 	}
 }
@@ -139,25 +140,41 @@ func (in *Injector) Run(ctx context.Context, start time.Time, steps []Step) {
 	}
 }
 
-// Apply performs one step now and records it.
+// Apply performs one step now and records it. A step that cannot run is
+// recorded as skipped or failed, with why, and the run goes on.
 func (in *Injector) Apply(ctx context.Context, st Step) Record {
 	in.init()
 	rec := Record{Action: st.Action, Target: st.Target.String(), Node: -1,
-		At: time.Now(), Expect: st.Action.Expectation()}
-	if st.Action == FsyncOn || st.Action == FsyncOff {
-		err := in.fsync(ctx, st, &rec)
-		if err != nil {
-			rec.Result, rec.Error = Failed, err.Error()
-			in.logf("fault %s %s failed: %v", st.Action, st.Target, err)
-		} else {
-			rec.Result = Applied
-			in.logf("fault %s %s: %s", st.Action, st.Target, rec.AckMeaning)
-		}
+		At: time.Now(), Expect: in.expectation(st.Action)}
+	f, err := faultOf(st)
+	if err != nil {
+		rec.Result, rec.Error = Failed, err.Error()
 		in.add(rec)
 		return rec
 	}
-	if st.Action == PowerLoss && st.Target.Kind == All {
-		return in.applyPowerLossAll(ctx, rec)
+	return f.fire(ctx, in, st, rec)
+}
+
+// expectation is what the broker's profile, or else the generic text,
+// says the action does.
+func (in *Injector) expectation(a Action) string {
+	if in.Expect != nil {
+		if e := in.Expect(a); e != "" {
+			return e
+		}
+	}
+	return a.Expectation()
+}
+
+// onNode resolves st's target to a node, applies act to it, records the
+// result, and for an action that takes the node away, watches it come
+// back.
+func (in *Injector) onNode(ctx context.Context, st Step, rec Record, act nodeAction) Record {
+	skip := func(why string) Record {
+		rec.Result, rec.Error = Skipped, why
+		in.logf("fault %s %s skipped: %s", st.Action, st.Target, why)
+		in.add(rec)
+		return rec
 	}
 	// Only targets chosen by role need the topology. The others must not
 	// wait for it: a resume must not queue behind a metadata request that
@@ -169,10 +186,7 @@ func (in *Injector) Apply(ctx context.Context, st Step) Record {
 		topo, err = in.Driver.Topology(tctx, in.Topic)
 		cancel()
 		if err != nil {
-			rec.Result, rec.Error = Skipped, "could not read the topology: "+err.Error()
-			in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
-			in.add(rec)
-			return rec
+			return skip("could not read the topology: " + err.Error())
 		}
 	}
 	in.mu.Lock()
@@ -180,22 +194,14 @@ func (in *Injector) Apply(ctx context.Context, st Step) Record {
 	in.mu.Unlock()
 	node, err := st.Target.Resolve(topo, prev)
 	if err != nil {
-		rec.Result, rec.Error = Skipped, err.Error()
-		in.logf("fault %s %s skipped: %v", st.Action, st.Target, err)
-		in.add(rec)
-		return rec
+		return skip(err.Error())
 	}
 	rec.Node = node
 	if in.Nodes == nil {
-		rec.Result, rec.Error = Skipped, "no cluster to act on: give --cluster-dir or --cluster-file"
-		in.add(rec)
-		return rec
+		return skip("no cluster to act on: give --cluster-dir or --cluster-file")
 	}
 	if !slices.Contains(in.Nodes.IDs(), node) {
-		rec.Result, rec.Error = Skipped, fmt.Sprintf("node %d is not one this run controls (%s)", node, in.Nodes.Where())
-		in.logf("fault %s %s skipped: %s", st.Action, st.Target, rec.Error)
-		in.add(rec)
-		return rec
+		return skip(fmt.Sprintf("node %d is not one this run controls (%s)", node, in.Nodes.Where()))
 	}
 	var before *drivers.Topology
 	if st.Action.TakesNodeAway() {
@@ -213,7 +219,7 @@ func (in *Injector) Apply(ctx context.Context, st Step) Record {
 		}
 	}
 	rec.At = time.Now()
-	err = in.act(ctx, st.Action, node, &rec)
+	err = act.act(ctx, in, node, &rec)
 	if err != nil {
 		rec.Result, rec.Error = Failed, err.Error()
 		in.logf("fault %s %s (node %d) failed: %v", st.Action, st.Target, node, err)
@@ -226,41 +232,42 @@ func (in *Injector) Apply(ctx context.Context, st Step) Record {
 	in.mu.Unlock()
 	i := in.add(rec)
 	if err == nil && st.Action.TakesNodeAway() && in.Driver != nil {
-		in.watchers.Add(1)
-		go func() {
-			defer in.watchers.Done()
-			in.watchRecovery(ctx, i, []int32{node}, before)
-		}()
+		in.watch(ctx, i, []int32{node}, before)
 	}
 	return rec
 }
 
-// applyPowerLossAll cuts the power of every node at once.
-func (in *Injector) applyPowerLossAll(ctx context.Context, rec Record) Record {
-	if in.Nodes == nil {
-		rec.Result, rec.Error = Skipped, "no cluster to act on: give --cluster-dir or --cluster-file"
-		in.add(rec)
-		return rec
-	}
-	ids := in.Nodes.IDs()
-	before := in.topologyBefore(ctx)
-	err := in.powerLoss(ctx, ids, &rec)
+// watch measures, in the background, the recovery of the nodes record i
+// took away.
+func (in *Injector) watch(ctx context.Context, i int, nodes []int32, before *drivers.Topology) {
+	in.watchers.Add(1)
+	go func() {
+		defer in.watchers.Done()
+		in.watchRecovery(ctx, i, nodes, before)
+	}()
+}
+
+func (in *Injector) setState(node int32, s nodeState) {
+	in.mu.Lock()
+	in.state[node] = s
+	in.mu.Unlock()
+}
+
+// takeDown kills or stops a node: its restart is journaled, and its state
+// set to down, before signal runs, so that its death is expected. signal
+// returns the PID it acted on.
+func (in *Injector) takeDown(ctx context.Context, a Action, node int32, rec *Record, signal func() (int, error)) error {
+	id, err := in.Journal.Add(Undo{Kind: UndoStart, Node: node, Why: fmt.Sprintf("%s of node %d", a, node)})
 	if err != nil {
-		rec.Result, rec.Error = Failed, err.Error()
-		in.logf("fault power-loss all failed: %v", err)
-	} else {
-		rec.Result = Applied
-		in.logf("fault power-loss all: nodes %v lost what they had not fsynced and started again", ids)
+		return err
 	}
-	i := in.add(rec)
-	if err == nil && in.Driver != nil {
-		in.watchers.Add(1)
-		go func() {
-			defer in.watchers.Done()
-			in.watchRecovery(ctx, i, ids, before)
-		}()
+	in.setState(node, nodeDown)
+	rec.PID, err = signal()
+	if err != nil && rec.PID == 0 {
+		in.Journal.Done(id) // nothing was running: nothing to undo
+		in.setState(node, nodeUp)
 	}
-	return rec
+	return err
 }
 
 // powerLoss SIGKILLs every node in ids as close together as it can, waits
@@ -358,72 +365,6 @@ func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *Record) err
 	return nil
 }
 
-// act performs one action and moves the node's state. An action that
-// takes something away first records its undo in the journal; the action
-// that gives it back marks that undo done.
-func (in *Injector) act(ctx context.Context, a Action, node int32, rec *Record) error {
-	set := func(s nodeState) {
-		in.mu.Lock()
-		in.state[node] = s
-		in.mu.Unlock()
-	}
-	announce := func(kind UndoKind, why string) (int, error) {
-		return in.Journal.Add(Undo{Kind: kind, Node: node, Why: why})
-	}
-	var err error
-	switch a {
-	case Kill, Stop:
-		id, jerr := announce(UndoStart, fmt.Sprintf("%s of node %d", a, node))
-		if jerr != nil {
-			return jerr
-		}
-		set(nodeDown) // before the signal: its death is expected
-		if a == Kill {
-			rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGKILL)
-		} else {
-			rec.PID, _ = in.Nodes.PID(ctx, node)
-			err = in.Nodes.Stop(ctx, node, 30*time.Second)
-		}
-		if err != nil && rec.PID == 0 {
-			in.Journal.Done(id) // nothing was running: nothing to undo
-			set(nodeUp)
-		}
-	case Pause:
-		id, jerr := announce(UndoResume, fmt.Sprintf("pause of node %d", node))
-		if jerr != nil {
-			return jerr
-		}
-		if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGSTOP); err != nil {
-			in.Journal.Done(id)
-		} else {
-			set(nodePaused)
-		}
-	case Resume:
-		if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGCONT); err == nil {
-			set(nodeUp)
-			if id, ok := in.Journal.Find(UndoResume, node); ok {
-				err = in.Journal.Done(id)
-			}
-		}
-	case PowerLoss:
-		err = in.powerLoss(ctx, []int32{node}, rec)
-	case Restart:
-		if pid, _ := in.Nodes.PID(ctx, node); pid != 0 {
-			return fmt.Errorf("node %d still runs as PID %d: nothing to restart", node, pid)
-		}
-		if err = in.Nodes.Start(ctx, node); err == nil {
-			rec.PID = in.waitPID(ctx, node)
-			set(nodeUp)
-			if id, ok := in.Journal.Find(UndoStart, node); ok {
-				err = in.Journal.Done(id)
-			}
-		}
-	default:
-		err = fmt.Errorf("unknown action %q", a)
-	}
-	return err
-}
-
 // waitPID waits briefly for a just-started node's process to show.
 func (in *Injector) waitPID(ctx context.Context, node int32) int {
 	for i := 0; i < 50; i++ {
@@ -435,81 +376,85 @@ func (in *Injector) waitPID(ctx context.Context, node int32) int {
 	return 0
 }
 
-// ConfigEditor is implemented by Nodes that can read and replace a node's
-// configuration file (Scripted).
-type ConfigEditor interface {
-	ReadConfig(ctx context.Context, id int32) (string, error)
-	WriteConfig(ctx context.Context, id int32, content string) error
+// fsyncRecord applies an fsync toggle with apply and records it, with
+// what an ack means afterwards as the running cluster says.
+func (in *Injector) fsyncRecord(ctx context.Context, st Step, rec Record, apply func(context.Context, Step) error) Record {
+	if err := apply(ctx, st); err != nil {
+		rec.Result, rec.Error = Failed, err.Error()
+		in.logf("fault %s %s failed: %v", st.Action, st.Target, err)
+	} else {
+		rec.Result = Applied
+		if ad, ok := in.Driver.(drivers.AckDescriber); ok {
+			if m, err := ad.AckMeaning(ctx, in.Topic); err == nil {
+				rec.AckMeaning = m
+			}
+		}
+		in.logf("fault %s %s: %s", st.Action, st.Target, rec.AckMeaning)
+	}
+	in.add(rec)
+	return rec
 }
 
-// fsync switches fsync-before-ack on or off for a topic (admin API) or for
-// every broker (config edit and rolling restart), recording the undo first.
-func (in *Injector) fsync(ctx context.Context, st Step, rec *Record) error {
-	on := st.Action == FsyncOn
-	switch st.Target.Kind {
-	case Topic:
-		tc, ok := in.Driver.(drivers.TopicConfigurer)
-		if !ok {
-			return fmt.Errorf("the %s driver cannot change topic settings; use fsync-on brokers", in.Driver.Name())
+// fsyncTopic switches fsync-before-ack on or off for a topic through the
+// admin API, journaling the topic's own value first.
+func (in *Injector) fsyncTopic(ctx context.Context, st Step) error {
+	tc, ok := in.Driver.(drivers.TopicConfigurer)
+	if !ok {
+		return fmt.Errorf("the %s driver cannot change topic settings; use fsync-on brokers", in.Driver.Name())
+	}
+	key, onV, offV := tc.FsyncSetting()
+	orig, err := tc.TopicConfig(ctx, st.Target.Topic, key)
+	if err != nil {
+		return err
+	}
+	if !in.Journal.HasTopicConfig(st.Target.Topic, key) {
+		if _, err := in.Journal.Add(Undo{Kind: UndoTopicConfig, Topic: st.Target.Topic, Key: key, Value: orig,
+			Why: fmt.Sprintf("%s %s", st.Action, st.Target)}); err != nil {
+			return err
 		}
-		key, onV, offV := tc.FsyncSetting()
-		orig, err := tc.TopicConfig(ctx, st.Target.Topic, key)
+	}
+	v := offV
+	if st.Action == FsyncOn {
+		v = onV
+	}
+	return tc.SetTopicConfig(ctx, st.Target.Topic, key, &v)
+}
+
+// fsyncBrokers switches fsync-before-ack in every node's configuration
+// file and restarts each node it changed, one at a time, journaling each
+// file's content first.
+func (in *Injector) fsyncBrokers(ctx context.Context, st Step) error {
+	ce, ok := in.Nodes.(ConfigEditor)
+	if !ok || in.Nodes == nil {
+		return fmt.Errorf("broker-level fsync needs nodes described in a cluster file (config_file of each node)")
+	}
+	bf := in.ConfigFsync
+	if bf == nil {
+		return fmt.Errorf("the %s driver knows no fsync setting in its servers' configuration files", in.Driver.Name())
+	}
+	for _, id := range in.Nodes.IDs() {
+		orig, err := ce.ReadConfig(ctx, id)
 		if err != nil {
 			return err
 		}
-		if !in.Journal.HasTopicConfig(st.Target.Topic, key) {
-			if _, err := in.Journal.Add(Undo{Kind: UndoTopicConfig, Topic: st.Target.Topic, Key: key, Value: orig,
-				Why: fmt.Sprintf("%s %s", st.Action, st.Target)}); err != nil {
+		edited, err := bf.Edit(orig, st.Action == FsyncOn)
+		if err != nil {
+			return fmt.Errorf("node %d: %w", id, err)
+		}
+		if edited == orig {
+			continue
+		}
+		if !in.Journal.HasNodeConfig(id) {
+			if _, err := in.Journal.Add(Undo{Kind: UndoNodeConfig, Node: id, Content: &orig, Restart: true,
+				Why: fmt.Sprintf("%s: %s", st.Action, bf.Setting)}); err != nil {
 				return err
 			}
 		}
-		v := offV
-		if on {
-			v = onV
-		}
-		if err := tc.SetTopicConfig(ctx, st.Target.Topic, key, &v); err != nil {
+		if err := ce.WriteConfig(ctx, id, edited); err != nil {
 			return err
 		}
-	case Brokers:
-		ce, ok := in.Nodes.(ConfigEditor)
-		if !ok || in.Nodes == nil {
-			return fmt.Errorf("broker-level fsync needs nodes described in a cluster file (config_file of each node)")
-		}
-		bf, ok := brokerFsyncs[in.Broker]
-		if !ok {
-			return fmt.Errorf("no broker-level fsync toggle for %s", in.Broker)
-		}
-		for _, id := range in.Nodes.IDs() {
-			orig, err := ce.ReadConfig(ctx, id)
-			if err != nil {
-				return err
-			}
-			edited, err := bf.edit(orig, on)
-			if err != nil {
-				return fmt.Errorf("node %d: %w", id, err)
-			}
-			if edited == orig {
-				continue
-			}
-			if !in.Journal.HasNodeConfig(id) {
-				if _, err := in.Journal.Add(Undo{Kind: UndoNodeConfig, Node: id, Content: &orig, Restart: true,
-					Why: fmt.Sprintf("%s: %s", st.Action, bf.setting)}); err != nil {
-					return err
-				}
-			}
-			if err := ce.WriteConfig(ctx, id, edited); err != nil {
-				return err
-			}
-			if err := in.restartAndWait(ctx, id); err != nil {
-				return err
-			}
-		}
-	default:
-		return fmt.Errorf("%s takes topic:<topic> or brokers, not %s", st.Action, st.Target)
-	}
-	if ad, ok := in.Driver.(drivers.AckDescriber); ok {
-		if m, err := ad.AckMeaning(ctx, in.Topic); err == nil {
-			rec.AckMeaning = m
+		if err := in.restartAndWait(ctx, id); err != nil {
+			return err
 		}
 	}
 	return nil

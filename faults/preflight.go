@@ -17,42 +17,39 @@ import (
 // cluster cannot meet, a schedule that cannot run is refused here with
 // what to fix.
 //
-// A power loss needs nodes whose data can lose unsynced writes: asked of
-// each node it may hit (every node, for a target chosen by role).
-func Preflight(ctx context.Context, nodes Nodes, steps []Step) error {
+// Each step's fault says whether it is available where it is scheduled
+// (fault.available): a power loss needs nodes whose data can lose unsynced
+// writes (every node, for a target chosen by role), a node named by ID must
+// be one of the nodes, an fsync toggle needs the admin API or readable
+// configuration files.
+func Preflight(ctx context.Context, env Env, steps []Step) error {
 	var errs []error
+	needsNodes := false
 	for _, st := range steps {
-		if st.Action != PowerLoss {
-			continue
+		f, err := faultOf(st)
+		if err == nil {
+			err = f.available(ctx, env, st)
 		}
-		pl, ok := nodes.(PowerLosser)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s: these nodes (%s) cannot lose unsynced writes: start the local cluster with --lazyfs, or give each node a lose_command in the cluster file", st, nodes.Where()))
-			continue
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", st, err))
 		}
-		ids := nodes.IDs()
-		if st.Target.Kind == Node {
-			ids = []int32{st.Target.Node}
-		}
-		for _, id := range ids {
-			if err := pl.CanLoseUnsynced(id); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", st, err))
+		needsNodes = needsNodes || st.Target.Kind != Topic
+	}
+	if needsNodes && env.Nodes != nil {
+		for _, id := range env.Nodes.IDs() {
+			pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			pid, err := env.Nodes.PID(pctx, id)
+			cancel()
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("node %d: cannot tell whether its broker runs: %w", id, err))
+			case pid == 0:
+				errs = append(errs, fmt.Errorf("node %d: its broker does not run (as %s describes it): start it, or fix how the node's process is found (pid_file, pgrep or systemd_unit)", id, env.Nodes.Where()))
 			}
 		}
 	}
-	for _, id := range nodes.IDs() {
-		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		pid, err := nodes.PID(pctx, id)
-		cancel()
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("node %d: cannot tell whether its broker runs: %w", id, err))
-		case pid == 0:
-			errs = append(errs, fmt.Errorf("node %d: its broker does not run (as %s describes it): start it, or fix how the node's process is found (pid_file, pgrep or systemd_unit)", id, nodes.Where()))
-		}
-	}
 	if len(errs) > 0 {
-		return fmt.Errorf("before the load, every node faults may act on must run: %w", errors.Join(errs...))
+		return fmt.Errorf("the fault schedule cannot run here, and nothing was applied: %w", errors.Join(errs...))
 	}
 	return nil
 }

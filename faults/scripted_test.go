@@ -150,7 +150,7 @@ nodes:
   - {id: 1, host: h1, pid_file: /p, start: s}
   - {id: 2, host: h2, pgrep: kafka, start: s, user: other}
 `), 0o600)
-	cf, err := LoadClusterFile(good)
+	cf, err := LoadClusterFile(good, []string{"kafka"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ nodes:
 	} {
 		f := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
 		os.WriteFile(f, []byte(body), 0o600)
-		if _, err := LoadClusterFile(f); err == nil || !strings.Contains(err.Error(), f) {
+		if _, err := LoadClusterFile(f, []string{"kafka"}); err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("%s: %v (want an error naming the file)", name, err)
 		}
 	}

@@ -89,8 +89,9 @@ type FaultPlan struct {
 	// RecoveryTimeout bounds how long after the load the run keeps
 	// measuring recovery (node ready, replicas in sync). Default 120s.
 	RecoveryTimeout time.Duration
-	// Broker is the broker kind, for broker-level fsync toggles.
-	Broker string
+	// ConfigFsync is the broker profile's edit of a server configuration
+	// file that switches fsync (fsync-on/off brokers); nil: none.
+	ConfigFsync *drivers.ConfigEdit
 	// Fsync, if set, switches the topic's fsync-before-ack on or off
 	// before the load; it is put back after the run like any fault.
 	Fsync *bool
@@ -105,7 +106,8 @@ type FaultPlan struct {
 type FaultSource struct {
 	ClusterDir  string `json:"cluster_dir,omitempty"`
 	ClusterFile string `json:"cluster_file,omitempty"`
-	Broker      string `json:"broker,omitempty"`
+	// Broker is the driver the cluster runs (drivers.Profile.Name).
+	Broker string `json:"broker,omitempty"`
 }
 
 // JournalPath is a run directory's heal journal.
@@ -329,7 +331,7 @@ func startFaults(ctx context.Context, cfg Config, topic string, l *ledger.Ledger
 		return nil, nil, err
 	}
 	inj := &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: topic, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf,
-		Journal: j, Broker: cfg.Faults.Broker}
+		Journal: j, ConfigFsync: cfg.Faults.ConfigFsync}
 	run.Notes = append(run.Notes, cfg.Faults.Notes...)
 	if f := cfg.Faults.Fsync; f != nil {
 		a := faults.FsyncOff

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -27,76 +28,44 @@ type FsyncAudit struct {
 	// LossAt is when the power goes out, after the load starts.
 	LossAt   time.Duration
 	Settings []AuditSetting
-	// Broker names the scenario; default kafka.
+	// Broker names the scenario (the driver's name).
 	Broker string
 }
 
-// AuditSetting is one durability setting under audit.
+// AuditSetting is one durability setting under audit, and how the audit
+// puts it in force.
 type AuditSetting struct {
-	Name  string `json:"name"`  // short, used in paths and topic names
-	Label string `json:"label"` // for people
-	// TopicConfigs are applied to the setting's topic at creation.
-	TopicConfigs map[string]string `json:"topic_configs,omitempty"`
-	// ExpectLoss is the documented expectation: acks do not wait for
-	// fsync, so a power loss of every replica can lose acked messages.
-	ExpectLoss bool   `json:"expect_loss"`
-	Why        string `json:"why"`
+	drivers.DurabilitySetting
 	// Prepare, if set, puts the setting in force before its run (a
 	// server-wide setting: reconfigure and restart the cluster).
 	Prepare func(context.Context) error `json:"-"`
 }
 
-// KafkaFsyncSettings are Kafka's two answers: the default (the log is
-// flushed by the OS, not per message) and flush.messages=1 (every
-// replica fsyncs each append before it counts).
-func KafkaFsyncSettings() []AuditSetting {
-	return []AuditSetting{
-		{Name: "default", Label: "Kafka default (flush.messages unset: no fsync per message)", ExpectLoss: true,
-			Why: "Kafka's documentation leaves durability to replication and the OS page cache by default; an ack does not wait for fsync, so when every replica loses power at once, acked messages not yet written back by the OS are lost"},
-		{Name: "flush1", Label: "flush.messages=1 (fsync every message)", TopicConfigs: map[string]string{"flush.messages": "1"},
-			ExpectLoss: false,
-			Why:        "with flush.messages=1 each replica fsyncs an append before it counts toward the high watermark, so an acks=all ack means fsynced on every in-sync replica, and a power loss loses nothing acked"},
+// AuditSettings are a broker's durability settings as the audit runs
+// them. A setting that needs the servers' own fsync switch is put in force
+// by setServerFsync (a clean restart of a local cluster); with
+// setServerFsync nil, the cluster is taken to run the setting already.
+func AuditSettings(d drivers.Durability, setServerFsync func(context.Context, bool) error) []AuditSetting {
+	var out []AuditSetting
+	for _, s := range d.Settings {
+		a := AuditSetting{DurabilitySetting: s}
+		if s.ServerFsync != nil && setServerFsync != nil {
+			on := *s.ServerFsync
+			a.Prepare = func(ctx context.Context) error { return setServerFsync(ctx, on) }
+		}
+		out = append(out, a)
 	}
+	return out
 }
 
-// NATSFsyncSettings are NATS JetStream's two answers: the default
-// (jetstream sync_interval 2m: the stores are fsynced every two minutes)
-// and sync_interval: always. The setting is the servers' own and a
-// running server does not change it on reload, so each setting runs on a
-// cluster started with it (cluster nats up --sync always).
-//
-// setSyncAlways, if not nil, becomes each setting's Prepare: it switches a
-// cluster to the setting (cluster.NATS.SetSyncAlways).
-func NATSFsyncSettings(setSyncAlways func(context.Context, bool) error) []AuditSetting {
-	return []AuditSetting{
-		{Name: "default", Label: "NATS default (jetstream sync_interval: 2m)", ExpectLoss: true, Prepare: switchTo(setSyncAlways, false),
-			Why: "NATS documents that JetStream fsyncs its stores every sync_interval (2 minutes by default) and relies on replication meanwhile; an R3 ack means a majority stored the message, not that any fsynced it, so when every server loses power at once, what came since the last sync is lost"},
-		{Name: "always", Label: "jetstream sync_interval: always", ExpectLoss: false, Prepare: switchTo(setSyncAlways, true),
-			Why: "with sync_interval: always each server fsyncs every write before it counts, so an R3 ack means fsynced on a majority, and a power loss of every server loses nothing acked"},
+// NeedsServerFsync reports whether any setting is the servers' own.
+func NeedsServerFsync(d drivers.Durability) bool {
+	for _, s := range d.Settings {
+		if s.ServerFsync != nil {
+			return true
+		}
 	}
-}
-
-// PulsarFsyncSettings are the bookie's two answers: journalSyncData=false
-// (the journal is written, and fsynced only by the bookie's periodic
-// flush) and Pulsar's default, journalSyncData=true. It is the bookie's
-// own setting, so each setting's Prepare, when setJournalSyncData is not
-// nil, switches the standalone (cluster.Pulsar.SetJournalSyncData).
-func PulsarFsyncSettings(setJournalSyncData func(context.Context, bool) error) []AuditSetting {
-	return []AuditSetting{
-		{Name: "nosync", Label: "journalSyncData=false", ExpectLoss: true, Prepare: switchTo(setJournalSyncData, false),
-			Why: "BookKeeper documents journalSyncData=false as acknowledging an entry once it is written to the journal, before fsync; a power loss of the bookies in the ack quorum loses what the journal had not flushed yet"},
-		{Name: "default", Label: "Pulsar default (journalSyncData=true)", ExpectLoss: false, Prepare: switchTo(setJournalSyncData, true),
-			Why: "with journalSyncData=true (the default) a bookie fsyncs its journal before it acknowledges an entry, so an ack means fsynced on the ack quorum, and a power loss loses nothing acked"},
-	}
-}
-
-// switchTo is a setting's Prepare that sets a server-wide switch to on;
-// nil when there is no switch (the cluster already runs the setting).
-func switchTo(set func(context.Context, bool) error, on bool) func(context.Context) error {
-	if set == nil {
-		return nil
-	}
-	return func(ctx context.Context) error { return set(ctx, on) }
+	return false
 }
 
 // Steps is one setting's schedule: every node loses power at LossAt.
@@ -113,11 +82,10 @@ func (a FsyncAudit) steadyEnd() time.Duration { return max(a.LossAt-2*time.Secon
 
 // Name is the scenario's hierarchical name.
 func (a FsyncAudit) Name() string {
-	b := a.Broker
-	if b == "" {
-		b = "kafka"
+	if a.Broker == "" {
+		return "fsync-audit/power-loss-all"
 	}
-	return b + "/fsync-audit/power-loss-all"
+	return a.Broker + "/fsync-audit/power-loss-all"
 }
 
 // Validate checks the schedule fits a load of the given duration.

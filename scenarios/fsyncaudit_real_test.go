@@ -38,7 +38,7 @@ func TestRealFsyncAudit(t *testing.T) {
 		dir = filepath.Join(rd, "fsync-audit")
 		os.RemoveAll(dir)
 	}
-	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: KafkaFsyncSettings()}
+	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: auditSettings(kafkaProfile, nil)}
 	base := runner.Config{
 		Out: dir, Driver: d,
 		Topic:           drivers.TopicSpec{Partitions: 4, ReplicationFactor: 3},

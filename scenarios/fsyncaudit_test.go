@@ -9,7 +9,7 @@ import (
 )
 
 func TestAuditFinding(t *testing.T) {
-	lossy, safe := KafkaFsyncSettings()[0], KafkaFsyncSettings()[1]
+	lossy, safe := auditSettings(kafkaProfile, nil)[0], auditSettings(kafkaProfile, nil)[1]
 	tests := []struct {
 		name    string
 		s       AuditSetting
@@ -35,7 +35,7 @@ func TestAuditFinding(t *testing.T) {
 func TestAuditMarkdown(t *testing.T) {
 	a := FsyncAudit{LossAt: 10 * time.Second}
 	res := &AuditResult{Scenario: a.Name(), LossAtS: 10, SteadyEndS: a.steadyEnd().Seconds()}
-	for i, s := range KafkaFsyncSettings() {
+	for i, s := range auditSettings(kafkaProfile, nil) {
 		row := AuditRow{Setting: s, Out: "runs/a/" + s.Name, Acked: 1000, Lost: int64(500 * (1 - i)), PowerLoss: "applied",
 			SteadyPublish: verifier.Latency{Count: 1, P50: float64(2 + 6*i), P99: float64(10 + 30*i), Max: 50},
 			NodeLoss:      map[int32]string{2: "x", 1: "y"}}

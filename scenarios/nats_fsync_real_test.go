@@ -22,7 +22,7 @@ func TestRealNATSFsyncAudit(t *testing.T) {
 	d := natsDriver(t, n)
 	defer d.Close()
 	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,
-		Settings: NATSFsyncSettings(n.SetSyncAlways), Broker: "nats"}
+		Settings: auditSettings(natsProfile, n.SetSyncAlways), Broker: "nats"}
 	res := runSwitchedAudit(t, switched{"sync_interval", n.SyncAlways, n.SetSyncAlways}, audit, d, faults.Local{Cluster: n}, 3, 3, "nats-fsync-audit")
 	def, always := res.Rows[0], res.Rows[1]
 	if !strings.Contains(def.AckMeaning, "sync_interval=2m0s") || !strings.Contains(always.AckMeaning, "sync_interval=always") {

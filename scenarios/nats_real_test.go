@@ -61,7 +61,7 @@ func TestRealNATSLeaderKill(t *testing.T) {
 		Load: load.Config{Rate: 500, Duration: 40 * time.Second, Producers: 2, MessageSize: 1024, LiveRead: true,
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
-		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: n}, RecoveryTimeout: 2 * time.Minute, Broker: "nats", Steps: sc.Steps()},
+		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: n}, RecoveryTimeout: 2 * time.Minute, Steps: sc.Steps()},
 		Progress: testWriter{t}, ProgressEvery: 10 * time.Second,
 	})
 	if err != nil {

@@ -22,7 +22,7 @@ func TestRealPulsarFsyncAudit(t *testing.T) {
 	d := pulsarDriver(t, p, true)
 	defer d.Close()
 	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,
-		Settings: PulsarFsyncSettings(p.SetJournalSyncData), Broker: "pulsar"}
+		Settings: auditSettings(pulsarProfile, p.SetJournalSyncData), Broker: "pulsar"}
 	res := runSwitchedAudit(t, switched{"journalSyncData", p.JournalSyncData, p.SetJournalSyncData}, audit, d, faults.Local{Cluster: p}, 1, 1, "pulsar-fsync-audit")
 	nosync, def := res.Rows[0], res.Rows[1]
 	if !strings.Contains(nosync.AckMeaning, "journalSyncData=false") || !strings.Contains(def.AckMeaning, "journalSyncData=true") {

@@ -66,7 +66,7 @@ func TestRealPulsarKill(t *testing.T) {
 		Load: load.Config{Rate: 500, Duration: 40 * time.Second, Producers: 2, MessageSize: 1024, LiveRead: true,
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: time.Minute,
-		Faults: &runner.FaultPlan{Nodes: faults.Local{Cluster: p}, RecoveryTimeout: 3 * time.Minute, Broker: "pulsar",
+		Faults: &runner.FaultPlan{Nodes: faults.Local{Cluster: p}, RecoveryTimeout: 3 * time.Minute,
 			Steps: []faults.Step{
 				{At: 10 * time.Second, Action: faults.Kill, Target: faults.Target{Kind: faults.Node, Node: 1}},
 				{At: 15 * time.Second, Action: faults.Restart, Target: faults.Target{Kind: faults.Previous}},

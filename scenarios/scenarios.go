@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 )
 
@@ -20,27 +21,16 @@ type LeaderKill struct {
 	RestartAfter time.Duration
 }
 
-// Name is the scenario's hierarchical name for a driver (and, for Kafka,
-// its producer acks).
-func (s LeaderKill) Name(driver, acks string) string {
-	if driver == "kafka" {
-		return "kafka/leader-kill/acks=" + acks
+// Describe is the scenario's hierarchical name for the broker of p under
+// d's settings (kafka/leader-kill/acks=all, nats/leader-kill), and what
+// the broker's documentation says it does, quoted in reports.
+func (s LeaderKill) Describe(p drivers.Profile, d drivers.Driver) (name, expect string) {
+	variant, expect := p.Expect(drivers.LeaderKill, d)
+	name = p.Name() + "/" + string(drivers.LeaderKill)
+	if variant != "" {
+		name += "/" + variant
 	}
-	return driver + "/leader-kill"
-}
-
-// Expect states the expected outcome, quoted in reports.
-func (s LeaderKill) Expect(driver, acks string) string {
-	switch driver {
-	case "nats":
-		return "a new stream leader is elected from the current replicas within seconds; acks pause for the streams the killed server led and resume; the restarted server catches up as a follower; no acknowledged message is lost"
-	case "pulsar":
-		return "the killed broker's topics move to another broker, or wait for it to restart; acks pause for them and resume; no acknowledged message is lost"
-	}
-	if acks == "all" || acks == "-1" {
-		return "a new leader is elected from the in-sync replicas within seconds; acks pause for the partitions the killed broker led and resume; the restarted broker rejoins as a follower; no acknowledged message is lost"
-	}
-	return "a new leader is elected within seconds; with acks=" + acks + " the old leader may have acknowledged messages no follower had copied yet, and those can be lost"
+	return name, expect
 }
 
 // Steps is the schedule.

@@ -49,7 +49,7 @@ func runSwitchedAudit(t *testing.T, sw switched, audit FsyncAudit, d drivers.Dri
 		Topic:           drivers.TopicSpec{Partitions: 3, ReplicationFactor: rf},
 		Load:            load.Config{Rate: 300, Duration: 16 * time.Second, Producers: 2, MessageSize: 512, LiveRead: true},
 		ReadIdleTimeout: 30 * time.Second,
-		Faults:          &runner.FaultPlan{Nodes: nodes, RecoveryTimeout: time.Minute, Broker: audit.Broker},
+		Faults:          &runner.FaultPlan{Nodes: nodes, RecoveryTimeout: time.Minute},
 		Progress:        testWriter{t}, ProgressEvery: 5 * time.Second,
 	}
 	res := &AuditResult{Scenario: audit.Name(), LossAtS: audit.LossAt.Seconds(), SteadyEndS: audit.steadyEnd().Seconds()}

@@ -11,8 +11,10 @@ package kafka
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -27,37 +29,37 @@ import (
 // says what to change.
 type Config struct {
 	// Brokers are the bootstrap addresses (host:port). Required.
-	Brokers []string
+	Brokers []string `json:"brokers"`
 	// Acks is "all" (default), "1" or "0": the producer's acks setting.
-	Acks string
+	Acks string `json:"acks"`
 	// Idempotent enables the idempotent producer. Default: on with
 	// acks=all (Kafka requires acks=all for it), off otherwise.
-	Idempotent *bool
+	Idempotent *bool `json:"idempotent,omitempty"`
 	// Compression is none (default), gzip, snappy, lz4 or zstd.
-	Compression string
+	Compression string `json:"compression"`
 	// Linger is how long a batch waits for more records. Default 5ms.
-	Linger time.Duration
+	Linger time.Duration `json:"linger"`
 	// DeliveryTimeout bounds one record from publish to outcome, retries
 	// included (delivery.timeout.ms). When it fires the outcome is Unknown.
 	// Default 30s.
-	DeliveryTimeout time.Duration
+	DeliveryTimeout time.Duration `json:"delivery_timeout"`
 	// MaxBuffered is the most records one producer client buffers. The load
 	// bounds in-flight sends itself; this only has to be above that bound so
 	// that the client never blocks the pacer. Default 1,000,000.
-	MaxBuffered int
+	MaxBuffered int `json:"max_buffered,omitempty"`
 
 	// SASLMechanism is "", PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
-	SASLMechanism string
-	SASLUsername  string
-	SASLPassword  string
+	SASLMechanism string `json:"sasl_mechanism,omitempty"`
+	SASLUsername  string `json:"sasl_username,omitempty"`
+	SASLPassword  string `json:"sasl_password,omitempty"`
 
 	// TLS enables TLS. TLSCAFile, TLSCertFile and TLSKeyFile are PEM files;
 	// TLSInsecureSkipVerify turns off server certificate checks.
-	TLS                   bool
-	TLSCAFile             string
-	TLSCertFile           string
-	TLSKeyFile            string
-	TLSInsecureSkipVerify bool
+	TLS                   bool   `json:"tls,omitempty"`
+	TLSCAFile             string `json:"tls_ca_file,omitempty"`
+	TLSCertFile           string `json:"tls_cert_file,omitempty"`
+	TLSKeyFile            string `json:"tls_key_file,omitempty"`
+	TLSInsecureSkipVerify bool   `json:"tls_insecure_skip_verify,omitempty"`
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -208,4 +210,27 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// UnmarshalJSON reads run.json's driver settings: snake_case keys, and
+// the Go field names run.json had before (ackcheck verify of an old run).
+func (c *Config) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	t := reflect.TypeOf(*c)
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if v, ok := raw[f.Name]; ok && key != f.Name {
+			if _, both := raw[key]; !both {
+				raw[key] = v
+			}
+			delete(raw, f.Name)
+		}
+	}
+	data, _ = json.Marshal(raw)
+	type plain Config // without this method
+	return json.Unmarshal(data, (*plain)(c))
 }

@@ -44,7 +44,10 @@ func New(cfg Config) (*Driver, error) {
 }
 
 // Name implements drivers.Driver.
-func (d *Driver) Name() string { return "kafka" }
+func (d *Driver) Name() string { return driverName }
+
+// driverName is the value of --driver.
+const driverName = "kafka"
 
 // Config returns the configuration in force, defaults applied.
 func (d *Driver) Config() Config { return d.cfg }

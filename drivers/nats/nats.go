@@ -153,7 +153,10 @@ func New(cfg Config) (*Driver, error) {
 }
 
 // Name implements drivers.Driver.
-func (d *Driver) Name() string { return "nats" }
+func (d *Driver) Name() string { return driverName }
+
+// driverName is the value of --driver.
+const driverName = "nats"
 
 // Config is the configuration in force, defaults applied.
 func (d *Driver) Config() Config { return d.cfg }

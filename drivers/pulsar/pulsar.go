@@ -131,7 +131,10 @@ func New(cfg Config) (*Driver, error) {
 }
 
 // Name implements drivers.Driver.
-func (d *Driver) Name() string { return "pulsar" }
+func (d *Driver) Name() string { return driverName }
+
+// driverName is the value of --driver.
+const driverName = "pulsar"
 
 // Config is the configuration in force, defaults applied.
 func (d *Driver) Config() Config { return d.cfg }

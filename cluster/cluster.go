@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Local is a test cluster ackcheck started on this machine: what `ackcheck
+// cluster <kind> up|down|status|start|stop` drives, what faults act on
+// (faults.Local wraps it), and what a run reaches it through.
+type Local interface {
+	Dir() string
+	// Nodes lists the node IDs as the broker numbers them.
+	Nodes() []int32
+	// Up starts every node that does not run (creating the cluster at the
+	// first call) and returns once every node answers.
+	Up(ctx context.Context) error
+	// Down stops exactly the processes Up started.
+	Down(ctx context.Context) error
+	StartNode(ctx context.Context, id int32) error
+	StopNode(ctx context.Context, id int32, grace time.Duration) error
+	// Grace is how long a clean stop waits before SIGKILL.
+	Grace() time.Duration
+	PID(id int32) (int, error)
+	Signal(id int32, sig syscall.Signal) (int, error)
+	DataDirInode(id int32) (uint64, error)
+	LoseUnsynced(ctx context.Context, id int32) (string, error)
+	CanLoseUnsynced(id int32) error
+	// Health reports each node: its process, its addresses, and whether
+	// it answers.
+	Health(ctx context.Context) []NodeStatus
+	// ClientFlags are the driver flags that reach this cluster, in the
+	// order a person would type them (--brokers 127.0.0.1:29091,...).
+	ClientFlags() []Flag
+}
+
+// Flag is a command-line flag and its value.
+type Flag struct{ Name, Value string }
+
+// NodeStatus is one node as Health sees it.
+type NodeStatus struct {
+	ID  int32 `json:"id"`
+	PID int   `json:"pid"`
+	// Endpoints are the node's addresses, named (client, controller,
+	// monitor, admin), in display order.
+	Endpoints []Endpoint `json:"endpoints"`
+	Healthy   bool       `json:"healthy"`
+	// Health says why the node is not healthy.
+	Health string `json:"health,omitempty"`
+	// LazyFS is set when the node's data dir is meant to be on lazyfs;
+	// LazyFSPID is its mount process, 0 when not mounted.
+	LazyFS    bool `json:"lazyfs,omitempty"`
+	LazyFSPID int  `json:"lazyfs_pid,omitempty"`
+}
+
+// Endpoint is one named address of a node.
+type Endpoint struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+}
+
+// FsyncSwitch is implemented by a local cluster whose servers have a
+// server-wide fsync-before-ack setting that a running server does not
+// change on reload: it is switched by a clean restart of every node.
+type FsyncSwitch interface {
+	// FsyncSetting names the setting as the broker does (sync_interval).
+	FsyncSetting() string
+	FsyncOn() bool
+	SetFsync(ctx context.Context, on bool) error
+	// FsyncValue is the setting's value for on or off (always, true).
+	FsyncValue(on bool) string
+	// FsyncFlags are the `cluster <kind> up` flags that set it by hand.
+	FsyncFlags(on bool) string
+}
+
+// Launcher is one broker's kind of local cluster.
+type Launcher interface {
+	// Kind is the broker's name, as cluster.json records it and --driver
+	// takes it.
+	Kind() string
+	// Doc is the cluster command's help: one line, and the rest.
+	Doc() (short, long string)
+	// NewFlags returns a fresh, unregistered set of the cluster command's
+	// own flags (ports, heap, lazyfs, fsync settings).
+	NewFlags() LaunchFlags
+}
+
+// LaunchFlags are a launcher's flags bound to one command.
+type LaunchFlags interface {
+	Register(fs *pflag.FlagSet)
+	// Open returns the cluster in dir (which may not exist yet) with the
+	// flags' options; one that exists keeps what it recorded.
+	Open(dir string) (Local, error)
+	// AfterUp applies the settings given on fs that an existing cluster
+	// changes by a restart (nats up --sync always).
+	AfterUp(ctx context.Context, fs *pflag.FlagSet, c Local, progress io.Writer) error
+}
+
+// Provider is implemented by a broker's profile (drivers.Profile) when the
+// broker has a local test cluster.
+type Provider interface {
+	Launcher() Launcher
+}
+
+// Kind reads which kind of local cluster a directory holds, "" when it
+// holds none.
+func Kind(dir string) string {
+	_, data, err := readClusterJSON(dir)
+	if err != nil || data == nil {
+		return ""
+	}
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	json.Unmarshal(data, &k)
+	if k.Kind == "" {
+		return legacyKind
+	}
+	return k.Kind
+}

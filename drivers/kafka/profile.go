@@ -1,0 +1,171 @@
+package kafka
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/spf13/pflag"
+)
+
+// Profile is Apache Kafka's, for Kafka and every Kafka-compatible broker.
+type Profile struct{}
+
+var (
+	_ drivers.Profile  = Profile{}
+	_ cluster.Provider = Profile{}
+)
+
+// Name implements drivers.Profile.
+func (Profile) Name() string { return driverName }
+
+// AddressFlag implements drivers.Profile.
+func (Profile) AddressFlag() string { return "brokers" }
+
+// Launcher implements cluster.Provider: a local KRaft cluster.
+func (Profile) Launcher() cluster.Launcher { return cluster.KafkaLauncher{} }
+
+// Expect implements drivers.Profile: what the leader kill does depends on
+// the producer's acks.
+func (Profile) Expect(s drivers.Scenario, d drivers.Driver) (string, string) {
+	acks := "all"
+	if kd, ok := d.(*Driver); ok {
+		acks = kd.Config().WithDefaults().Acks
+	}
+	variant := "acks=" + acks
+	switch s {
+	case drivers.LeaderKill:
+		if acks == "all" || acks == "-1" {
+			return variant, "a new leader is elected from the in-sync replicas within seconds; acks pause for the partitions the killed broker led and resume; the restarted broker rejoins as a follower; no acknowledged message is lost"
+		}
+		return variant, "a new leader is elected within seconds; with acks=" + acks + " the old leader may have acknowledged messages no follower had copied yet, and those can be lost"
+	}
+	return variant, ""
+}
+
+// Durability implements drivers.Profile: the default (the log is flushed
+// by the OS, not per message) against flush.messages=1 (every replica
+// fsyncs each append before it counts), both topic settings.
+func (Profile) Durability() (drivers.Durability, bool) {
+	return drivers.Durability{
+		Settings: []drivers.DurabilitySetting{
+			{Name: "default", Label: "Kafka default (flush.messages unset: no fsync per message)", ExpectLoss: true,
+				Why: "Kafka's documentation leaves durability to replication and the OS page cache by default; an ack does not wait for fsync, so when every replica loses power at once, acked messages not yet written back by the OS are lost"},
+			{Name: "flush1", Label: "flush.messages=1 (fsync every message)", TopicConfigs: map[string]string{"flush.messages": "1"},
+				ExpectLoss: false,
+				Why:        "with flush.messages=1 each replica fsyncs an append before it counts toward the high watermark, so an acks=all ack means fsynced on every in-sync replica, and a power loss loses nothing acked"},
+		},
+		Check: func(d drivers.Driver) error {
+			if kd, ok := d.(*Driver); ok {
+				if acks := kd.Config().WithDefaults().Acks; acks != "all" && acks != "-1" {
+					return fmt.Errorf("the audit compares fsync settings under acks=all; --acks %s would measure replication instead", acks)
+				}
+			}
+			return nil
+		},
+	}, true
+}
+
+// LongMax is Kafka's "never flush by count" value, the default of
+// flush.messages and log.flush.interval.messages.
+const LongMax = "9223372036854775807"
+
+// ConfigFsync implements drivers.Profile: the brokers' own
+// log.flush.interval.messages in server.properties.
+func (Profile) ConfigFsync() *drivers.ConfigEdit {
+	return &drivers.ConfigEdit{Setting: "log.flush.interval.messages", Edit: func(c string, on bool) (string, error) {
+		v := LongMax
+		if on {
+			v = "1"
+		}
+		return drivers.SetProperty(c, "log.flush.interval.messages", v), nil
+	}}
+}
+
+// NewFlags implements drivers.Profile.
+func (Profile) NewFlags() drivers.Flags { return &flags{} }
+
+// flags are the Kafka driver's flags, named as Kafka's users know them.
+type flags struct {
+	brokers         []string
+	acks            string
+	idempotent      bool
+	compression     string
+	linger          time.Duration
+	deliveryTimeout time.Duration
+	saslMechanism   string
+	saslUsername    string
+	saslPassword    string
+	tls             bool
+	tlsCA           string
+	tlsCert         string
+	tlsKey          string
+	tlsInsecure     bool
+}
+
+func (k *flags) Register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&k.brokers, "brokers", nil, "Kafka bootstrap brokers, host:port[,host:port...]")
+	fs.StringVar(&k.acks, "acks", "all", "producer acks: all, 1 or 0")
+	fs.BoolVar(&k.idempotent, "idempotent", false, "idempotent producer (default: on with --acks all, off otherwise)")
+	fs.StringVar(&k.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4, zstd")
+	fs.DurationVar(&k.linger, "linger", 5*time.Millisecond, "producer linger (linger.ms)")
+	fs.DurationVar(&k.deliveryTimeout, "delivery-timeout", 30*time.Second, "longest a record may take from send to outcome, retries included (delivery.timeout.ms); then its outcome is unknown")
+	fs.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	fs.StringVar(&k.saslUsername, "sasl-username", "", "SASL user name")
+	fs.StringVar(&k.saslPassword, "sasl-password", "", "SASL password (or set ACKCHECK_SASL_PASSWORD); never written to the run directory")
+	fs.BoolVar(&k.tls, "tls", false, "connect with TLS")
+	fs.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of CA certificates to trust")
+	fs.StringVar(&k.tlsCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
+	fs.StringVar(&k.tlsKey, "tls-key", "", "PEM client key (with --tls-cert)")
+	fs.BoolVar(&k.tlsInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
+}
+
+// Open implements drivers.Flags. A value given explicitly that the client
+// would replace or act on wrongly is refused before anything connects.
+func (k *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
+	given := fs.Changed
+	switch {
+	case given("delivery-timeout") && k.deliveryTimeout < time.Second:
+		return nil, nil, fmt.Errorf("--delivery-timeout %s: use at least 1s", k.deliveryTimeout)
+	case (given("sasl-username") || given("sasl-password")) && k.saslMechanism == "":
+		return nil, nil, fmt.Errorf("--sasl-username and --sasl-password need --sasl-mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); without it the client would connect unauthenticated")
+	}
+	var c Config
+	if len(saved) > 0 {
+		if err := json.Unmarshal(saved, &c); err != nil {
+			return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
+		}
+	}
+	set := func(name string, apply func()) {
+		if given(name) || (name == "brokers" && len(c.Brokers) == 0) {
+			apply()
+		}
+	}
+	set("brokers", func() { c.Brokers = k.brokers })
+	set("acks", func() { c.Acks = k.acks })
+	set("idempotent", func() { v := k.idempotent; c.Idempotent = &v })
+	set("compression", func() { c.Compression = k.compression })
+	set("linger", func() { c.Linger = k.linger })
+	set("delivery-timeout", func() { c.DeliveryTimeout = k.deliveryTimeout })
+	set("sasl-mechanism", func() { c.SASLMechanism = k.saslMechanism })
+	set("sasl-username", func() { c.SASLUsername = k.saslUsername })
+	set("tls", func() { c.TLS = k.tls })
+	set("tls-ca", func() { c.TLSCAFile = k.tlsCA })
+	set("tls-cert", func() { c.TLSCertFile = k.tlsCert })
+	set("tls-key", func() { c.TLSKeyFile = k.tlsKey })
+	set("tls-insecure-skip-verify", func() { c.TLSInsecureSkipVerify = k.tlsInsecure })
+	c.SASLPassword = k.saslPassword
+	if c.SASLPassword == "" {
+		c.SASLPassword = os.Getenv("ACKCHECK_SASL_PASSWORD")
+	}
+	d, err := New(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	public := d.Config()
+	public.SASLPassword = ""
+	return d, public, nil
+}

@@ -1,0 +1,106 @@
+package nats
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/spf13/pflag"
+)
+
+// Profile is NATS JetStream's.
+type Profile struct{}
+
+var (
+	_ drivers.Profile  = Profile{}
+	_ cluster.Provider = Profile{}
+)
+
+// Name implements drivers.Profile.
+func (Profile) Name() string { return driverName }
+
+// AddressFlag implements drivers.Profile.
+func (Profile) AddressFlag() string { return "servers" }
+
+// Launcher implements cluster.Provider: a local cluster of nats-servers.
+func (Profile) Launcher() cluster.Launcher { return cluster.NATSLauncher{} }
+
+// Expect implements drivers.Profile.
+func (Profile) Expect(s drivers.Scenario, _ drivers.Driver) (string, string) {
+	if s == drivers.LeaderKill {
+		return "", "a new stream leader is elected from the current replicas within seconds; acks pause for the streams the killed server led and resume; the restarted server catches up as a follower; no acknowledged message is lost"
+	}
+	return "", ""
+}
+
+// Durability implements drivers.Profile: the servers' default
+// sync_interval (the stores are fsynced every two minutes) against
+// sync_interval: always. It is the servers' own setting and a running
+// server does not change it on reload, so each setting runs on a cluster
+// switched to it.
+func (Profile) Durability() (drivers.Durability, bool) {
+	off, on := false, true
+	return drivers.Durability{Settings: []drivers.DurabilitySetting{
+		{Name: "default", Label: "NATS default (jetstream sync_interval: 2m)", ExpectLoss: true, ServerFsync: &off,
+			Why: "NATS documents that JetStream fsyncs its stores every sync_interval (2 minutes by default) and relies on replication meanwhile; an R3 ack means a majority stored the message, not that any fsynced it, so when every server loses power at once, what came since the last sync is lost"},
+		{Name: "always", Label: "jetstream sync_interval: always", ExpectLoss: false, ServerFsync: &on,
+			Why: "with sync_interval: always each server fsyncs every write before it counts, so an R3 ack means fsynced on a majority, and a power loss of every server loses nothing acked"},
+	}}, true
+}
+
+// ConfigFsync implements drivers.Profile: jetstream { sync_interval } in
+// each server's configuration file.
+func (Profile) ConfigFsync() *drivers.ConfigEdit {
+	return &drivers.ConfigEdit{Setting: "jetstream sync_interval", Edit: func(c string, on bool) (string, error) {
+		if on {
+			return SetSyncInterval(c, "always")
+		}
+		return SetSyncInterval(c, "2m")
+	}}
+}
+
+// NewFlags implements drivers.Profile.
+func (Profile) NewFlags() drivers.Flags { return &flags{} }
+
+// flags are the NATS JetStream driver's flags.
+type flags struct {
+	servers, monitorURLs []string
+	publishTimeout       time.Duration
+	ackTimeout           time.Duration
+	maxPending           int
+}
+
+func (n *flags) Register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&n.servers, "servers", nil, "NATS: the servers' client URLs, nats://host:4222[,...]; node N of faults is the N-th")
+	fs.StringSliceVar(&n.monitorURLs, "monitor-urls", nil, "NATS: the servers' monitoring URLs, http://host:8222[,...], in the order of --servers (sync_interval, versions, health)")
+	fs.DurationVar(&n.publishTimeout, "publish-timeout", 30*time.Second, "NATS: longest a message may take from its first send to its ack, retries with the same Nats-Msg-Id included; then its outcome is unknown")
+	fs.DurationVar(&n.ackTimeout, "ack-timeout", 5*time.Second, "NATS: longest one publish attempt waits for its ack before it is retried")
+	fs.IntVar(&n.maxPending, "max-pending", 10000, "NATS: unanswered publishes per producer; one past it is rejected")
+}
+
+// Open implements drivers.Flags.
+func (n *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
+	var c Config
+	if len(saved) > 0 {
+		if err := json.Unmarshal(saved, &c); err != nil {
+			return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
+		}
+	}
+	set := func(name string, apply func()) {
+		if fs.Changed(name) || (name == "servers" && len(c.Servers) == 0) || (name == "monitor-urls" && len(c.MonitorURLs) == 0) {
+			apply()
+		}
+	}
+	set("servers", func() { c.Servers = n.servers })
+	set("monitor-urls", func() { c.MonitorURLs = n.monitorURLs })
+	set("publish-timeout", func() { c.PublishTimeout = n.publishTimeout })
+	set("ack-timeout", func() { c.AckTimeout = n.ackTimeout })
+	set("max-pending", func() { c.MaxPending = n.maxPending })
+	d, err := New(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, d.Config(), nil
+}

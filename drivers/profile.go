@@ -1,0 +1,94 @@
+package drivers
+
+import (
+	"encoding/json"
+
+	"github.com/spf13/pflag"
+)
+
+// Profile is everything ackcheck knows about one kind of broker beyond the
+// Driver seam: the flags its users know it by, how a saved run reopens
+// it, what the built-in scenarios expect of it, which durability settings
+// an fsync audit compares, and how its servers' configuration files switch
+// fsync. Each broker package declares one; the command line keeps the one
+// list of them, and no other package names a broker.
+//
+// A broker with a local test cluster also implements cluster.Provider
+// (declared there, so that this seam does not depend on launchers).
+type Profile interface {
+	// Name is the value of --driver and of a cluster file's broker key.
+	Name() string
+	// NewFlags returns a fresh, unregistered set of the broker's own flags.
+	// Every command that connects a driver registers one.
+	NewFlags() Flags
+	// AddressFlag is the flag that takes the cluster's client addresses
+	// (a cluster file's brokers list fills it).
+	AddressFlag() string
+	// Expect is what the broker's documentation says a built-in scenario
+	// does to it, under the settings of d: a variant that names those
+	// settings in the scenario's name ("acks=all", or ""), and the
+	// expectation quoted in reports.
+	Expect(s Scenario, d Driver) (variant, expect string)
+	// Durability is what the fsync audit compares on this broker; ok is
+	// false when it has no audit.
+	Durability() (d Durability, ok bool)
+	// ConfigFsync is the edit of a server's configuration file that turns
+	// fsync-before-ack on or off (fsync-on brokers); nil when the broker
+	// has none.
+	ConfigFsync() *ConfigEdit
+}
+
+// Flags are one broker's command-line flags, bound to one command.
+type Flags interface {
+	// Register adds the flags to fs.
+	Register(fs *pflag.FlagSet)
+	// Open validates the flags and connects a driver. saved is the driver
+	// part of an earlier run.json (nil for a new run); every flag the user
+	// changed on fs goes on top of it. It returns the driver and its
+	// settings as run.json keeps them, secrets removed.
+	Open(fs *pflag.FlagSet, saved json.RawMessage) (Driver, any, error)
+}
+
+// Scenario names a built-in scenario for Profile.Expect.
+type Scenario string
+
+const (
+	// LeaderKill: SIGKILL of the node that leads the most partitions,
+	// restarted later on its data.
+	LeaderKill Scenario = "leader-kill"
+)
+
+// Durability is a broker's answers to "when does an ack wait for fsync?",
+// as the fsync audit runs them.
+type Durability struct {
+	Settings []DurabilitySetting
+	// Check refuses a driver whose settings would make the audit measure
+	// something else (Kafka's acks=1 measures replication); nil accepts
+	// every driver.
+	Check func(Driver) error
+}
+
+// DurabilitySetting is one durability setting under audit.
+type DurabilitySetting struct {
+	Name  string `json:"name"`  // short, used in paths and topic names
+	Label string `json:"label"` // for people
+	// TopicConfigs are applied to the setting's topic at creation.
+	TopicConfigs map[string]string `json:"topic_configs,omitempty"`
+	// ServerFsync, when set, is the servers' own fsync switch this setting
+	// needs (NATS sync_interval: always, Pulsar journalSyncData): the audit
+	// switches a local cluster to it before the setting's run.
+	ServerFsync *bool `json:"server_fsync,omitempty"`
+	// ExpectLoss is the documented expectation: acks do not wait for
+	// fsync, so a power loss of every replica can lose acked messages.
+	ExpectLoss bool   `json:"expect_loss"`
+	Why        string `json:"why"`
+}
+
+// ConfigEdit switches fsync-before-ack in a server's configuration file.
+type ConfigEdit struct {
+	// Setting names what the edit changes, for reports.
+	Setting string
+	// Edit returns content with the setting on or off; other lines stay
+	// as they are.
+	Edit func(content string, on bool) (string, error)
+}
