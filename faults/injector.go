@@ -276,7 +276,7 @@ func (in *Injector) takeDown(ctx context.Context, a Action, node int32, rec *Rec
 func (in *Injector) powerLoss(ctx context.Context, ids []int32, rec *Record) error {
 	pl, ok := in.Nodes.(PowerLosser)
 	if !ok {
-		return fmt.Errorf("power-loss needs data dirs that can lose unsynced writes: start the local cluster with `ackcheck cluster kafka up --lazyfs`, or give each node a lose_command in the cluster file (%s)", in.Nodes.Where())
+		return fmt.Errorf("power-loss needs data dirs that can lose unsynced writes: start the local cluster with --lazyfs, or give each node a lose_command in the cluster file (%s)", in.Nodes.Where())
 	}
 	rec.Nodes, rec.PIDs, rec.Restarted, rec.Lost = ids, map[int32]int{}, map[int32]int{}, map[int32]string{}
 	journal := map[int32]int{}

@@ -29,13 +29,14 @@ const (
 	PowerLoss Action = "power-loss"
 )
 
-// expectations are quoted next to each fault in reports.
+// expectations are quoted next to each fault in reports, where the
+// broker's profile has none of its own (drivers.Profile.Expect).
 var expectations = map[Action]string{
-	Kill:      "the node dies at once; partitions it led elect new leaders from their in-sync replicas; no acked message is lost with acks=all",
+	Kill:      "the node dies at once; partitions it led elect new leaders from their in-sync replicas; no acked message is lost when an ack waits for the in-sync replicas",
 	Stop:      "the node shuts down cleanly and hands its leaderships over; no acked message is lost",
-	Restart:   "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR",
-	Pause:     "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led",
-	Resume:    "the node answers again, catches up and rejoins the ISR",
+	Restart:   "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the in-sync set",
+	Pause:     "the node stops answering without dying; once the cluster declares it gone, leaders move; acks stall meanwhile for partitions it led",
+	Resume:    "the node answers again, catches up and rejoins the in-sync set",
 	FsyncOn:   "from now on a write is fsynced on each replica before it counts toward an ack: acks get slower, and a power loss loses nothing acked",
 	FsyncOff:  "from now on acks come from memory (page cache): faster, and a power loss of the replicas can lose acked writes",
 	PowerLoss: "the node dies and its disk keeps only what was fsynced; it starts again on that. Acks that meant fsynced on enough replicas survive; acks from memory on every replica that lost power do not",

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/report"
@@ -25,19 +25,10 @@ func settingsRows(s Settings, run ledger.RunInfo) [][2]string {
 		{"max in flight", fmt.Sprint(s.MaxInFlight)},
 	}
 	rows = append(rows, s.DriverRows...)
-	var ds map[string]any
-	if len(s.DriverRows) == 0 && json.Unmarshal(s.DriverSettings, &ds) == nil {
-		// A run.json from before drivers listed their own rows.
-		for _, k := range []string{"Brokers", "Acks", "Idempotent", "Compression", "SASLMechanism", "TLS"} {
-			if v, ok := ds[k]; ok && v != nil && v != "" && v != false {
-				rows = append(rows, [2]string{strings.ToLower(k), fmt.Sprint(v)})
-			}
-		}
-		for _, k := range []string{"Linger", "DeliveryTimeout"} {
-			if v, ok := ds[k].(float64); ok && v > 0 {
-				rows = append(rows, [2]string{strings.ToLower(k), time.Duration(v).String()})
-			}
-		}
+	if len(s.DriverRows) == 0 {
+		// A run.json from before drivers listed their own rows: its
+		// settings as they were saved.
+		rows = append(rows, savedRows(s.DriverSettings)...)
 	}
 	if len(run.BrokerVersions) > 0 {
 		var ids []int
@@ -90,4 +81,38 @@ func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.R
 		return nil, err
 	}
 	return res, writeOutputs(out, res, run)
+}
+
+// savedRows lists a driver's saved settings as they are, key by key, in
+// key order; set values only, numbers without exponents.
+func savedRows(saved json.RawMessage) [][2]string {
+	var ds map[string]any
+	if json.Unmarshal(saved, &ds) != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(ds))
+	for k := range ds {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var rows [][2]string
+	for _, k := range keys {
+		switch v := ds[k].(type) {
+		case nil, bool:
+			if v == true {
+				rows = append(rows, [2]string{k, "on"})
+			}
+		case string:
+			if v != "" {
+				rows = append(rows, [2]string{k, v})
+			}
+		case float64:
+			rows = append(rows, [2]string{k, strconv.FormatFloat(v, 'f', -1, 64)})
+		default:
+			if b, err := json.Marshal(v); err == nil {
+				rows = append(rows, [2]string{k, string(b)})
+			}
+		}
+	}
+	return rows
 }

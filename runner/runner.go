@@ -89,6 +89,9 @@ type FaultPlan struct {
 	// RecoveryTimeout bounds how long after the load the run keeps
 	// measuring recovery (node ready, replicas in sync). Default 120s.
 	RecoveryTimeout time.Duration
+	// Expect is the broker profile's expectation of an action, quoted in
+	// reports; nil or "" uses the generic one.
+	Expect func(faults.Action) string
 	// ConfigFsync is the broker profile's edit of a server configuration
 	// file that switches fsync (fsync-on/off brokers); nil: none.
 	ConfigFsync *drivers.ConfigEdit
@@ -331,7 +334,7 @@ func startFaults(ctx context.Context, cfg Config, topic string, l *ledger.Ledger
 		return nil, nil, err
 	}
 	inj := &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: topic, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf,
-		Journal: j, ConfigFsync: cfg.Faults.ConfigFsync}
+		Journal: j, ConfigFsync: cfg.Faults.ConfigFsync, Expect: cfg.Faults.Expect}
 	run.Notes = append(run.Notes, cfg.Faults.Notes...)
 	if f := cfg.Faults.Fsync; f != nil {
 		a := faults.FsyncOff

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -25,15 +25,13 @@ func newFsyncAuditCmd() *cobra.Command {
 		Short: "Run the same load under each fsync setting with a power loss of every node; compare loss and latency",
 		Long: `fsync-audit answers "does an ack mean fsynced on the replicas, or held in
 memory?" by measurement. The same load runs once per setting, each on a
-topic of its own: for Kafka its default (no fsync per message) and
-flush.messages=1; for NATS JetStream (--driver nats) the servers' default
-sync_interval (2m) and sync_interval: always; for Pulsar (--driver
-pulsar) the bookie's journalSyncData=false and true. NATS and Pulsar
-settings are switched on the local cluster by a clean restart between the
-runs, and the setting found is put back at the end. At --loss-at every node loses power at once: ackcheck lazyfs drops
-every write the node had not fsynced and the broker is SIGKILLed at that
-instant, then restarted on what its disk kept. Every acked message is read
-back.
+topic of its own. The settings of each driver:
+` + auditSettingsDoc() + `
+A setting that is the servers' own is switched on the local cluster by a
+clean restart between the runs, and the value found is put back at the end.
+At --loss-at every node loses power at once: ackcheck lazyfs drops every
+write the node had not fsynced and the broker is SIGKILLed at that instant,
+then restarted on what its disk kept. Every acked message is read back.
 
 It writes <out>/<setting>/ (a full run each: result.json, report.html),
 <out>/audit.md and <out>/audit.json: acked messages lost, the longest time
@@ -41,8 +39,9 @@ without acks, publish and end-to-end latency before the loss and over the
 whole run, and for each setting what an ack meant (read from the cluster)
 and whether the measurement agrees with the documentation.
 
-The cluster's data dirs must be on lazyfs: ackcheck cluster kafka up --lazyfs
-(or cluster nats|pulsar up --lazyfs --lazyfs-entries journal).
+The cluster's data dirs must be on lazyfs: ackcheck cluster <broker> up
+--lazyfs (--lazyfs-entries journal for brokers that rely on a journaling
+filesystem's directory entries, as NATS and Pulsar do).
 Exit status 1 only when a setting whose acks mean fsynced lost an acked
 message; the default setting losing messages is the expected finding.`,
 		Example: `  ackcheck cluster kafka up --dir /tmp/kl --lazyfs --base-port 29291
@@ -52,7 +51,7 @@ message; the default setting losing messages is the expected finding.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if rf.clusterDir == "" && rf.clusterFile == "" {
-				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose power is cut (`ackcheck cluster kafka up --lazyfs --dir D`)")
+				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose power is cut (`ackcheck cluster <broker> up --lazyfs --dir D`)")
 			}
 			if !cmd.Flags().Changed("loss-at") {
 				lossAt = rf.lc.Duration / 3
@@ -60,40 +59,12 @@ message; the default setting losing messages is the expected finding.`,
 			if !cmd.Flags().Changed("topic") {
 				rf.topic.Name = "fsync-audit-" + time.Now().UTC().Format("20060102t150405")
 			}
-			audit := scenarios.FsyncAudit{Topic: rf.topic.Name, LossAt: lossAt, Settings: scenarios.KafkaFsyncSettings()}
-			var restore func()
-			switch strings.ToLower(rf.driverName) {
-			case "kafka":
-				if rf.kf.acks != "all" && rf.kf.acks != "-1" {
-					return fmt.Errorf("the audit compares fsync settings under acks=all; --acks %s would measure replication instead", rf.kf.acks)
-				}
-			case "nats", "pulsar":
-				// Their fsync setting is the servers' own: the audit
-				// switches the local cluster between settings, and puts
-				// back the one it found when it ends, however it ends.
-				sw, err := openSwitch(strings.ToLower(rf.driverName), rf.clusterDir)
-				if err != nil {
-					return err
-				}
-				audit.Settings, audit.Broker = sw.settings(sw.set), strings.ToLower(rf.driverName)
-				was := sw.get()
-				restore = func() {
-					if sw.get() == was {
-						return
-					}
-					fmt.Fprintf(cmd.OutOrStdout(), "putting %s back to %s (a clean restart) ...\n", sw.name, sw.value(was))
-					if err := sw.set(context.WithoutCancel(cmd.Context()), was); err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "could not put %s back: %v; run `%s`\n", sw.name, err, sw.fix(was))
-					}
-				}
-			default:
-				return fmt.Errorf("--driver %s: the audit knows the fsync settings of kafka (flush.messages), nats (sync_interval) and pulsar (journalSyncData)", rf.driverName)
-			}
-			if err := audit.Validate(rf.lc.Duration); err != nil {
-				return err
-			}
 			if _, err := os.Stat(rf.out); err == nil {
 				return fmt.Errorf("--out %s exists: choose a new directory", rf.out)
+			}
+			audit := scenarios.FsyncAudit{Topic: rf.topic.Name, LossAt: lossAt}
+			if lossAt <= 0 || lossAt >= rf.lc.Duration {
+				return audit.Validate(rf.lc.Duration)
 			}
 			cfg, d, err := rf.config(cmd, audit.Steps())
 			if err != nil {
@@ -101,9 +72,11 @@ message; the default setting losing messages is the expected finding.`,
 			}
 			defer d.Close()
 			defer rf.nodesClose()
-			if restore != nil {
-				defer restore()
+			restore, err := prepareAudit(cmd, &rf, d, &audit)
+			if err != nil {
+				return err
 			}
+			defer restore()
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "scenario %s: power loss of every node at %s\n", audit.Name(), lossAt)
 			res, err := audit.Run(cmd.Context(), cfg, func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) })
@@ -129,41 +102,62 @@ message; the default setting losing messages is the expected finding.`,
 	return cmd
 }
 
-// settingSwitch is a server-wide fsync setting of a local cluster that
-// the audit switches by restarting it.
-type settingSwitch struct {
-	name     string // as the broker names it
-	get      func() bool
-	set      func(context.Context, bool) error
-	value    func(bool) string                                                // the setting's value for on/off
-	fix      func(bool) string                                                // the command that puts it back by hand
-	settings func(func(context.Context, bool) error) []scenarios.AuditSetting // the audit's settings, switched by set
-}
-
-// openSwitch opens the local cluster in dir, which must be of kind.
-func openSwitch(kind, dir string) (*settingSwitch, error) {
-	if dir == "" || cluster.Kind(dir) != kind {
-		return nil, fmt.Errorf("the %s audit switches the servers' own fsync setting, which needs a local cluster: --cluster-dir of `ackcheck cluster %s up --lazyfs --lazyfs-entries journal --dir D`", kind, kind)
+// prepareAudit fills the audit's settings from the driver's profile. A
+// setting that is the servers' own (NATS sync_interval, Pulsar
+// journalSyncData) is switched on the local cluster by a clean restart
+// before its run; restore puts back the value found, however the audit
+// ends.
+func prepareAudit(cmd *cobra.Command, rf *runFlags, d drivers.Driver, audit *scenarios.FsyncAudit) (restore func(), err error) {
+	p := rf.profile
+	dur, ok := p.Durability()
+	if !ok {
+		return nil, fmt.Errorf("--driver %s: ackcheck knows no fsync settings to audit for it", p.Name())
 	}
-	if kind == "nats" {
-		n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: dir})
-		if err != nil {
+	if dur.Check != nil {
+		if err := dur.Check(d); err != nil {
 			return nil, err
 		}
-		value := func(on bool) string { return map[bool]string{true: "always", false: "default"}[on] }
-		return &settingSwitch{name: "sync_interval", get: n.SyncAlways, set: n.SetSyncAlways, value: value,
-			fix: func(on bool) string {
-				return fmt.Sprintf("ackcheck cluster nats up --dir %s --sync %s", dir, value(on))
-			},
-			settings: scenarios.NATSFsyncSettings}, nil
 	}
-	p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: dir})
-	if err != nil {
-		return nil, err
+	audit.Broker = p.Name()
+	if !scenarios.NeedsServerFsync(dur) {
+		audit.Settings = scenarios.AuditSettings(dur, nil)
+		return func() {}, audit.Validate(rf.lc.Duration)
 	}
-	return &settingSwitch{name: "journalSyncData", get: p.JournalSyncData, set: p.SetJournalSyncData, value: strconv.FormatBool,
-		fix: func(on bool) string {
-			return fmt.Sprintf("ackcheck cluster pulsar up --dir %s --journal-sync-data=%v", dir, on)
-		},
-		settings: scenarios.PulsarFsyncSettings}, nil
+	var sw cluster.FsyncSwitch
+	if rf.opened != nil && rf.opened.local != nil {
+		sw, _ = rf.opened.local.(cluster.FsyncSwitch)
+	}
+	if sw == nil {
+		return nil, fmt.Errorf("the %s audit switches the servers' own fsync setting, which needs a local cluster: --cluster-dir of `ackcheck cluster %s up --lazyfs --lazyfs-entries journal --dir D`", p.Name(), p.Name())
+	}
+	audit.Settings = scenarios.AuditSettings(dur, sw.SetFsync)
+	was := sw.FsyncOn()
+	restore = func() {
+		if sw.FsyncOn() == was {
+			return
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "putting %s back to %s (a clean restart) ...\n", sw.FsyncSetting(), sw.FsyncValue(was))
+		if err := sw.SetFsync(context.WithoutCancel(cmd.Context()), was); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "could not put %s back: %v; run `ackcheck cluster %s up --dir %s %s`\n",
+				sw.FsyncSetting(), err, p.Name(), rf.opened.local.Dir(), sw.FsyncFlags(was))
+		}
+	}
+	return restore, audit.Validate(rf.lc.Duration)
+}
+
+// auditSettingsDoc lists, per driver, the settings the audit compares.
+func auditSettingsDoc() string {
+	var b strings.Builder
+	for _, p := range profiles() {
+		d, ok := p.Durability()
+		if !ok {
+			continue
+		}
+		var labels []string
+		for _, s := range d.Settings {
+			labels = append(labels, s.Label)
+		}
+		fmt.Fprintf(&b, "  --driver %s: %s\n", p.Name(), strings.Join(labels, "; "))
+	}
+	return b.String()
 }

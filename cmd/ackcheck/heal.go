@@ -51,7 +51,7 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 			inj := &faults.Injector{Topic: s.Topic.Name, Journal: j, Logf: func(f string, a ...any) { fmt.Fprintf(cmd.OutOrStdout(), f+"\n", a...) }}
 			if opened != nil {
 				defer opened.close()
-				inj.Nodes, inj.Broker = opened.nodes, opened.broker
+				inj.Nodes = opened.nodes
 			}
 			d, _, err := newDriver(s.Driver, cmd.Flags(), &kf, s.DriverSettings)
 			if err != nil {
@@ -59,6 +59,9 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 			}
 			defer d.Close()
 			inj.Driver = d
+			if p, err := profileNamed(s.Driver); err == nil {
+				inj.ConfigFsync = p.ConfigFsync()
+			}
 			healed, err := inj.Heal(cmd.Context())
 			for _, h := range healed {
 				fmt.Fprintf(cmd.OutOrStdout(), "healed: %s\n", h)

@@ -33,7 +33,7 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if rf.clusterDir == "" && rf.clusterFile == "" {
-				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose leader is killed (`ackcheck cluster kafka up --dir D`)")
+				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose leader is killed (`ackcheck cluster <broker> up --dir D`)")
 			}
 			if !cmd.Flags().Changed("kill-at") {
 				killAt = rf.lc.Duration / 3
@@ -48,7 +48,8 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
 			}
 			defer d.Close()
 			defer rf.nodesClose()
-			fmt.Fprintf(cmd.OutOrStdout(), "scenario %s: %s\n", sc.Name(d.Name(), rf.kf.acks), sc.Expect(d.Name(), rf.kf.acks))
+			name, expect := sc.Describe(rf.profile, d)
+			fmt.Fprintf(cmd.OutOrStdout(), "scenario %s: %s\n", name, expect)
 			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err

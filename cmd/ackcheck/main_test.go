@@ -59,6 +59,14 @@ func TestExitCodes(t *testing.T) {
 	c := kfakeCluster(t)
 	brokers := strings.Join(c.ListenAddrs(), ",")
 	dir := t.TempDir()
+	natsDir, oddDir := filepath.Join(dir, "natscluster"), filepath.Join(dir, "oddcluster")
+	for d, kind := range map[string]string{natsDir: "nats", oddDir: "rabbit"} {
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "cluster.json"), []byte(`{"kind": "`+kind+`", "nodes": 3, "base_port": 1}`), 0o644)
+	}
+	oddFile, fileDir := filepath.Join(dir, "odd.yaml"), filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(oddFile, []byte("broker: rabbit\nnodes:\n  - {id: 1, pid_file: /nonexistent, start: 'true'}\n"), 0o644)
+	os.WriteFile(fileDir, []byte("broker: kafka\nbrokers: ["+brokers+"]\nnodes:\n  - {id: 1, pid_file: /nonexistent, start: 'true'}\n"), 0o644)
 	ctx := context.Background()
 	tests := []struct {
 		name     string
@@ -81,6 +89,14 @@ func TestExitCodes(t *testing.T) {
 		// A flag of another driver is an error that names it (issue 13).
 		{"nats flag with kafka", []string{"run", "--brokers", brokers, "--out", dir + "/r8", "--servers", "nats://127.0.0.1:1"}, exitError, "--servers is a flag of the nats driver, and this run uses --driver kafka", ""},
 		{"kafka flag with pulsar", []string{"run", "--driver", "pulsar", "--service-url", "pulsar://127.0.0.1:1", "--out", dir + "/r9", "--acks", "1"}, exitError, "--acks is a flag of the kafka driver", ""},
+		// The cluster's broker is the driver (issue 13): given another,
+		// refused, naming both; unknown cluster kinds and cluster-file
+		// brokers are refused with the list of drivers.
+		{"driver against the cluster's", []string{"run", "--driver", "kafka", "--cluster-dir", natsDir, "--out", dir + "/r10", "--fault", "at=1s kill node:1", "--duration", "2s"}, exitError, "--driver kafka, but the cluster faults act on runs nats", ""},
+		{"cluster of an unknown kind", []string{"run", "--cluster-dir", oddDir, "--out", dir + "/r11", "--duration", "2s"}, exitError, `holds a "rabbit" cluster`, ""},
+		{"cluster file of an unknown broker", []string{"run", "--cluster-file", oddFile, "--out", dir + "/r12", "--duration", "2s"}, exitError, "use one of kafka, pulsar, nats", ""},
+		{"fault on a node that is not there", []string{"run", "--cluster-file", fileDir, "--out", dir + "/r13", "--fault", "at=1s kill node:7", "--duration", "2s"}, exitError, "node 7 is not one of the nodes", ""},
+		{"topic fsync on a driver without it", []string{"run", "--driver", "pulsar", "--service-url", "pulsar://127.0.0.1:1", "--admin-url", "http://127.0.0.1:1", "--out", dir + "/r14", "--fault", "at=1s fsync-on topic:t", "--duration", "2s"}, exitError, "the pulsar driver cannot change topic settings", ""},
 		// Refused before any topic or file exists (issue 12, item 6).
 		{"rate NaN", []string{"run", "--brokers", brokers, "--out", dir + "/r1", "--topic", "nan", "--rate", "NaN"}, exitError, "--rate NaN: must be a number above 0", ""},
 		{"empty topic", []string{"run", "--brokers", brokers, "--out", dir + "/r2", "--topic", ""}, exitError, "--topic is empty", ""},
@@ -111,7 +127,7 @@ func TestExitCodes(t *testing.T) {
 	if _, err := os.Stat(dir + "/d"); !os.IsNotExist(err) {
 		t.Errorf("a run that could not reach its brokers left %s/d behind", dir)
 	}
-	for _, r := range []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"} {
+	for _, r := range []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14"} {
 		if _, err := os.Stat(dir + "/" + r); !os.IsNotExist(err) {
 			t.Errorf("a refused run left %s/%s behind", dir, r)
 		}

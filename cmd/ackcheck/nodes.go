@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/faults"
@@ -12,50 +13,45 @@ import (
 // openedNodes is a cluster faults can act on, and what a run must know
 // about it.
 type openedNodes struct {
-	nodes   faults.Nodes
-	brokers []string // client addresses, if the source knows them
-	// serviceURL and adminURL reach a local Pulsar standalone.
-	serviceURL, adminURL, bookieURL string
-	// natsServers and natsMonitors reach a local NATS cluster.
-	natsServers, natsMonitors []string
-	broker                    string // broker kind
-	notes                     []string
-	close                     func()
+	nodes faults.Nodes
+	// local is the local cluster of --cluster-dir, nil for a cluster file.
+	local cluster.Local
+	// broker is the driver the cluster runs; "" when a cluster file does
+	// not say.
+	broker string
+	// addresses are a cluster file's client addresses (its brokers list).
+	addresses []string
+	notes     []string
+	close     func()
+}
+
+// clientFlags are the driver flags that reach the cluster, for the driver
+// of profile p.
+func (o *openedNodes) clientFlags(addressFlag string) []cluster.Flag {
+	if o.local != nil {
+		return o.local.ClientFlags()
+	}
+	if len(o.addresses) > 0 {
+		return []cluster.Flag{{Name: addressFlag, Value: strings.Join(o.addresses, ",")}}
+	}
+	return nil
 }
 
 // openNodes reaches the cluster a FaultSource names: a local cluster
 // directory, or a cluster file (commands run locally or over SSH).
-// Connecting applies nothing.
+// Connecting applies nothing. Neither given: nil.
 func openNodes(ctx context.Context, src runner.FaultSource, acceptUnknown bool) (*openedNodes, error) {
 	switch {
 	case src.ClusterDir != "" && src.ClusterFile != "":
 		return nil, fmt.Errorf("give --cluster-dir or --cluster-file, not both")
 	case src.ClusterDir != "":
-		switch cluster.Kind(src.ClusterDir) {
-		case "":
-			return nil, fmt.Errorf("--cluster-dir %s holds no cluster: start one with `ackcheck cluster kafka up --dir %s` (or cluster pulsar|nats up)", src.ClusterDir, src.ClusterDir)
-		case "pulsar":
-			p, err := cluster.OpenPulsar(cluster.PulsarOptions{Dir: src.ClusterDir})
-			if err != nil {
-				return nil, err
-			}
-			return &openedNodes{nodes: faults.Local{Cluster: p}, serviceURL: p.ServiceURL(), adminURL: p.AdminURL(), bookieURL: p.BookieHTTPURL(),
-				broker: "pulsar", close: func() {}}, nil
-		case "nats":
-			n, err := cluster.OpenNATS(cluster.NATSOptions{Dir: src.ClusterDir})
-			if err != nil {
-				return nil, err
-			}
-			return &openedNodes{nodes: faults.Local{Cluster: n}, natsServers: n.Servers(), natsMonitors: n.MonitorURLs(),
-				broker: "nats", close: func() {}}, nil
-		}
-		k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: src.ClusterDir})
+		c, kind, err := openLocal(src.ClusterDir)
 		if err != nil {
 			return nil, err
 		}
-		return &openedNodes{nodes: faults.Local{Cluster: k}, brokers: k.Brokers(), broker: "kafka", close: func() {}}, nil
+		return &openedNodes{nodes: faults.Local{Cluster: c}, local: c, broker: kind, close: func() {}}, nil
 	case src.ClusterFile != "":
-		cf, err := faults.LoadClusterFile(src.ClusterFile)
+		cf, err := faults.LoadClusterFile(src.ClusterFile, profileNames())
 		if err != nil {
 			return nil, err
 		}
@@ -63,18 +59,32 @@ func openNodes(ctx context.Context, src runner.FaultSource, acceptUnknown bool) 
 		if err != nil {
 			return nil, err
 		}
-		o := &openedNodes{nodes: s, brokers: cf.Brokers, broker: cf.Broker, close: func() { s.Close() }}
-		if o.broker == "" {
-			o.broker = "kafka"
-		}
-		if o.broker == "nats" {
-			// A NATS cluster file's brokers are its servers' client URLs.
-			o.brokers, o.natsServers = nil, cf.Brokers
-		}
+		o := &openedNodes{nodes: s, broker: cf.Broker, addresses: cf.Brokers, close: func() { s.Close() }}
 		for _, a := range accepted {
 			o.notes = append(o.notes, "SSH host key of "+a+" was accepted without being in known_hosts (--accept-unknown-host-keys)")
 		}
 		return o, nil
 	}
 	return nil, nil
+}
+
+// openLocal opens the local cluster in dir, of whichever broker it holds.
+func openLocal(dir string) (cluster.Local, string, error) {
+	kind := cluster.Kind(dir)
+	for _, p := range profiles() {
+		if l, ok := launcherOf(p); ok && l.Kind() == kind {
+			c, err := l.NewFlags().Open(dir)
+			return c, p.Name(), err
+		}
+	}
+	var ups []string
+	for _, p := range profiles() {
+		if _, ok := launcherOf(p); ok {
+			ups = append(ups, p.Name())
+		}
+	}
+	if kind == "" {
+		return nil, "", fmt.Errorf("--cluster-dir %s holds no cluster: start one with `ackcheck cluster %s up --dir %s`", dir, strings.Join(ups, "|"), dir)
+	}
+	return nil, "", fmt.Errorf("--cluster-dir %s holds a %q cluster, which this ackcheck does not know (it knows %s)", dir, kind, strings.Join(ups, ", "))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -57,12 +59,17 @@ type runFlags struct {
 	acceptUnknown bool
 	fsync         string
 	recovery      time.Duration
-	nodesClose    func()
+
+	// Set by config: the cluster faults act on (nil: none), the driver's
+	// profile, and what closes the cluster's connections.
+	opened     *openedNodes
+	profile    drivers.Profile
+	nodesClose func()
 }
 
 func (r *runFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&r.driverName, "driver", "kafka", "broker driver: kafka, pulsar or nats")
+	f.StringVar(&r.driverName, "driver", profileNames()[0], "broker driver: "+strings.Join(profileNames(), ", ")+" (default: the broker of --cluster-dir or --cluster-file, else "+profileNames()[0]+")")
 	r.kf.register(f)
 	r.cf.register(cmd)
 	f.StringVar(&r.topic.Name, "topic", "ackcheck", "topic to write; created if missing, used as it is if it exists")
@@ -79,7 +86,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&r.noVerify, "no-verify", false, "stop after the load; verify later with: ackcheck verify --out DIR")
 	f.BoolVar(&r.noLiveRead, "no-e2e", false, "do not run the consumer that measures end-to-end latency during the load")
 	f.DurationVar(&r.progress, "progress-interval", 0, "progress line interval (default 1s on a terminal, 10s otherwise)")
-	f.StringVar(&r.clusterDir, "cluster-dir", "", "directory of a local cluster (made by: ackcheck cluster kafka|pulsar|nats up) whose processes faults act on")
+	f.StringVar(&r.clusterDir, "cluster-dir", "", "directory of a local cluster (made by: ackcheck cluster "+strings.Join(profileNames(), "|")+" up) whose processes faults act on; its broker is the default --driver")
 	f.StringVar(&r.clusterFile, "cluster-file", "", "YAML file describing the nodes faults act on, locally or over SSH (see README)")
 	f.BoolVar(&r.acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones); the report states it")
 	f.StringVar(&r.fsync, "fsync", "", "on or off: switch the topic's fsync-before-ack for the run (Kafka flush.messages), put back afterwards")
@@ -125,49 +132,38 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	if err != nil {
 		return runner.Config{}, nil, err
 	}
+	r.opened = opened
 	r.nodesClose = func() {}
 	if opened != nil {
 		r.nodesClose = opened.close
-		src.Broker = opened.broker
-		if !cmd.Flags().Changed("brokers") && len(opened.brokers) > 0 {
-			r.kf.brokers = opened.brokers
-		}
-		if !cmd.Flags().Changed("service-url") && opened.serviceURL != "" {
-			r.kf.pulsar.serviceURL, r.kf.pulsar.adminURL = opened.serviceURL, opened.adminURL
-		}
-		if !cmd.Flags().Changed("bookie-http-url") && opened.bookieURL != "" {
-			r.kf.pulsar.bookieHTTPURL = opened.bookieURL
-		}
-		if !cmd.Flags().Changed("servers") && len(opened.natsServers) > 0 {
-			r.kf.nats.servers = opened.natsServers
-		}
-		if !cmd.Flags().Changed("monitor-urls") && len(opened.natsMonitors) > 0 {
-			r.kf.nats.monitorURLs = opened.natsMonitors
-		}
 	}
-	needsNodes := false
-	for _, st := range steps {
-		needsNodes = needsNodes || st.Target.Kind != faults.Topic
-	}
-	if needsNodes && opened == nil {
-		return runner.Config{}, nil, fmt.Errorf("faults need the cluster they act on: pass --cluster-dir of a local cluster (`ackcheck cluster kafka up --dir D`) or --cluster-file")
-	}
-	if needsNodes {
-		if err := faults.Preflight(cmd.Context(), opened.nodes, steps); err != nil {
-			r.nodesClose()
-			return runner.Config{}, nil, err
-		}
-	}
-	if len(steps) > 0 || fsync != nil {
-		plan = &runner.FaultPlan{Steps: steps, RecoveryTimeout: r.recovery, Fsync: fsync, Source: src}
-		if opened != nil {
-			plan.Nodes, plan.Broker, plan.Notes = opened.nodes, opened.broker, opened.notes
-		}
-	}
-	d, public, err := newDriver(r.driverName, cmd.Flags(), &r.kf, nil)
+	d, public, err := r.openDriver(cmd)
 	if err != nil {
 		r.nodesClose()
 		return runner.Config{}, nil, err
+	}
+	src.Broker = r.profile.Name()
+	env := faults.Env{Driver: d, ConfigFsync: r.profile.ConfigFsync()}
+	if opened != nil {
+		env.Nodes = opened.nodes
+	}
+	check := steps
+	if fsync != nil {
+		// --fsync is a topic fsync toggle applied before the load.
+		check = append(slices.Clip(steps), faults.Step{Action: faults.FsyncOn, Target: faults.Target{Kind: faults.Topic, Topic: r.topic.Name}})
+	}
+	if err := faults.Preflight(cmd.Context(), env, check); err != nil {
+		d.Close()
+		r.nodesClose()
+		return runner.Config{}, nil, err
+	}
+	if len(steps) > 0 || fsync != nil {
+		p := r.profile
+		plan = &runner.FaultPlan{Steps: steps, RecoveryTimeout: r.recovery, Fsync: fsync, Source: src, ConfigFsync: env.ConfigFsync,
+			Expect: func(a faults.Action) string { _, e := p.Expect(drivers.Scenario(a), d); return e }}
+		if opened != nil {
+			plan.Nodes, plan.Notes = opened.nodes, opened.notes
+		}
 	}
 	live := isTerminal(os.Stdout)
 	if r.progress == 0 {
@@ -188,6 +184,42 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 // that the load would otherwise replace with a default or act on wrongly:
 // a flag given explicitly as 0 is the user's mistake, not a request for the
 // default.
+// openDriver picks the run's driver (--driver, or the broker the cluster
+// runs), fills the driver flags the user did not give from the cluster's
+// own addresses, and connects it.
+func (r *runFlags) openDriver(cmd *cobra.Command) (drivers.Driver, any, error) {
+	fs := cmd.Flags()
+	name := r.driverName
+	if o := r.opened; o != nil && o.broker != "" {
+		switch {
+		case !fs.Changed("driver"):
+			name = o.broker
+		case !strings.EqualFold(name, o.broker):
+			return nil, nil, fmt.Errorf("--driver %s, but the cluster faults act on runs %s: give --driver %s, or the other cluster", name, o.broker, o.broker)
+		}
+	}
+	p, err := profileNamed(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.profile = p
+	// The user's own flags first: the cluster's addresses, set below, are
+	// the right driver's by construction.
+	if err := flagsBelongTo(p.Name(), fs); err != nil {
+		return nil, nil, err
+	}
+	if r.opened != nil {
+		for _, f := range r.opened.clientFlags(p.AddressFlag()) {
+			if !fs.Changed(f.Name) {
+				if err := fs.Set(f.Name, f.Value); err != nil {
+					return nil, nil, fmt.Errorf("the cluster's --%s %s: %w", f.Name, f.Value, err)
+				}
+			}
+		}
+	}
+	return r.kf.byDriver[p.Name()].Open(fs, nil)
+}
+
 func (r *runFlags) refuse(cmd *cobra.Command) error {
 	fs := cmd.Flags()
 	given := func(name string) bool { return fs.Changed(name) }
@@ -200,10 +232,6 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 		return fmt.Errorf("--producers 0: use 1 to 1024")
 	case given("max-in-flight") && r.lc.MaxInFlight == 0:
 		return fmt.Errorf("--max-in-flight 0: use at least 1")
-	case given("delivery-timeout") && r.kf.deliveryTimeout < time.Second:
-		return fmt.Errorf("--delivery-timeout %s: use at least 1s", r.kf.deliveryTimeout)
-	case (given("sasl-username") || given("sasl-password")) && r.kf.saslMechanism == "":
-		return fmt.Errorf("--sasl-username and --sasl-password need --sasl-mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); without it the client would connect unauthenticated")
 	}
 	if j := r.cf.junit; j != "" {
 		if st, err := os.Stat(filepath.Dir(j)); err != nil || !st.IsDir() {

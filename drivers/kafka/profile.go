@@ -42,6 +42,14 @@ func (Profile) Expect(s drivers.Scenario, d drivers.Driver) (string, string) {
 			return variant, "a new leader is elected from the in-sync replicas within seconds; acks pause for the partitions the killed broker led and resume; the restarted broker rejoins as a follower; no acknowledged message is lost"
 		}
 		return variant, "a new leader is elected within seconds; with acks=" + acks + " the old leader may have acknowledged messages no follower had copied yet, and those can be lost"
+	case "kill":
+		if acks != "all" && acks != "-1" {
+			return variant, "the node dies at once; partitions it led elect new leaders; with acks=" + acks + " messages it acknowledged before any follower copied them can be lost"
+		}
+	case "pause":
+		return variant, "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led"
+	case "restart":
+		return variant, "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR"
 	}
 	return variant, ""
 }
