@@ -14,7 +14,6 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/drivertest"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
@@ -151,20 +150,6 @@ func TestRealKafkaVersions(t *testing.T) {
 			t.Errorf("node %d reported as %q; the cluster runs Kafka %s", id, v, cluster.KafkaVersion)
 		}
 	}
-}
-
-func TestRealKafkaConformance(t *testing.T) {
-	k := realCluster(t)
-	drivertest.Run(t, drivertest.Harness{
-		NewDriver: func(t *testing.T) drivers.Driver {
-			d, err := kafka.New(kafka.Config{Brokers: k.Brokers()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
-		Partitions: 4, ReplicationFactor: 3, Rate: 500, Duration: 3 * time.Second,
-	})
 }
 
 // The leader-kill cell with acks=all, the restart after the controller

@@ -11,7 +11,6 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/drivertest"
 	natsdriver "github.com/ackcheck/ackcheck/drivers/nats"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
@@ -30,17 +29,6 @@ func natsDriver(t *testing.T, n *cluster.NATS) drivers.Driver {
 		t.Fatal(err)
 	}
 	return d
-}
-
-// TestRealNATSConformance: a clean run passes, and each verdict class
-// fires when the driver (wrapped) drops, duplicates, corrupts, invents or
-// reorders, on R3 streams of the real cluster.
-func TestRealNATSConformance(t *testing.T) {
-	n := clustertest.NATS(t)
-	drivertest.Run(t, drivertest.Harness{
-		NewDriver:  func(t *testing.T) drivers.Driver { return natsDriver(t, n) },
-		Partitions: 3, ReplicationFactor: 3, Rate: 500, Duration: 3 * time.Second,
-	})
 }
 
 // TestRealNATSLeaderKill SIGKILLs the server that leads the most streams

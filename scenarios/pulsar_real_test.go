@@ -11,7 +11,6 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/drivertest"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
@@ -31,21 +30,6 @@ func pulsarDriver(t *testing.T, p *cluster.Pulsar, batching bool) drivers.Driver
 		t.Fatal(err)
 	}
 	return d
-}
-
-// The conformance suite every driver runs: a clean run passes, and each
-// verdict class fires when the driver (wrapped) drops, duplicates,
-// corrupts, invents or reorders.
-func TestRealPulsarConformance(t *testing.T) {
-	p := clustertest.Pulsar(t)
-	for _, batching := range []bool{true, false} {
-		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
-			drivertest.Run(t, drivertest.Harness{
-				NewDriver:  func(t *testing.T) drivers.Driver { return pulsarDriver(t, p, batching) },
-				Partitions: 4, ReplicationFactor: 1, Rate: 500, Duration: 3 * time.Second,
-			})
-		})
-	}
 }
 
 // TestRealPulsarKill SIGKILLs the standalone (broker, bookie and metadata
