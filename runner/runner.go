@@ -154,61 +154,21 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 10 * time.Second
 	}
-	// Claim the run directory before anything else happens: creating the
-	// ledger directory is atomic, so of two runs started on one --out
-	// exactly one goes on, and the other touches neither the broker nor
-	// the winner's run.json.
-	createdOut := false
-	if _, err := os.Stat(cfg.Out); errors.Is(err, os.ErrNotExist) {
-		createdOut = true
-	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
-	}
-	if err := os.Mkdir(LedgerDir(cfg.Out), 0o755); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", cfg.Out, cfg.Out)
-		}
-		return nil, fmt.Errorf("create run directory: %w", err)
+	release, err := claimOut(cfg.Out)
+	if err != nil {
+		return nil, err
 	}
 	claimed := false // the load is about to start: the directory is the run's
 	defer func() {
 		if !claimed {
-			os.Remove(LedgerDir(cfg.Out))
-			if createdOut {
-				os.RemoveAll(cfg.Out)
-			}
+			release()
 		}
 	}()
 	var b [8]byte
 	rand.Read(b[:])
 	runID := binary.BigEndian.Uint64(b[:])
-
-	info, err := cfg.Driver.EnsureTopic(ctx, cfg.Topic)
+	info, lc, err := prepareLoad(ctx, cfg, runID)
 	if err != nil {
-		return nil, fmt.Errorf("prepare topic %s: %w", cfg.Topic.Name, err)
-	}
-	if info.Created {
-		cfg.logf("created topic %s: %d partitions, replication factor %d", info.Name, len(info.Partitions), info.ReplicationFactor)
-	} else {
-		cfg.logf("topic %s exists: using it as it is (%d partitions, replication factor %d)", info.Name, len(info.Partitions), info.ReplicationFactor)
-	}
-	starts, err := cfg.Driver.EndOffsets(ctx, info.Name)
-	if err != nil {
-		return nil, fmt.Errorf("read offsets of %s before the load: %w", info.Name, err)
-	}
-
-	lc := cfg.Load.WithDefaults()
-	lc.RunID, lc.Topic, lc.Partitions, lc.StartOffsets = runID, info.Name, info.Partitions, starts
-	if od, ok := cfg.Driver.(drivers.OutcomeDeadliner); ok && lc.OutcomeTimeout == 0 && od.OutcomeDeadline() > 0 {
-		// A little after the client's own deadline, so that the client
-		// normally answers first, with its own reason.
-		lc.OutcomeTimeout = od.OutcomeDeadline() + outcomeGrace
-	}
-	if lc.Abort == nil {
-		lc.Abort = cfg.Abort
-	}
-	if err := lc.Validate(); err != nil {
 		return nil, err
 	}
 	claimed = true
@@ -223,76 +183,24 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	defer l.Close()
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
-		StartOffsets: starts, LoadStart: time.Now(),
+		StartOffsets: lc.StartOffsets, LoadStart: time.Now(),
 	}
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
 	}
-
 	cfg.logf("run %016x: %.0f msg/s for %s, %d-byte messages, %d producers -> %s", runID, lc.Rate, lc.Duration, lc.MessageSize, run.Producers, cfg.Out)
-	faultCtx, stopFaults := context.WithCancel(ctx)
-	defer stopFaults()
-	var faultsDone sync.WaitGroup
 	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run)
 	if err != nil {
 		return nil, err
 	}
 	defer closeJournal()
-	if ad, ok := cfg.Driver.(drivers.AckDescriber); ok {
-		if m, err := ad.AckMeaning(ctx, info.Name); err == nil {
-			run.AckMeaning = m
-		} else {
-			cfg.logf("warning: could not read what an ack means on %s: %v", info.Name, err)
-		}
-	}
-	if run.AckMeaning != "" {
-		cfg.logf("an ack means: %s", run.AckMeaning)
-	}
-	if vr, ok := cfg.Driver.(drivers.VersionReporter); ok {
-		if vs, err := vr.BrokerVersions(ctx); err == nil {
-			run.BrokerVersions = vs
-		}
-	}
+	describeCluster(ctx, cfg, info.Name, &run)
+
 	// The schedule starts now, after any setting was applied.
 	lc.Start = time.Now()
 	run.LoadStart = lc.Start
 	l.PutMeta(ledger.MetaRun, run)
-	stats := &load.Stats{}
-	progressDone := make(chan struct{})
-	stopProgress := make(chan struct{})
-	go func() {
-		defer close(progressDone)
-		reportProgress(cfg, lc, stats, stopProgress, inj)
-	}()
-	if cfg.Faults != nil {
-		faultsDone.Add(2)
-		go func() { defer faultsDone.Done(); inj.Run(faultCtx, lc.Start, cfg.Faults.Steps) }()
-		go func() { defer faultsDone.Done(); inj.WatchDeaths(faultCtx) }()
-	}
-	loadDone := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			wait := lc.DrainTimeout
-			if lc.OutcomeTimeout > 0 {
-				wait = min(wait, lc.OutcomeTimeout)
-			}
-			cfg.logf("interrupted: no new sends; waiting up to %s for the outcomes of %d sends in flight, then healing what the faults left. "+
-				"Interrupt again to stop waiting now (they are recorded unknown) and heal", wait, stats.InFlight.Load())
-		case <-loadDone:
-		}
-	}()
-	lres, loadErr := load.Run(ctx, lc, cfg.Driver, l, stats)
-	close(loadDone)
-	close(stopProgress)
-	<-progressDone
-	if inj != nil {
-		healErr := finishFaults(ctx, cfg, inj, stopFaults, &faultsDone)
-		if loadErr == nil {
-			loadErr = healErr
-		}
-	}
-
+	lres, loadErr := runLoad(ctx, cfg, lc, l, inj)
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
 	run.Shed, run.Errors = lres.Shed, lres.Errors
 	if h := lres.PacingLag; h != nil && h.TotalCount() > 0 {
@@ -320,6 +228,128 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		return nil, nil
 	}
 	return verify(ctx, cfg.Out, cfg.Driver, l, run, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+}
+
+// claimOut claims the run directory before anything else happens:
+// creating the ledger directory is atomic, so of two runs started on one
+// --out exactly one goes on, and the other touches neither the broker nor
+// the winner's run.json. release undoes the claim, for a run that ends
+// before its load starts.
+func claimOut(out string) (release func(), err error) {
+	createdOut := false
+	if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) {
+		createdOut = true
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	if err := os.Mkdir(LedgerDir(out), 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", out, out)
+		}
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	return func() {
+		os.Remove(LedgerDir(out))
+		if createdOut {
+			os.RemoveAll(out)
+		}
+	}, nil
+}
+
+// prepareLoad makes sure of the topic, reads where its partitions end,
+// and completes the load's configuration for the run.
+func prepareLoad(ctx context.Context, cfg Config, runID uint64) (drivers.TopicInfo, load.Config, error) {
+	info, err := cfg.Driver.EnsureTopic(ctx, cfg.Topic)
+	if err != nil {
+		return info, load.Config{}, fmt.Errorf("prepare topic %s: %w", cfg.Topic.Name, err)
+	}
+	if info.Created {
+		cfg.logf("created topic %s: %d partitions, replication factor %d", info.Name, len(info.Partitions), info.ReplicationFactor)
+	} else {
+		cfg.logf("topic %s exists: using it as it is (%d partitions, replication factor %d)", info.Name, len(info.Partitions), info.ReplicationFactor)
+	}
+	starts, err := cfg.Driver.EndOffsets(ctx, info.Name)
+	if err != nil {
+		return info, load.Config{}, fmt.Errorf("read offsets of %s before the load: %w", info.Name, err)
+	}
+	lc := cfg.Load.WithDefaults()
+	lc.RunID, lc.Topic, lc.Partitions, lc.StartOffsets = runID, info.Name, info.Partitions, starts
+	if od, ok := cfg.Driver.(drivers.OutcomeDeadliner); ok && lc.OutcomeTimeout == 0 && od.OutcomeDeadline() > 0 {
+		// A little after the client's own deadline, so that the client
+		// normally answers first, with its own reason.
+		lc.OutcomeTimeout = od.OutcomeDeadline() + outcomeGrace
+	}
+	if lc.Abort == nil {
+		lc.Abort = cfg.Abort
+	}
+	return info, lc, lc.Validate()
+}
+
+// describeCluster records what an ack means on the topic now and what
+// each broker runs, as the cluster says.
+func describeCluster(ctx context.Context, cfg Config, topic string, run *ledger.RunInfo) {
+	if ad, ok := cfg.Driver.(drivers.AckDescriber); ok {
+		if m, err := ad.AckMeaning(ctx, topic); err == nil {
+			run.AckMeaning = m
+		} else {
+			cfg.logf("warning: could not read what an ack means on %s: %v", topic, err)
+		}
+	}
+	if run.AckMeaning != "" {
+		cfg.logf("an ack means: %s", run.AckMeaning)
+	}
+	if vr, ok := cfg.Driver.(drivers.VersionReporter); ok {
+		if vs, err := vr.BrokerVersions(ctx); err == nil {
+			run.BrokerVersions = vs
+		}
+	}
+}
+
+// runLoad runs the load with its progress lines and, when the run has
+// them, its faults and the watch for nodes that die unasked; then heals
+// what the faults left applied. An error healing is the run's error when
+// the load had none.
+func runLoad(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger, inj *faults.Injector) (load.Result, error) {
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
+	var faultsDone sync.WaitGroup
+	stats := &load.Stats{}
+	progressDone := make(chan struct{})
+	stopProgress := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		reportProgress(cfg, lc, stats, stopProgress, inj)
+	}()
+	if inj != nil {
+		faultsDone.Add(2)
+		go func() { defer faultsDone.Done(); inj.Run(faultCtx, lc.Start, cfg.Faults.Steps) }()
+		go func() { defer faultsDone.Done(); inj.WatchDeaths(faultCtx) }()
+	}
+	loadDone := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			wait := lc.DrainTimeout
+			if lc.OutcomeTimeout > 0 {
+				wait = min(wait, lc.OutcomeTimeout)
+			}
+			cfg.logf("interrupted: no new sends; waiting up to %s for the outcomes of %d sends in flight, then healing what the faults left. "+
+				"Interrupt again to stop waiting now (they are recorded unknown) and heal", wait, stats.InFlight.Load())
+		case <-loadDone:
+		}
+	}()
+	lres, loadErr := load.Run(ctx, lc, cfg.Driver, l, stats)
+	close(loadDone)
+	close(stopProgress)
+	<-progressDone
+	if inj != nil {
+		healErr := finishFaults(ctx, cfg, inj, stopFaults, &faultsDone)
+		if loadErr == nil {
+			loadErr = healErr
+		}
+	}
+	return lres, loadErr
 }
 
 // startFaults opens the run's heal journal and injector and applies the

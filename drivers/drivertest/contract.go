@@ -39,56 +39,83 @@ func Contract(t *testing.T, h Harness) {
 // Violations runs the contract's checks against d and returns what it
 // breaks, a sentence each (nil: none). A check that cannot go on after a
 // violation stops there.
-func Violations(d drivers.Driver, partitions, rf int) (out []string) {
+func Violations(d drivers.Driver, partitions, rf int) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var mu0 sync.Mutex
-	errorf := func(format string, args ...any) {
-		mu0.Lock()
-		out = append(out, fmt.Sprintf(format, args...))
-		mu0.Unlock()
-	}
-	h := Harness{Partitions: partitions, ReplicationFactor: rf}
-	topic := fmt.Sprintf("contract-%d", time.Now().UnixNano())
+	c := &contract{d: d, partitions: partitions, rf: rf, topic: fmt.Sprintf("contract-%d", time.Now().UnixNano())}
+	// Each stage needs the one before it to have held.
+	_ = c.topicStage(ctx) && c.publishStage(ctx) && c.readStage(ctx) && c.topologyStage(ctx) && c.closeEndedStage(ctx)
+	return c.out
+}
 
-	if _, err := d.EndOffsets(ctx, topic); !errors.Is(err, drivers.ErrTopicMissing) {
-		errorf("EndOffsets of a missing topic: %v, want ErrTopicMissing", err)
-		return out
-	}
-	info, err := d.EnsureTopic(ctx, drivers.TopicSpec{Name: topic, Partitions: h.Partitions, ReplicationFactor: h.ReplicationFactor})
+// contract is one check of the Driver contract, stage by stage.
+type contract struct {
+	d              drivers.Driver
+	partitions, rf int
+	topic          string
+
+	mu  sync.Mutex
+	out []string
+
+	info       drivers.TopicInfo
+	start, end map[int32]int64
+	acked      map[int32][]int64 // acked offsets by partition
+}
+
+func (c *contract) errorf(format string, args ...any) {
+	c.mu.Lock()
+	c.out = append(c.out, fmt.Sprintf(format, args...))
+	c.mu.Unlock()
+}
+
+// ok records err, if any, and reports whether the stage may go on.
+func (c *contract) ok(err error) bool {
 	if err != nil {
-		errorf("%v", err)
-		return out
+		c.errorf("%v", err)
 	}
-	if !info.Created || len(info.Partitions) != h.Partitions {
-		errorf("EnsureTopic of a new topic: %+v", info)
-		return out
+	return err == nil
+}
+
+// topicStage: a missing topic is ErrTopicMissing; EnsureTopic creates it,
+// then describes it as it is.
+func (c *contract) topicStage(ctx context.Context) bool {
+	if _, err := c.d.EndOffsets(ctx, c.topic); !errors.Is(err, drivers.ErrTopicMissing) {
+		c.errorf("EndOffsets of a missing topic: %v, want ErrTopicMissing", err)
+		return false
 	}
-	again, err := d.EnsureTopic(ctx, drivers.TopicSpec{Name: topic, Partitions: h.Partitions, ReplicationFactor: h.ReplicationFactor})
+	spec := drivers.TopicSpec{Name: c.topic, Partitions: c.partitions, ReplicationFactor: c.rf}
+	info, err := c.d.EnsureTopic(ctx, spec)
+	if !c.ok(err) {
+		return false
+	}
+	if !info.Created || len(info.Partitions) != c.partitions {
+		c.errorf("EnsureTopic of a new topic: %+v", info)
+		return false
+	}
+	again, err := c.d.EnsureTopic(ctx, spec)
 	if err != nil || again.Created || !slices.Equal(again.Partitions, info.Partitions) {
-		errorf("EnsureTopic of an existing topic: %+v, %v", again, err)
-		return out
+		c.errorf("EnsureTopic of an existing topic: %+v, %v", again, err)
+		return false
 	}
-	start, err := d.EndOffsets(ctx, topic)
-	if err != nil {
-		errorf("%v", err)
-		return out
-	}
+	c.info = info
+	c.start, err = c.d.EndOffsets(ctx, c.topic)
+	return c.ok(err)
+}
 
-	// Publish: exactly one done per send, acked where asked.
-	p, err := d.NewProducer(ctx, topic, 0)
-	if err != nil {
-		errorf("%v", err)
-		return out
+// publishStage: exactly one done per send, acked in the partition asked
+// for, at an offset within the end offsets before and after.
+func (c *contract) publishStage(ctx context.Context) bool {
+	p, err := c.d.NewProducer(ctx, c.topic, 0)
+	if !c.ok(err) {
+		return false
 	}
-	const n = 200
 	var mu sync.Mutex
-	calls := make([]int, n)
-	outcomes := make([]drivers.Outcome, n)
+	calls := make([]int, contractSends)
+	outcomes := make([]drivers.Outcome, contractSends)
 	var wg sync.WaitGroup
-	wg.Add(n)
-	for i := 0; i < n; i++ {
-		part := info.Partitions[i%len(info.Partitions)]
+	wg.Add(contractSends)
+	for i := 0; i < contractSends; i++ {
+		part := c.info.Partitions[i%len(c.info.Partitions)]
 		p.Publish(ctx, drivers.Message{Value: []byte(fmt.Sprintf("contract %d", i)), Partition: part}, func(o drivers.Outcome) {
 			mu.Lock()
 			calls[i]++
@@ -101,45 +128,51 @@ func Violations(d drivers.Driver, partitions, rf int) (out []string) {
 		})
 	}
 	if !waitGroup(&wg, time.Minute) {
-		errorf("not every publish's done came within a minute")
-		return out
+		c.errorf("not every publish's done came within a minute")
+		return false
 	}
 	if err := p.Close(ctx); err != nil {
-		errorf("Close: %v", err)
-		return out
+		c.errorf("Close: %v", err)
+		return false
 	}
-	acked := map[int32][]int64{}
+	c.acked = map[int32][]int64{}
 	mu.Lock()
 	for i, o := range outcomes {
 		if calls[i] != 1 {
-			errorf("publish %d: done called %d times, want exactly once", i, calls[i])
+			c.errorf("publish %d: done called %d times, want exactly once", i, calls[i])
 		}
 		if o.Status != drivers.Acked {
-			errorf("publish %d on a healthy cluster: %s %v", i, o.Status, o.Err)
+			c.errorf("publish %d on a healthy cluster: %s %v", i, o.Status, o.Err)
 			continue
 		}
-		if want := info.Partitions[i%len(info.Partitions)]; o.Pos.Partition != want {
-			errorf("publish %d asked for partition %d, acked in %d", i, want, o.Pos.Partition)
+		if want := c.info.Partitions[i%len(c.info.Partitions)]; o.Pos.Partition != want {
+			c.errorf("publish %d asked for partition %d, acked in %d", i, want, o.Pos.Partition)
 		}
-		acked[o.Pos.Partition] = append(acked[o.Pos.Partition], o.Pos.Offset)
+		c.acked[o.Pos.Partition] = append(c.acked[o.Pos.Partition], o.Pos.Offset)
 	}
 	mu.Unlock()
-	end, err := d.EndOffsets(ctx, topic)
-	if err != nil {
-		errorf("%v", err)
-		return out
+	c.end, err = c.d.EndOffsets(ctx, c.topic)
+	if !c.ok(err) {
+		return false
 	}
-	for part, offs := range acked {
+	for part, offs := range c.acked {
 		for _, off := range offs {
-			if off < start[part] || off >= end[part] {
-				errorf("partition %d: acked offset %d outside [%d, %d) of the end offsets", part, off, start[part], end[part])
+			if off < c.start[part] || off >= c.end[part] {
+				c.errorf("partition %d: acked offset %d outside [%d, %d) of the end offsets", part, off, c.start[part], c.end[part])
 			}
 		}
 	}
+	return true
+}
 
-	// Read: [start, end) in order, every acked position, complete.
+// contractSends is how many messages the publish and close stages send.
+const contractSends = 200
+
+// readStage: [start, end) read in order, completely, every acked position
+// among what was read.
+func (c *contract) readStage(ctx context.Context) bool {
 	seen := map[int32][]int64{}
-	rep, err := d.Read(ctx, drivers.ReadSpec{Topic: topic, From: start, To: end, IdleTimeout: 20 * time.Second}, func(r drivers.Record) error {
+	rep, err := c.d.Read(ctx, drivers.ReadSpec{Topic: c.topic, From: c.start, To: c.end, IdleTimeout: 20 * time.Second}, func(r drivers.Record) error {
 		if s := seen[r.Pos.Partition]; len(s) > 0 && r.Pos.Offset <= s[len(s)-1] {
 			return fmt.Errorf("partition %d: offset %d read after %d", r.Pos.Partition, r.Pos.Offset, s[len(s)-1])
 		}
@@ -147,61 +180,65 @@ func Violations(d drivers.Driver, partitions, rf int) (out []string) {
 		return nil
 	})
 	if err != nil {
-		errorf("Read: %v", err)
-		return out
+		c.errorf("Read: %v", err)
+		return false
 	}
 	if !rep.Complete() {
-		errorf("Read of [start, end) not complete: %+v", rep.Partitions)
+		c.errorf("Read of [start, end) not complete: %+v", rep.Partitions)
 	}
-	for part, offs := range acked {
+	for part, offs := range c.acked {
 		for _, off := range offs {
 			if !slices.Contains(seen[part], off) {
-				errorf("partition %d: acked offset %d not read back", part, off)
+				c.errorf("partition %d: acked offset %d not read back", part, off)
 			}
 		}
 	}
+	return true
+}
 
-	// Topology: every partition, a leader among the nodes, ISR within
-	// replicas.
-	topo, err := d.Topology(ctx, topic)
-	if err != nil {
-		errorf("%v", err)
-		return out
+// topologyStage: every partition, a leader among the nodes, in-sync
+// replicas among the replicas.
+func (c *contract) topologyStage(ctx context.Context) bool {
+	topo, err := c.d.Topology(ctx, c.topic)
+	if !c.ok(err) {
+		return false
 	}
-	if len(topo.Partitions) != h.Partitions {
-		errorf("Topology lists %d partitions, want %d", len(topo.Partitions), h.Partitions)
+	if len(topo.Partitions) != c.partitions {
+		c.errorf("Topology lists %d partitions, want %d", len(topo.Partitions), c.partitions)
 	}
 	for _, ps := range topo.Partitions {
 		if ps.Leader < 0 || !slices.ContainsFunc(topo.Nodes, func(n drivers.Node) bool { return n.ID == ps.Leader }) {
-			errorf("partition %d: leader %d is not among the nodes %+v", ps.Partition, ps.Leader, topo.Nodes)
+			c.errorf("partition %d: leader %d is not among the nodes %+v", ps.Partition, ps.Leader, topo.Nodes)
 		}
 		for _, r := range ps.ISR {
 			if !slices.Contains(ps.Replicas, r) {
-				errorf("partition %d: in-sync replica %d is not a replica %v", ps.Partition, r, ps.Replicas)
+				c.errorf("partition %d: in-sync replica %d is not a replica %v", ps.Partition, r, ps.Replicas)
 			}
 		}
 	}
+	return true
+}
 
-	// Close with an ended context: it returns, and every publish has its
-	// done (acked, or Unknown when the broker had not answered yet).
-	q, err := d.NewProducer(ctx, topic, 1)
-	if err != nil {
-		errorf("%v", err)
-		return out
+// closeEndedStage: Close with an ended context returns, and every publish
+// has its done (acked, or Unknown when the broker had not answered yet).
+func (c *contract) closeEndedStage(ctx context.Context) bool {
+	q, err := c.d.NewProducer(ctx, c.topic, 1)
+	if !c.ok(err) {
+		return false
 	}
-	var wg2 sync.WaitGroup
-	wg2.Add(n)
+	var wg sync.WaitGroup
+	wg.Add(contractSends)
 	var late sync.Map
-	for i := 0; i < n; i++ {
-		q.Publish(ctx, drivers.Message{Value: []byte("x"), Partition: info.Partitions[0]}, func(o drivers.Outcome) {
+	for i := 0; i < contractSends; i++ {
+		q.Publish(ctx, drivers.Message{Value: []byte("x"), Partition: c.info.Partitions[0]}, func(o drivers.Outcome) {
 			if _, dup := late.LoadOrStore(i, o.Status); dup {
-				errorf("publish %d: done called twice", i)
+				c.errorf("publish %d: done called twice", i)
 				return
 			}
 			if o.Status != drivers.Acked && o.Status != drivers.Unknown && o.Status != drivers.Rejected {
-				errorf("publish %d: invalid status %v", i, o.Status)
+				c.errorf("publish %d: invalid status %v", i, o.Status)
 			}
-			wg2.Done()
+			wg.Done()
 		})
 	}
 	ended, stop := context.WithCancel(ctx)
@@ -211,13 +248,13 @@ func Violations(d drivers.Driver, partitions, rf int) (out []string) {
 	select {
 	case <-closed:
 	case <-time.After(30 * time.Second):
-		errorf("Close with an ended context did not return within 30 s")
-		return out
+		c.errorf("Close with an ended context did not return within 30 s")
+		return false
 	}
-	if !waitGroup(&wg2, 30*time.Second) {
-		errorf("not every publish's done came within 30 s of Close with an ended context")
+	if !waitGroup(&wg, 30*time.Second) {
+		c.errorf("not every publish's done came within 30 s of Close with an ended context")
 	}
-	return out
+	return true
 }
 
 // waitGroup waits for wg at most d and reports whether it finished.
