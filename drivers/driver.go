@@ -259,3 +259,24 @@ type SettingsDescriber interface {
 type OutcomeDeadliner interface {
 	OutcomeDeadline() time.Duration
 }
+
+// AckClasser is implemented by drivers whose broker acknowledges a write
+// in more than one way (Queen: committed to PostgreSQL, or held in the
+// server's file buffer to be replayed later). Every class is an ack; the
+// counts, by class, go into the reports.
+type AckClasser interface {
+	AckClasses() map[string]int64
+}
+
+// Switcher is implemented by drivers that can turn a broker-wide mode on
+// and off through the broker's own API (Queen's maintenance mode). Faults
+// <name>-on and <name>-off act on it, journaled and healed like every
+// other fault.
+type Switcher interface {
+	// Switches lists the modes by name.
+	Switches() []string
+	// Switch reads whether the mode is on now.
+	Switch(ctx context.Context, name string) (bool, error)
+	// SetSwitch turns the mode on or off.
+	SetSwitch(ctx context.Context, name string, on bool) error
+}

@@ -10,13 +10,14 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	natsdriver "github.com/ackcheck/ackcheck/drivers/nats"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
+	"github.com/ackcheck/ackcheck/drivers/queen"
 	"github.com/spf13/pflag"
 )
 
 // profiles are the brokers ackcheck knows. A new broker is one package
 // under drivers/ (and its launcher in cluster/) and one entry here.
 func profiles() []drivers.Profile {
-	return []drivers.Profile{kafka.Profile{}, pulsar.Profile{}, natsdriver.Profile{}}
+	return []drivers.Profile{kafka.Profile{}, pulsar.Profile{}, natsdriver.Profile{}, queen.Profile{}}
 }
 
 // profileNames lists the --driver values.

@@ -26,14 +26,18 @@ func TestRealInterruptHeals(t *testing.T) {
 		"--partitions", "4", "--rate", "300", "--duration", "60s", "--kill-at", "3s", "--restart-after", "50s",
 		"--progress-interval", "1s", "--out", out)
 	stdout := startUntil(t, cmd, "fault kill", 30*time.Second)
+	// A SIGKILLed JVM takes a moment to be gone.
 	down := 0
-	for _, s := range k.Status() {
-		if s.PID == 0 {
-			down++
+	for deadline := time.Now().Add(10 * time.Second); down != 1 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		down = 0
+		for _, s := range k.Status() {
+			if s.PID == 0 {
+				down++
+			}
 		}
 	}
 	if down != 1 {
-		t.Fatalf("%d nodes down after the kill, want 1", down)
+		t.Fatalf("%d nodes down after the kill, want 1:\n%s", down, stdout.String())
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
@@ -121,11 +125,26 @@ func startUntil(t *testing.T, cmd *exec.Cmd, marker string, timeout time.Duratio
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A test that fails while the run goes on must not leave it acting on
+	// the shared cluster: it is interrupted twice, and heals as it exits.
+	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return // the test waited for it
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(time.Second)
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Minute):
+			cmd.Process.Kill()
+		}
+	})
 	deadline := time.Now().Add(timeout)
 	for !strings.Contains(buf.String(), marker) {
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
 			t.Fatalf("no %q within %s:\n%s", marker, timeout, buf.String())
 		}
 		time.Sleep(100 * time.Millisecond)

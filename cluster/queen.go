@@ -1,0 +1,762 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/pflag"
+)
+
+// A local Queen MQ cluster: one queen-server (node 1) on one PostgreSQL 15
+// (node 2, "db"), both on 127.0.0.1:
+//
+//	<dir>/cluster.json        ports, the Queen home, lazyfs, synchronous_commit
+//	<dir>/node1/pid           queen-server's PID
+//	<dir>/node1/queen.log     its output
+//	<dir>/node1/data/         its file buffer (FILE_BUFFER_DIR)
+//	<dir>/node2/data/         PostgreSQL's data dir (PGDATA; its PID is in postmaster.pid)
+//	<dir>/node2/pg.log        PostgreSQL's log
+//	<dir>/node2/sock/         PostgreSQL's Unix socket
+//
+// PostgreSQL runs as the Debian user postgres (initdb refuses root); with
+// --lazyfs each data dir is its own lazyfs mount, served to other users
+// (allow_other). The Queen server is the binary that shared/queen/build.sh
+// writes, run from its home so that it finds ./schema.
+
+const queenKind = "queen"
+
+// Queen's nodes.
+const (
+	QueenServerNode int32 = 1
+	QueenDBNode     int32 = 2
+)
+
+// QueenOptions configure a local Queen cluster.
+type QueenOptions struct {
+	Dir string
+	// Home holds queen-server and schema/ (build.sh's output). Required at
+	// the first up.
+	Home string
+	// BasePort is the Queen server's HTTP port; its UDP notification port
+	// is BasePort+1 and PostgreSQL's BasePort+2. Default 26632.
+	BasePort int
+	// SynchronousCommitOff starts PostgreSQL with synchronous_commit=off
+	// (its default is on).
+	SynchronousCommitOff bool
+	// LazyFS puts each data dir on ackcheck lazyfs; LazyFSEntries is its
+	// --entries mode.
+	LazyFS        bool
+	LazyFSEntries string
+	LazyFSBinary  string
+}
+
+type queenFile struct {
+	Kind                 string `json:"kind"`
+	Home                 string `json:"queen_home"`
+	BasePort             int    `json:"base_port"`
+	SynchronousCommitOff bool   `json:"synchronous_commit_off,omitempty"`
+	LazyFS               bool   `json:"lazyfs,omitempty"`
+	LazyFSBin            string `json:"lazyfs_binary,omitempty"`
+	LazyFSMode           string `json:"lazyfs_entries,omitempty"`
+}
+
+// Queen is a local Queen MQ cluster.
+type Queen struct{ opts QueenOptions }
+
+var (
+	_ Local       = (*Queen)(nil)
+	_ FsyncSwitch = (*Queen)(nil)
+)
+
+// OpenQueen returns the cluster in opts.Dir; one that exists keeps what it
+// recorded.
+func OpenQueen(opts QueenOptions) (*Queen, error) {
+	dir, data, err := readClusterJSON(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
+	if data != nil {
+		var qf queenFile
+		if err := json.Unmarshal(data, &qf); err != nil || qf.Kind != queenKind {
+			return nil, fmt.Errorf("%s holds no Queen cluster (cluster.json: kind %q, %v)", dir, qf.Kind, err)
+		}
+		if opts.LazyFS && !qf.LazyFS {
+			return nil, fmt.Errorf("the cluster in %s was created without --lazyfs: take it down and remove the directory to create one with lazyfs", dir)
+		}
+		if opts.Home == "" {
+			opts.Home = qf.Home
+		}
+		opts.BasePort, opts.SynchronousCommitOff, opts.LazyFS, opts.LazyFSEntries = qf.BasePort, qf.SynchronousCommitOff, qf.LazyFS, qf.LazyFSMode
+		if opts.LazyFSBinary == "" {
+			opts.LazyFSBinary = qf.LazyFSBin
+		}
+	}
+	if opts.BasePort == 0 {
+		opts.BasePort = 26632
+	}
+	if opts.LazyFSEntries != "" && opts.LazyFSEntries != "strict" && opts.LazyFSEntries != "journal" {
+		return nil, fmt.Errorf("--lazyfs-entries %q: use strict or journal", opts.LazyFSEntries)
+	}
+	if opts.Home != "" {
+		if opts.Home, err = filepath.Abs(opts.Home); err != nil {
+			return nil, err
+		}
+	}
+	return &Queen{opts: opts}, nil
+}
+
+// Dir implements Local.
+func (q *Queen) Dir() string { return q.opts.Dir }
+
+// Nodes implements Local: the Queen server and the database.
+func (q *Queen) Nodes() []int32 { return []int32{QueenServerNode, QueenDBNode} }
+
+// NodeNames names the nodes for fault targets (db) and reports.
+func (q *Queen) NodeNames() map[int32]string {
+	return map[int32]string{QueenServerNode: "queen", QueenDBNode: "db"}
+}
+
+// URL is the Queen server's HTTP address.
+func (q *Queen) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", q.opts.BasePort) }
+
+// PostgresURL reaches the database the queues live in.
+func (q *Queen) PostgresURL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/queen?sslmode=disable", q.pgPort())
+}
+
+func (q *Queen) pgPort() int             { return q.opts.BasePort + 2 }
+func (q *Queen) nodeDir(id int32) string { return filepath.Join(q.opts.Dir, fmt.Sprintf("node%d", id)) }
+func (q *Queen) dataDir(id int32) string { return filepath.Join(q.nodeDir(id), "data") }
+func (q *Queen) queenPIDFile() string    { return filepath.Join(q.nodeDir(QueenServerNode), "pid") }
+func (q *Queen) queenLog() string        { return filepath.Join(q.nodeDir(QueenServerNode), "queen.log") }
+func (q *Queen) pgLog() string           { return filepath.Join(q.nodeDir(QueenDBNode), "pg.log") }
+func (q *Queen) pgSocketDir() string     { return filepath.Join(q.nodeDir(QueenDBNode), "sock") }
+func (q *Queen) pgConf() string          { return filepath.Join(q.dataDir(QueenDBNode), "ackcheck.conf") }
+func (q *Queen) queenBinary() string     { return filepath.Join(q.opts.Home, "queen-server") }
+func (q *Queen) queenMarker() string     { return q.queenBinary() + "\x00" }
+func (q *Queen) pgMarker() string        { return "-D\x00" + q.dataDir(QueenDBNode) + "\x00" }
+func (q *Queen) LogFile(id int32) string { // the node's own log
+	if id == QueenDBNode {
+		return q.pgLog()
+	}
+	return q.queenLog()
+}
+
+// LazyFS reports whether the data dirs are on lazyfs.
+func (q *Queen) LazyFS() bool { return q.opts.LazyFS }
+
+func (q *Queen) mount(id int32) *lazyMount {
+	if !q.opts.LazyFS {
+		return nil
+	}
+	return &lazyMount{id: id, nodeDir: q.nodeDir(id), dataDir: q.dataDir(id), binary: q.opts.LazyFSBinary,
+		upCmd: "ackcheck cluster queen up --dir " + q.opts.Dir, entries: q.opts.LazyFSEntries}
+}
+
+// pgBin is the newest PostgreSQL installed by Debian.
+func pgBin() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool {
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
+		return vi < vj
+	})
+	if len(dirs) == 0 {
+		return "", fmt.Errorf("no PostgreSQL under /usr/lib/postgresql: install Debian's postgresql (apt-get install postgresql)")
+	}
+	return dirs[len(dirs)-1], nil
+}
+
+// asPostgres runs a PostgreSQL program as the user postgres when ackcheck
+// runs as root (initdb and the server refuse root).
+func asPostgres(ctx context.Context, prog string, args ...string) *exec.Cmd {
+	if os.Geteuid() == 0 {
+		return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", prog}, args...)...)
+	}
+	return exec.CommandContext(ctx, prog, args...)
+}
+
+// chownPostgres gives paths to the user postgres, when ackcheck runs as
+// root.
+func chownPostgres(paths ...string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("no user postgres (install Debian's postgresql): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	for _, p := range paths {
+		if err := os.Chown(p, uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Up implements Local: it creates the cluster at the first call (initdb,
+// the database), mounts the lazyfs data dirs, starts PostgreSQL and then
+// the Queen server, and returns once /health answers healthy.
+func (q *Queen) Up(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(q.opts.Dir, "cluster.json")); errors.Is(err, os.ErrNotExist) {
+		if err := q.create(ctx); err != nil {
+			return err
+		}
+	}
+	for _, id := range q.Nodes() {
+		if m := q.mount(id); m != nil {
+			if err := m.start(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	// The database first: the Queen server creates its schema in it as
+	// it starts.
+	if err := q.StartNode(ctx, QueenDBNode); err != nil {
+		return err
+	}
+	if err := q.waitDB(ctx, 3*time.Minute, "queen"); err != nil {
+		return err
+	}
+	if err := q.StartNode(ctx, QueenServerNode); err != nil {
+		return err
+	}
+	return q.WaitReady(ctx, 3*time.Minute)
+}
+
+func (q *Queen) create(ctx context.Context) error {
+	if q.opts.Home == "" {
+		return fmt.Errorf("--queen-home is required at the first up: the directory shared/queen/build.sh wrote (queen-server and schema/)")
+	}
+	if _, err := os.Stat(q.queenBinary()); err != nil {
+		return fmt.Errorf("--queen-home %s has no queen-server: build it with shared/queen/build.sh %s (%v)", q.opts.Home, q.opts.Home, err)
+	}
+	if _, err := os.Stat(filepath.Join(q.opts.Home, "schema", "schema.sql")); err != nil {
+		return fmt.Errorf("--queen-home %s has no schema/schema.sql: build it with shared/queen/build.sh %s", q.opts.Home, q.opts.Home)
+	}
+	bin, err := pgBin()
+	if err != nil {
+		return err
+	}
+	if q.opts.LazyFS && q.opts.LazyFSBinary == "" {
+		if q.opts.LazyFSBinary, err = lazyBinary(); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{q.nodeDir(QueenServerNode), q.nodeDir(QueenDBNode), q.pgSocketDir(), q.dataDir(QueenServerNode), q.dataDir(QueenDBNode)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	pgDirs := []string{q.nodeDir(QueenDBNode), q.pgSocketDir(), q.dataDir(QueenDBNode)}
+	if m := q.mount(QueenDBNode); m != nil {
+		// The mount's root is its backing directory: it must be
+		// postgres's, mode 0700, as PostgreSQL demands of its data dir.
+		if err := os.MkdirAll(m.backing(), 0o700); err != nil {
+			return err
+		}
+		pgDirs = append(pgDirs, m.backing())
+		if err := os.Chmod(m.backing(), 0o700); err != nil {
+			return err
+		}
+	}
+	if err := chownPostgres(pgDirs...); err != nil {
+		return err
+	}
+	if err := q.writeClusterJSON(); err != nil {
+		return err
+	}
+	if m := q.mount(QueenDBNode); m != nil {
+		if err := m.start(ctx); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(q.dataDir(QueenDBNode), 0o700); err != nil {
+		return err
+	}
+	out, err := asPostgres(ctx, filepath.Join(bin, "initdb"), "-D", q.dataDir(QueenDBNode), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("initdb %s: %v\n%s", q.dataDir(QueenDBNode), err, tail(out, 1500))
+	}
+	f, err := os.OpenFile(filepath.Join(q.dataDir(QueenDBNode), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("\ninclude_if_exists = 'ackcheck.conf'\n")
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := q.writePGConf(); err != nil {
+		return err
+	}
+	if err := q.StartNode(ctx, QueenDBNode); err != nil {
+		return err
+	}
+	if err := q.waitDB(ctx, time.Minute, "postgres"); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", q.pgPort()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE queen")
+	return err
+}
+
+// writePGConf writes the settings ackcheck owns in PostgreSQL's
+// configuration (included from postgresql.conf).
+func (q *Queen) writePGConf() error {
+	sc := "on"
+	if q.opts.SynchronousCommitOff {
+		sc = "off"
+	}
+	conf := fmt.Sprintf(`# written by ackcheck cluster queen; rewritten when a setting changes
+listen_addresses = '127.0.0.1'
+port = %d
+unix_socket_directories = '%s'
+max_connections = 200
+synchronous_commit = %s
+`, q.pgPort(), q.pgSocketDir(), sc)
+	if err := os.WriteFile(q.pgConf(), []byte(conf), 0o644); err != nil {
+		return err
+	}
+	return chownPostgres(q.pgConf())
+}
+
+func (q *Queen) writeClusterJSON() error {
+	qf := queenFile{Kind: queenKind, Home: q.opts.Home, BasePort: q.opts.BasePort, SynchronousCommitOff: q.opts.SynchronousCommitOff,
+		LazyFS: q.opts.LazyFS, LazyFSBin: q.opts.LazyFSBinary, LazyFSMode: q.opts.LazyFSEntries}
+	data, _ := json.MarshalIndent(qf, "", "  ")
+	return os.WriteFile(filepath.Join(q.opts.Dir, "cluster.json"), data, 0o644)
+}
+
+// StartNode implements Local. It does not wait for the node to answer.
+func (q *Queen) StartNode(ctx context.Context, id int32) error {
+	if pid, _ := q.PID(id); pid != 0 {
+		return nil
+	}
+	if m := q.mount(id); m != nil {
+		if err := m.check(ctx); err != nil {
+			return err
+		}
+	}
+	switch id {
+	case QueenDBNode:
+		bin, err := pgBin()
+		if err != nil {
+			return err
+		}
+		// pg_ctl starts the server in a session of its own, with -D in its
+		// command line (the marker), and writes postmaster.pid; -W: do not
+		// wait for it to accept connections.
+		out, err := asPostgres(ctx, filepath.Join(bin, "pg_ctl"), "-D", q.dataDir(QueenDBNode), "-l", q.pgLog(), "-W", "start").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("start PostgreSQL: %v\n%s", err, tail(out, 1500))
+		}
+		for i := 0; i < 100; i++ {
+			if pid, _ := q.PID(id); pid != 0 {
+				return nil
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		data, _ := os.ReadFile(q.pgLog())
+		return fmt.Errorf("PostgreSQL did not start; %s says:\n%s", q.pgLog(), tail(data, 1500))
+	case QueenServerNode:
+		cmd := exec.Command(q.queenBinary())
+		cmd.Dir = q.opts.Home // it loads ./schema from its working directory
+		cmd.Env = append(os.Environ(),
+			fmt.Sprintf("PORT=%d", q.opts.BasePort), "HOST=127.0.0.1",
+			fmt.Sprintf("QUEEN_UDP_NOTIFY_PORT=%d", q.opts.BasePort+1),
+			"PG_HOST=127.0.0.1", fmt.Sprintf("PG_PORT=%d", q.pgPort()), "PG_USER=postgres", "PG_PASSWORD=postgres", "PG_DB=queen",
+			"NUM_WORKERS=2", "DB_POOL_SIZE=40", "SIDECAR_POOL_SIZE=16", "LOG_LEVEL=info",
+			"FILE_BUFFER_DIR="+q.dataDir(QueenServerNode))
+		return startDetached(cmd, q.queenLog(), q.queenPIDFile(), "queen-server")
+	}
+	return fmt.Errorf("no node %d: the Queen cluster has 1 (the server) and 2 (db)", id)
+}
+
+// PID implements Local: the Queen server's process, or PostgreSQL's
+// postmaster.
+func (q *Queen) PID(id int32) (int, error) {
+	switch id {
+	case QueenServerNode:
+		return pidFrom(q.queenPIDFile(), q.queenMarker())
+	case QueenDBNode:
+		return q.postmasterPID()
+	}
+	return 0, fmt.Errorf("no node %d", id)
+}
+
+// postmasterPID reads the first line of postmaster.pid.
+func (q *Queen) postmasterPID() (int, error) {
+	f, err := os.Open(filepath.Join(q.dataDir(QueenDBNode), "postmaster.pid"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return 0, nil
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
+	if err != nil || pid <= 0 || !runsAs(pid, q.pgMarker()) {
+		return 0, nil
+	}
+	return pid, nil
+}
+
+// Signal implements Local. PostgreSQL is signalled as a whole: the
+// postmaster and every backend (its process group, which pg_ctl made its
+// own session), as a machine's crash or a SIGSTOP of the database would
+// stop them all at once.
+func (q *Queen) Signal(id int32, sig syscall.Signal) (int, error) {
+	pid, err := q.PID(id)
+	if err != nil {
+		return 0, err
+	}
+	if pid == 0 {
+		return 0, fmt.Errorf("node %d does not run", id)
+	}
+	target := pid
+	if id == QueenDBNode {
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+			target = -pid
+		}
+	}
+	if err := syscall.Kill(target, sig); err != nil {
+		return pid, fmt.Errorf("signal %v to node %d (PID %d): %w", sig, id, pid, err)
+	}
+	return pid, nil
+}
+
+// StopNode implements Local: the Queen server gets SIGTERM; PostgreSQL a
+// fast shutdown (SIGINT: a smart one would wait for Queen's connections
+// forever). Either is SIGKILLed after grace.
+func (q *Queen) StopNode(ctx context.Context, id int32, grace time.Duration) error {
+	pid, err := q.PID(id)
+	if err != nil || pid == 0 {
+		return err
+	}
+	if id == QueenServerNode {
+		return stopProcess(ctx, pid, q.queenMarker(), grace)
+	}
+	q.Signal(id, syscall.SIGCONT)
+	syscall.Kill(pid, syscall.SIGINT)
+	deadline := time.Now().Add(grace)
+	for runsAs(pid, q.pgMarker()) {
+		if time.Now().After(deadline) {
+			q.Signal(id, syscall.SIGKILL)
+			deadline = time.Now().Add(10 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Grace implements Local.
+func (q *Queen) Grace() time.Duration { return 30 * time.Second }
+
+// Down implements Local: the Queen server first, then PostgreSQL, then
+// the lazyfs mounts.
+func (q *Queen) Down(ctx context.Context) error { return stopNodes(ctx, q, q.Grace()) }
+
+// DataDirInode implements Local.
+func (q *Queen) DataDirInode(id int32) (uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(q.dataDir(id), &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// CanLoseUnsynced implements Local.
+func (q *Queen) CanLoseUnsynced(id int32) error { return canLose(q.mount(id), q.opts.Dir, queenKind) }
+
+// LoseUnsynced implements Local.
+func (q *Queen) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+	pid, err := q.PID(id)
+	if err != nil {
+		return "", err
+	}
+	if id == QueenDBNode && pid == 0 {
+		// The postmaster is gone; its backends may not be yet.
+		if err := q.waitBackendsGone(ctx); err != nil {
+			return "", err
+		}
+	}
+	return loseUnsynced(ctx, q.mount(id), q.opts.Dir, pid)
+}
+
+// waitBackendsGone waits until no process of user postgres runs with
+// this cluster's data dir open (they hold files lazyfs must see closed).
+func (q *Queen) waitBackendsGone(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		busy := false
+		procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+		for _, p := range procs {
+			if cwd, err := os.Readlink(p); err == nil && cwd == q.dataDir(QueenDBNode) {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PostgreSQL's processes still run 30 s after its postmaster died")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Healthy reports whether node id answers: the Queen server's /health
+// says healthy, or PostgreSQL runs a query.
+func (q *Queen) Healthy(ctx context.Context, id int32) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if id == QueenDBNode {
+		return q.pingDB(ctx, "queen")
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, q.URL()+"/health", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Status   string `json:"status"`
+		Database string `json:"database"`
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err := json.Unmarshal(body, &h); err != nil {
+		return fmt.Errorf("/health: %s", tail(body, 200))
+	}
+	if h.Status != "healthy" {
+		return fmt.Errorf("/health: status %q, database %q", h.Status, h.Database)
+	}
+	return nil
+}
+
+func (q *Queen) pingDB(ctx context.Context, db string) error {
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=3", q.pgPort(), db))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return conn.Ping(ctx)
+}
+
+func (q *Queen) waitDB(ctx context.Context, timeout time.Duration, db string) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := q.pingDB(ctx, db)
+		if err == nil {
+			return nil
+		}
+		if pid, _ := q.PID(QueenDBNode); pid == 0 || time.Now().After(deadline) {
+			data, _ := os.ReadFile(q.pgLog())
+			return fmt.Errorf("PostgreSQL does not answer (%v); %s says:\n%s", err, q.pgLog(), tail(data, 1500))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// WaitReady waits until both nodes answer.
+func (q *Queen) WaitReady(ctx context.Context, timeout time.Duration) error {
+	if err := q.waitDB(ctx, timeout, "queen"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := q.Healthy(ctx, QueenServerNode)
+		if err == nil {
+			return nil
+		}
+		if pid, _ := q.PID(QueenServerNode); pid == 0 || time.Now().After(deadline) {
+			data, _ := os.ReadFile(q.queenLog())
+			return fmt.Errorf("the Queen server is not healthy (%v); %s says:\n%s", err, q.queenLog(), tail(data, 1500))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Health implements Local.
+func (q *Queen) Health(ctx context.Context) []NodeStatus {
+	var out []NodeStatus
+	for _, id := range q.Nodes() {
+		pid, _ := q.PID(id)
+		s := NodeStatus{ID: id, PID: pid, LazyFS: q.LazyFS()}
+		if id == QueenServerNode {
+			s.Endpoints = []Endpoint{{"name", "queen"}, {"address", q.URL()}}
+		} else {
+			s.Endpoints = []Endpoint{{"name", "db"}, {"address", fmt.Sprintf("postgres://127.0.0.1:%d/queen", q.pgPort())}}
+		}
+		if m := q.mount(id); m != nil {
+			s.LazyFSPID = m.pid()
+		}
+		switch err := q.Healthy(ctx, id); {
+		case pid == 0:
+			s.Health = "not running"
+		case err != nil:
+			s.Health = err.Error()
+		default:
+			s.Healthy = true
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// ClientFlags implements Local.
+func (q *Queen) ClientFlags() []Flag {
+	return []Flag{{"queen-url", q.URL()}, {"postgres-url", q.PostgresURL()}}
+}
+
+// FsyncSetting implements FsyncSwitch: PostgreSQL's synchronous_commit
+// (fsync of the commit's WAL before the commit returns).
+func (q *Queen) FsyncSetting() string { return "PostgreSQL synchronous_commit" }
+
+// FsyncOn implements FsyncSwitch.
+func (q *Queen) FsyncOn() bool { return !q.opts.SynchronousCommitOff }
+
+// FsyncValue implements FsyncSwitch.
+func (q *Queen) FsyncValue(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// FsyncFlags implements FsyncSwitch.
+func (q *Queen) FsyncFlags(on bool) string { return "--synchronous-commit " + q.FsyncValue(on) }
+
+// SetFsync implements FsyncSwitch: a clean restart of PostgreSQL (a fast
+// shutdown, its lazyfs mount synced, the setting rewritten, started
+// again); the Queen server stays up and reconnects. It returns once both
+// answer. A no-op when the setting is in force.
+func (q *Queen) SetFsync(ctx context.Context, on bool) error {
+	if q.FsyncOn() == on {
+		return nil
+	}
+	if err := q.StopNode(ctx, QueenDBNode, q.Grace()); err != nil {
+		return fmt.Errorf("stop PostgreSQL to change synchronous_commit: %w", err)
+	}
+	if m := q.mount(QueenDBNode); m != nil {
+		if err := m.sync(ctx); err != nil {
+			return err
+		}
+	}
+	q.opts.SynchronousCommitOff = !on
+	if err := q.writePGConf(); err != nil {
+		return err
+	}
+	if err := q.writeClusterJSON(); err != nil {
+		return err
+	}
+	if err := q.StartNode(ctx, QueenDBNode); err != nil {
+		return err
+	}
+	return q.WaitReady(ctx, 3*time.Minute)
+}
+
+// QueenLauncher is the local Queen cluster's kind.
+type QueenLauncher struct{}
+
+// Kind implements Launcher.
+func (QueenLauncher) Kind() string { return queenKind }
+
+// Doc implements Launcher.
+func (QueenLauncher) Doc() (string, string) {
+	return "A local Queen MQ server on PostgreSQL 15 (node 1: the Queen server, node 2: db)",
+		`up initializes a PostgreSQL cluster with Debian's initdb (as the user
+postgres, trust authentication, 127.0.0.1 only), creates the database
+queen, and starts the Queen server of --queen-home (queen-server and
+schema/, as shared/queen/build.sh writes them) on 127.0.0.1, with PIDs,
+logs and data under --dir. It returns once /health answers healthy.
+--synchronous-commit off starts PostgreSQL with synchronous_commit=off; on
+an existing cluster, it is switched by a clean restart of PostgreSQL.
+With --lazyfs, PostgreSQL's data dir and Queen's file-buffer dir are each
+served by ackcheck lazyfs (FUSE, allow_other), which the power-loss fault
+uses to drop what was not fsynced.`
+}
+
+// NewFlags implements Launcher.
+func (QueenLauncher) NewFlags() LaunchFlags { return &queenFlags{} }
+
+type queenFlags struct {
+	opts    QueenOptions
+	syncOff string
+}
+
+func (f *queenFlags) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.opts.Home, "queen-home", "", "directory with queen-server and schema/ (what shared/queen/build.sh writes); required at the first up")
+	fs.IntVar(&f.opts.BasePort, "base-port", 0, "the Queen server's HTTP port; its UDP notifications use base+1, PostgreSQL base+2 (default 26632)")
+	fs.StringVar(&f.syncOff, "synchronous-commit", "on", "PostgreSQL synchronous_commit: on (its default) or off; on an existing cluster, switched by a clean restart of PostgreSQL")
+	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put PostgreSQL's data dir and Queen's file-buffer dir each on ackcheck lazyfs (at the first up; needs FUSE)")
+	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
+}
+
+func (f *queenFlags) Open(dir string) (Local, error) {
+	o := f.opts
+	o.Dir = dir
+	switch f.syncOff {
+	case "on", "":
+	case "off":
+		o.SynchronousCommitOff = true
+	default:
+		return nil, fmt.Errorf("--synchronous-commit %q: use on or off", f.syncOff)
+	}
+	return OpenQueen(o)
+}
+
+// AfterUp switches synchronous_commit on an existing cluster when
+// --synchronous-commit asks for another value than it runs with.
+func (f *queenFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c Local, progress io.Writer) error {
+	q := c.(*Queen)
+	on := f.syncOff != "off"
+	if !fs.Changed("synchronous-commit") || q.FsyncOn() == on {
+		return nil
+	}
+	fmt.Fprintf(progress, "switching synchronous_commit to %s (a clean restart of PostgreSQL) ...\n", q.FsyncValue(on))
+	return q.SetFsync(ctx, on)
+}

@@ -1,0 +1,122 @@
+package queen
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/spf13/pflag"
+)
+
+// Profile is Queen MQ's.
+type Profile struct{}
+
+var (
+	_ drivers.Profile  = Profile{}
+	_ cluster.Provider = Profile{}
+)
+
+// Name implements drivers.Profile.
+func (Profile) Name() string { return driverName }
+
+// AddressFlag implements drivers.Profile.
+func (Profile) AddressFlag() string { return "queen-url" }
+
+// Launcher implements cluster.Provider: a Queen server on PostgreSQL.
+func (Profile) Launcher() cluster.Launcher { return cluster.QueenLauncher{} }
+
+// Expect implements drivers.Profile, from Queen's documentation: pushes
+// are acknowledged after PostgreSQL committed them, with a file buffer
+// for when it cannot.
+func (Profile) Expect(s drivers.Scenario, _ drivers.Driver) (string, string) {
+	switch s {
+	case drivers.LeaderKill:
+		return "", "the Queen server (every queue's only server) dies; pushes go unanswered until it restarts; what it committed to PostgreSQL stays, so no acknowledged message is lost"
+	case "kill", "stop":
+		return "", "the node goes away: pushes fail or wait while it is gone (the Queen server answers from its file buffer while PostgreSQL is unreachable); Queen's documentation promises zero message loss"
+	case "power-loss":
+		return "", "the node loses what it had not fsynced: with synchronous_commit=on an acknowledged commit was fsynced and survives; buffered acks survive only what the file buffer fsynced"
+	}
+	return "", ""
+}
+
+// Durability implements drivers.Profile: PostgreSQL's own default
+// (synchronous_commit=on: the commit's WAL is fsynced before Queen
+// answers) against synchronous_commit=off, switched by a clean restart of
+// PostgreSQL.
+func (Profile) Durability() (drivers.Durability, bool) {
+	on, off := true, false
+	return drivers.Durability{Settings: []drivers.DurabilitySetting{
+		{Name: "default", Label: "PostgreSQL default (synchronous_commit=on)", ExpectLoss: false, ServerFsync: &on,
+			Why: "Queen's documentation states synchronous_commit=on and an fsync of the WAL before it answers 201: a queued ack is fsynced, and a power loss of the database loses nothing acked"},
+		{Name: "synchronous-commit-off", Label: "synchronous_commit=off", ExpectLoss: true, ServerFsync: &off,
+			Why: "PostgreSQL documents that with synchronous_commit=off a commit returns before its WAL is flushed (up to 3 x wal_writer_delay later), so a power loss of the database can lose acknowledged commits"},
+	}}, true
+}
+
+// ConfigFsync implements drivers.Profile: synchronous_commit in each
+// node's postgresql.conf (a cluster file's config_file).
+func (Profile) ConfigFsync() *drivers.ConfigEdit {
+	return &drivers.ConfigEdit{Setting: "synchronous_commit", Edit: func(c string, on bool) (string, error) {
+		v := "off"
+		if on {
+			v = "on"
+		}
+		return drivers.SetProperty(c, "synchronous_commit", v), nil
+	}}
+}
+
+// NewFlags implements drivers.Profile.
+func (Profile) NewFlags() drivers.Flags { return &flags{} }
+
+// flags are the Queen driver's flags.
+type flags struct {
+	url, postgresURL string
+	pushTimeout      time.Duration
+	attemptTimeout   time.Duration
+	batch            int
+	linger           time.Duration
+	concurrency      int
+	maxPending       int
+}
+
+func (f *flags) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.url, "queen-url", "", "Queen: the server's HTTP address, http://host:6632")
+	fs.StringVar(&f.postgresURL, "postgres-url", "", "Queen: the database its queues live in, postgres://user@host:5432/queen (read-back and PostgreSQL's durability settings)")
+	fs.DurationVar(&f.pushTimeout, "push-timeout", 30*time.Second, "Queen: longest a message may take from its first push to its outcome, pushes sent again with the same transactionId included; then its outcome is unknown")
+	fs.DurationVar(&f.attemptTimeout, "push-attempt-timeout", 10*time.Second, "Queen: longest one HTTP push waits for its answer before it is sent again")
+	fs.IntVar(&f.batch, "push-batch", 100, "Queen: most items one HTTP push carries")
+	fs.DurationVar(&f.linger, "push-linger", 5*time.Millisecond, "Queen: longest a push waits for more items")
+	fs.IntVar(&f.concurrency, "push-concurrency", 8, "Queen: HTTP pushes in flight per producer")
+	fs.IntVar(&f.maxPending, "push-max-pending", 10000, "Queen: unanswered messages per producer; one past it is rejected")
+}
+
+// Open implements drivers.Flags.
+func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
+	var c Config
+	if len(saved) > 0 {
+		if err := json.Unmarshal(saved, &c); err != nil {
+			return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
+		}
+	}
+	set := func(name string, apply func()) {
+		if fs.Changed(name) || (name == "queen-url" && c.URL == "") || (name == "postgres-url" && c.PostgresURL == "") {
+			apply()
+		}
+	}
+	set("queen-url", func() { c.URL = f.url })
+	set("postgres-url", func() { c.PostgresURL = f.postgresURL })
+	set("push-timeout", func() { c.PushTimeout = f.pushTimeout })
+	set("push-attempt-timeout", func() { c.AttemptTimeout = f.attemptTimeout })
+	set("push-batch", func() { c.MaxBatch = f.batch })
+	set("push-linger", func() { c.Linger = f.linger })
+	set("push-concurrency", func() { c.MaxConcurrent = f.concurrency })
+	set("push-max-pending", func() { c.MaxPending = f.maxPending })
+	d, err := New(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, d.Config(), nil
+}
