@@ -56,6 +56,9 @@ func faultOf(st Step) (fault, error) {
 		}
 		return nil, fmt.Errorf("%s takes topic:<topic> or brokers, not %s", st.Action, st.Target)
 	}
+	if _, _, ok := st.Action.Switch(); ok {
+		return switchMode{}, nil
+	}
 	return nil, fmt.Errorf("unknown action %q", st.Action)
 }
 
@@ -106,8 +109,12 @@ func (powerLossNode) available(ctx context.Context, env Env, st Step) error {
 		return err
 	}
 	ids := env.Nodes.IDs()
-	if st.Target.Kind == Node {
+	switch st.Target.Kind {
+	case Node:
 		ids = []int32{st.Target.Node}
+	case Named:
+		id, _ := nodeNamed(env.Nodes, st.Target.Name)
+		ids = []int32{id}
 	}
 	return canLoseUnsynced(env.Nodes, ids)
 }
@@ -120,6 +127,11 @@ func nodeAvailable(env Env, st Step) error {
 	}
 	if st.Target.Kind == Node && !slices.Contains(env.Nodes.IDs(), st.Target.Node) {
 		return fmt.Errorf("node %d is not one of the nodes %s describes (%v)", st.Target.Node, env.Nodes.Where(), env.Nodes.IDs())
+	}
+	if st.Target.Kind == Named {
+		if _, err := nodeNamed(env.Nodes, st.Target.Name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -266,4 +278,24 @@ func (fsyncBrokers) available(ctx context.Context, env Env, st Step) error {
 
 func (fsyncBrokers) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
 	return in.fsyncRecord(ctx, st, rec, in.fsyncBrokers)
+}
+
+// switchMode turns a broker-wide mode on or off through the broker's own
+// API (drivers.Switcher), journaling the mode's value first.
+type switchMode struct{}
+
+func (switchMode) available(ctx context.Context, env Env, st Step) error {
+	name, _, _ := st.Action.Switch()
+	sw, ok := env.Driver.(drivers.Switcher)
+	if !ok {
+		return fmt.Errorf("the %s driver has no broker-wide modes to switch", env.Driver.Name())
+	}
+	if !slices.Contains(sw.Switches(), name) {
+		return fmt.Errorf("the %s driver has no mode %q (it has %v)", env.Driver.Name(), name, sw.Switches())
+	}
+	return nil
+}
+
+func (switchMode) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
+	return in.fsyncRecord(ctx, st, rec, in.switchMode)
 }

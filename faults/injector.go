@@ -192,7 +192,13 @@ func (in *Injector) onNode(ctx context.Context, st Step, rec Record, act nodeAct
 	in.mu.Lock()
 	prev := in.previous
 	in.mu.Unlock()
-	node, err := st.Target.Resolve(topo, prev)
+	var node int32
+	var err error
+	if st.Target.Kind == Named && in.Nodes != nil {
+		node, err = nodeNamed(in.Nodes, st.Target.Name)
+	} else {
+		node, err = st.Target.Resolve(topo, prev)
+	}
 	if err != nil {
 		return skip(err.Error())
 	}
@@ -376,8 +382,44 @@ func (in *Injector) waitPID(ctx context.Context, node int32) int {
 	return 0
 }
 
-// fsyncRecord applies an fsync toggle with apply and records it, with
-// what an ack means afterwards as the running cluster says.
+// switchMode turns a broker-wide mode on or off (drivers.Switcher),
+// journaling the value it had first.
+func (in *Injector) switchMode(ctx context.Context, st Step) error {
+	name, on, _ := st.Action.Switch()
+	sw, ok := in.Driver.(drivers.Switcher)
+	if !ok {
+		return fmt.Errorf("the %s driver has no broker-wide modes to switch", in.Driver.Name())
+	}
+	was, err := sw.Switch(ctx, name)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	id, undo, pending := in.Journal.FindSwitch(name)
+	if !pending {
+		v := onOff(was)
+		if _, err := in.Journal.Add(Undo{Kind: UndoSwitch, Key: name, Value: &v, Why: string(st.Action)}); err != nil {
+			return err
+		}
+	}
+	if err := sw.SetSwitch(ctx, name, on); err != nil {
+		return err
+	}
+	if pending && undo.Value != nil && *undo.Value == onOff(on) {
+		return in.Journal.Done(id) // back to what it was: nothing left to undo
+	}
+	return nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// fsyncRecord applies a setting (an fsync toggle, a broker-wide mode) with
+// apply and records it, with what an ack means afterwards as the running
+// cluster says.
 func (in *Injector) fsyncRecord(ctx context.Context, st Step, rec Record, apply func(context.Context, Step) error) Record {
 	if err := apply(ctx, st); err != nil {
 		rec.Result, rec.Error = Failed, err.Error()
@@ -552,6 +594,12 @@ func (in *Injector) undo(ctx context.Context, u Undo) error {
 			return fmt.Errorf("the driver cannot change topic settings")
 		}
 		return tc.SetTopicConfig(ctx, u.Topic, u.Key, u.Value)
+	case UndoSwitch:
+		sw, ok := in.Driver.(drivers.Switcher)
+		if !ok {
+			return fmt.Errorf("the driver cannot switch %s", u.Key)
+		}
+		return sw.SetSwitch(ctx, u.Key, u.Value != nil && *u.Value == "on")
 	case UndoNodeConfig:
 		ce, ok := in.Nodes.(ConfigEditor)
 		if !ok || u.Content == nil {

@@ -22,6 +22,9 @@ const (
 	UndoTopicConfig UndoKind = "topic-config"
 	// UndoNodeConfig puts a node's config file back (and restarts it).
 	UndoNodeConfig UndoKind = "node-config"
+	// UndoSwitch turns a broker-wide mode (drivers.Switcher, Key) back to
+	// Value, "on" or "off".
+	UndoSwitch UndoKind = "switch"
 )
 
 // Undo is one thing a fault changed and how to put it back. Every undo is
@@ -55,6 +58,12 @@ func (u Undo) String() string {
 		return fmt.Sprintf("set %s of topic %s back to %s", u.Key, u.Topic, v)
 	case UndoNodeConfig:
 		return fmt.Sprintf("restore node %d's config file%s", u.Node, map[bool]string{true: " and restart it"}[u.Restart])
+	case UndoSwitch:
+		v := "off"
+		if u.Value != nil {
+			v = *u.Value
+		}
+		return fmt.Sprintf("turn %s %s", u.Key, v)
 	}
 	return string(u.Kind)
 }
@@ -190,6 +199,17 @@ func (j *Journal) HasTopicConfig(topic, key string) bool {
 		}
 	}
 	return false
+}
+
+// FindSwitch returns the pending undo that puts mode name back, if any.
+func (j *Journal) FindSwitch(name string) (id int, u Undo, ok bool) {
+	ids, undos := j.Pending()
+	for i, u := range undos {
+		if u.Kind == UndoSwitch && u.Key == name {
+			return ids[i], u, true
+		}
+	}
+	return 0, Undo{}, false
 }
 
 // HasNodeConfig is HasTopicConfig for a node's config file.

@@ -92,3 +92,12 @@ func (l Local) CanLoseUnsynced(id int32) error { return l.Cluster.CanLoseUnsynce
 func (l Local) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	return l.Cluster.LoseUnsynced(ctx, id)
 }
+
+// NodeNames implements NodeNamer for a local cluster whose nodes have
+// names (Queen's db); nil otherwise.
+func (l Local) NodeNames() map[int32]string {
+	if nn, ok := l.Cluster.(NodeNamer); ok {
+		return nn.NodeNames()
+	}
+	return nil
+}

@@ -43,7 +43,30 @@ var expectations = map[Action]string{
 }
 
 // Expectation is what action is expected to cause.
-func (a Action) Expectation() string { return expectations[a] }
+func (a Action) Expectation() string {
+	if name, on, ok := a.Switch(); ok {
+		if on {
+			return "the broker-wide mode " + name + " turns on, through the broker's own API"
+		}
+		return "the broker-wide mode " + name + " turns off"
+	}
+	return expectations[a]
+}
+
+// Switch reads an action <mode>-on or <mode>-off, which turns a
+// broker-wide mode on or off (drivers.Switcher): Queen's maintenance-on.
+func (a Action) Switch() (name string, on, ok bool) {
+	if a == FsyncOn || a == FsyncOff {
+		return "", false, false
+	}
+	if n, found := strings.CutSuffix(string(a), "-on"); found && nodeName.MatchString(n) {
+		return n, true, true
+	}
+	if n, found := strings.CutSuffix(string(a), "-off"); found && nodeName.MatchString(n) {
+		return n, false, true
+	}
+	return "", false, false
+}
 
 // TakesNodeAway reports whether the action makes the node unavailable,
 // so that its recovery is measured.
@@ -103,7 +126,11 @@ func ParseSchedule(s string) ([]Step, error) {
 				return nil, bad(string(st.Action) + " needs topic:<topic> or brokers")
 			}
 		default:
-			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause, resume, power-loss, fsync-on or fsync-off")
+			if _, _, ok := st.Action.Switch(); ok {
+				st.Target = Target{Kind: Cluster}
+				break
+			}
+			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause, resume, power-loss, fsync-on, fsync-off, or <mode>-on and <mode>-off for a broker's mode (maintenance-on)")
 		}
 		if len(fields) == 3 {
 			if st.Target, err = ParseTarget(fields[2]); err != nil {
@@ -113,9 +140,13 @@ func ParseSchedule(s string) ([]Step, error) {
 		if (st.Target.Kind == All) != (st.Action == PowerLoss && st.Target.Kind == All) {
 			return nil, bad(fmt.Sprintf("%s cannot target all: only power-loss hits every node at once", st.Action))
 		}
+		_, _, isSwitch := st.Action.Switch()
+		if isSwitch != (st.Target.Kind == Cluster) {
+			return nil, bad(fmt.Sprintf("%s cannot target %s: only <mode>-on and <mode>-off act on the cluster as a whole", st.Action, st.Target))
+		}
 		isFsync := st.Action == FsyncOn || st.Action == FsyncOff
 		isScope := st.Target.Kind == Topic || st.Target.Kind == Brokers
-		if isFsync != isScope {
+		if !isSwitch && isFsync != isScope {
 			return nil, bad(fmt.Sprintf("%s cannot target %s: fsync-on/off take topic:<topic> or brokers, the other actions a node", st.Action, st.Target))
 		}
 		steps = append(steps, st)

@@ -16,6 +16,8 @@ package faults
 
 import (
 	"fmt"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -43,7 +45,45 @@ const (
 	Brokers TargetKind = "brokers"
 	// All: every node at once (power-loss all).
 	All TargetKind = "all"
+	// Cluster: the cluster as a whole, for a broker-wide mode
+	// (maintenance-on cluster); the default of <mode>-on and <mode>-off.
+	Cluster TargetKind = "cluster"
+	// Named: a node by the name its cluster gives it (db, for Queen's
+	// PostgreSQL), resolved through NodeNamer.
+	Named TargetKind = "named"
 )
+
+// NodeNamer is implemented by Nodes whose nodes have names as well as IDs
+// (a Queen cluster's db).
+type NodeNamer interface {
+	NodeNames() map[int32]string
+}
+
+// nodeNamed is the node nodes call name.
+func nodeNamed(nodes Nodes, name string) (int32, error) {
+	nn, ok := nodes.(NodeNamer)
+	if ok {
+		for id, n := range nn.NodeNames() {
+			if n == name {
+				return id, nil
+			}
+		}
+	}
+	var names []string
+	if ok {
+		for _, n := range nn.NodeNames() {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return -1, fmt.Errorf("no node is named %q: the nodes of %s have no names (use node:<id>)", name, nodes.Where())
+	}
+	return -1, fmt.Errorf("no node is named %q (the nodes of %s are named %s)", name, nodes.Where(), strings.Join(names, ", "))
+}
+
+// nodeName is a bare word that names a node.
+var nodeName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
 // Target picks a node when a fault fires.
 type Target struct {
@@ -51,6 +91,7 @@ type Target struct {
 	Topic     string
 	Partition int32
 	Node      int32
+	Name      string // Named
 }
 
 func (t Target) String() string {
@@ -63,12 +104,14 @@ func (t Target) String() string {
 		return fmt.Sprintf("node:%d", t.Node)
 	case Topic:
 		return "topic:" + t.Topic
+	case Named:
+		return t.Name
 	}
 	return string(t.Kind)
 }
 
 // ParseTarget reads leader:T/P, most-leaders:T, controller, node:N,
-// previous, all, topic:T or brokers.
+// previous, all, topic:T, brokers, cluster, or a bare word: a node's name.
 func ParseTarget(s string) (Target, error) {
 	kind, arg, _ := strings.Cut(s, ":")
 	if kind == "owner" {
@@ -93,7 +136,7 @@ func ParseTarget(s string) (Target, error) {
 			return Target{}, fmt.Errorf("target %q: write topic:<topic>", s)
 		}
 		return Target{Kind: Topic, Topic: arg}, nil
-	case Controller, Previous, Brokers, All:
+	case Controller, Previous, Brokers, All, Cluster:
 		if arg != "" {
 			return Target{}, fmt.Errorf("target %q takes no argument", s)
 		}
@@ -105,7 +148,10 @@ func ParseTarget(s string) (Target, error) {
 		}
 		return Target{Kind: Node, Node: int32(n)}, nil
 	}
-	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, previous, all, topic:<topic> or brokers", s)
+	if nodeName.MatchString(s) && TargetKind(s) != Named {
+		return Target{Kind: Named, Name: s}, nil
+	}
+	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name (db), previous, all, topic:<topic>, brokers or cluster", s)
 }
 
 // ErrNoTarget is wrapped by Resolve when the target names no node now.

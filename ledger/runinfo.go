@@ -26,6 +26,9 @@ type RunInfo struct {
 	// PacingLag is how late ackcheck handed sends to the driver after
 	// their scheduled times (nil for runs recorded before it was kept).
 	PacingLag *LagSummary `json:"pacing_lag,omitempty"`
+	// AckClasses counts acks by how the broker stored them, for brokers
+	// that ack in more than one way (drivers.AckClasser); nil otherwise.
+	AckClasses map[string]int64 `json:"ack_classes,omitempty"`
 	// Errors counts failed outcomes by error text.
 	Errors map[string]int64 `json:"errors,omitempty"`
 	// AckMeaning is what an ack meant when the load started, as read from

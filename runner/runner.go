@@ -203,6 +203,9 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	lres, loadErr := runLoad(ctx, cfg, lc, l, inj)
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
 	run.Shed, run.Errors = lres.Shed, lres.Errors
+	if ac, ok := cfg.Driver.(drivers.AckClasser); ok {
+		run.AckClasses = ac.AckClasses()
+	}
 	if h := lres.PacingLag; h != nil && h.TotalCount() > 0 {
 		run.PacingLag = &ledger.LagSummary{Count: h.TotalCount(), P50Us: h.ValueAtQuantile(50), P99Us: h.ValueAtQuantile(99), MaxUs: h.Max()}
 	}

@@ -121,6 +121,7 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 			res.AckMeanings = append(res.AckMeanings, Phase{FromS: max(0, f.AtS), Since: string(f.Action) + " " + f.Target, Meaning: f.AckMeaning})
 		}
 	}
+	res.AckedByClass = run.AckClasses
 	if pl := run.PacingLag; pl != nil {
 		us := func(v int64) float64 { return float64(v) / 1000 }
 		res.PacingLag = Latency{Count: pl.Count, P50: us(pl.P50Us), P99: us(pl.P99Us), Max: us(pl.MaxUs)}

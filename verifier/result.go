@@ -90,8 +90,13 @@ type Result struct {
 	// PacingLag is how late ackcheck handed sends to the driver after
 	// their scheduled times: the part of every latency above that is
 	// ackcheck's own (P999 is not kept). Count 0: not recorded.
-	PacingLag Latency  `json:"pacing_lag_ms"`
-	Windows   []Window `json:"windows"`
+	PacingLag Latency `json:"pacing_lag_ms"`
+	// AckedByClass counts the acks by how the broker stored them, for a
+	// broker that acks in more than one way (Queen: queued in PostgreSQL,
+	// or buffered in the server's file buffer). Every class counts in
+	// Acked, and a lost message of any class fails the verdict.
+	AckedByClass map[string]int64 `json:"acked_by_class,omitempty"`
+	Windows      []Window         `json:"windows"`
 
 	LoadStart        time.Time        `json:"load_start"`
 	LoadEnd          time.Time        `json:"load_end"`
@@ -216,7 +221,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	row := func(name string, n int64, note string) { fmt.Fprintf(tw, "  %s\t%d\t%s\n", name, n, note) }
 	fmt.Fprintf(tw, "run %s  driver %s  topic %s\n", r.RunID, r.Driver, r.Topic)
 	row("sent", r.Sent, "")
-	row("acked", r.Acked, "")
+	row("acked", r.Acked, ackClasses(r.AckedByClass))
 	row("failed", r.Failed, fmt.Sprintf("rejected %d, unknown %d, no outcome %d", r.Rejected, r.Unknown, r.NoOutcome))
 	row("shed", r.Shed, "scheduled but not sent: max-in-flight reached")
 	row("read", r.Read, fmt.Sprintf("distinct IDs read intact, of %d records", r.RecordsRead))
@@ -320,4 +325,22 @@ func msOrNever(ms float64) string {
 		return "not observed"
 	}
 	return fmt.Sprintf("%.0f ms", ms)
+}
+
+// ackClasses says how the acks were stored, in class order ("" when the
+// broker acks one way).
+func ackClasses(m map[string]int64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(m))
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

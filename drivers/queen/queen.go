@@ -283,7 +283,11 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 			}
 		}
 	} else {
-		if err := d.call(ctx, http.MethodPost, "/api/v1/configure", map[string]any{"queue": spec.Name}, nil); err != nil {
+		// Retention off, said explicitly: the read-back needs every row.
+		// (Options are needed anyway: Queen 0.15 answers a configure
+		// without any with an error, after it configured the queue.)
+		conf := map[string]any{"queue": spec.Name, "options": map[string]any{"retentionEnabled": false}}
+		if err := d.call(ctx, http.MethodPost, "/api/v1/configure", conf, nil); err != nil {
 			return info, fmt.Errorf("create queue %s: %w", spec.Name, err)
 		}
 		info.Created = true
