@@ -21,6 +21,11 @@ const (
 	EnvPulsarLazyFS = "ACKCHECK_PULSAR_LAZYFS_DIR"
 	EnvNATS         = "ACKCHECK_NATS_DIR"
 	EnvNATSLazyFS   = "ACKCHECK_NATS_LAZYFS_DIR"
+	// EnvQueen names a Queen cluster on lazyfs: its tests need power
+	// losses, and one cluster serves them all. EnvRequireQueen makes them
+	// fail, not skip, without it (CI sets it).
+	EnvQueen        = "ACKCHECK_QUEEN_DIR"
+	EnvRequireQueen = "ACKCHECK_REQUIRE_QUEEN"
 )
 
 // Kafka returns the cluster in $ACKCHECK_KAFKA_CLUSTER_DIR once every node
@@ -66,6 +71,26 @@ func NATSLazyFS(t *testing.T) *cluster.NATS {
 	return fromEnv(t, EnvNATSLazyFS, "ackcheck cluster nats up --lazyfs --lazyfs-entries journal --base-port 24522 --dir D", openNATS, true, 2*time.Minute)
 }
 
+// Queen returns the Queen cluster (server and PostgreSQL, on lazyfs) in
+// $ACKCHECK_QUEEN_DIR once both answer, starting a node that does not
+// run. Without the variable it skips the test, or fails it when
+// $ACKCHECK_REQUIRE_QUEEN is set.
+func Queen(t *testing.T) *cluster.Queen {
+	t.Helper()
+	if os.Getenv(EnvQueen) == "" && os.Getenv(EnvRequireQueen) != "" {
+		t.Fatalf("%s is set and %s is not: .ci/run starts a Queen cluster and sets it", EnvRequireQueen, EnvQueen)
+	}
+	q := fromEnv(t, EnvQueen, "ackcheck cluster queen up --lazyfs --lazyfs-entries journal --queen-home H --dir D", openQueen, true, 0)
+	if err := q.Up(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func openQueen(dir string) (*cluster.Queen, error) {
+	return cluster.OpenQueen(cluster.QueenOptions{Dir: dir})
+}
+
 func openKafka(dir string) (*cluster.Kafka, error) {
 	return cluster.OpenKafka(cluster.KafkaOptions{Dir: dir})
 }
@@ -99,8 +124,10 @@ func fromEnv[C running](t *testing.T, env, start string, open func(dir string) (
 	if lazy && !c.LazyFS() {
 		t.Fatalf("%s=%s is a cluster without lazyfs", env, dir)
 	}
-	if err := c.WaitReady(context.Background(), ready); err != nil {
-		t.Fatal(err)
+	if ready > 0 {
+		if err := c.WaitReady(context.Background(), ready); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return c
 }
