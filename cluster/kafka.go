@@ -473,11 +473,7 @@ func (k *Kafka) logTail(id int32) string {
 // DataDirInode returns the inode of node id's data dir: the kill proof
 // shows it unchanged across a restart (same volume, same data).
 func (k *Kafka) DataDirInode(id int32) (uint64, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(k.DataDir(id), &st); err != nil {
-		return 0, err
-	}
-	return st.Ino, nil
+	return dataDirInode(k.mount(id), k.DataDir(id))
 }
 
 // Dir is the cluster directory.

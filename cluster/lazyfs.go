@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ackcheck/ackcheck/lazyfs"
@@ -212,4 +213,17 @@ func (k *Kafka) SyncAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dataDirInode is the inode of a node's data dir: of its backing directory
+// when it is a lazyfs mount, whose root a FUSE stat reports as inode 0.
+func dataDirInode(m *lazyMount, dir string) (uint64, error) {
+	if m != nil {
+		dir = m.backing()
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
 }

@@ -387,11 +387,7 @@ func (n *NATS) WaitReady(ctx context.Context, timeout time.Duration) error {
 
 // DataDirInode implements faults.LocalCluster.
 func (n *NATS) DataDirInode(id int32) (uint64, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(n.DataDir(id), &st); err != nil {
-		return 0, err
-	}
-	return st.Ino, nil
+	return dataDirInode(n.mount(id), n.DataDir(id))
 }
 
 // CanLoseUnsynced reports whether node id's store is on lazyfs.

@@ -463,13 +463,7 @@ func (p *Pulsar) WaitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 // DataDirInode is the inode of the data dir (kill proof).
-func (p *Pulsar) DataDirInode(int32) (uint64, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(p.DataDir(), &st); err != nil {
-		return 0, err
-	}
-	return st.Ino, nil
-}
+func (p *Pulsar) DataDirInode(int32) (uint64, error) { return dataDirInode(p.mount(1), p.DataDir()) }
 
 // CanLoseUnsynced reports whether the standalone's data dir is on lazyfs.
 func (p *Pulsar) CanLoseUnsynced(id int32) error { return canLose(p.mount(1), p.opts.Dir, "pulsar") }

@@ -489,11 +489,7 @@ func (q *Queen) Down(ctx context.Context) error { return stopNodes(ctx, q, q.Gra
 
 // DataDirInode implements Local.
 func (q *Queen) DataDirInode(id int32) (uint64, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(q.dataDir(id), &st); err != nil {
-		return 0, err
-	}
-	return st.Ino, nil
+	return dataDirInode(q.mount(id), q.dataDir(id))
 }
 
 // CanLoseUnsynced implements Local.

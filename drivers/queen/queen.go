@@ -390,10 +390,24 @@ type health struct {
 	} `json:"raft,omitempty"`
 }
 
+// health reads /health. The server answers it, with its status in the
+// body, whatever the HTTP status: an unhealthy answer is still an answer.
 func (d *Driver) health(ctx context.Context) (health, error) {
 	var h health
-	err := d.call(ctx, http.MethodGet, "/health", nil, &h)
-	return h, err
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.cfg.URL+"/health", nil)
+	if err != nil {
+		return h, err
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return h, fmt.Errorf("GET /health: %w: %w", drivers.ErrUnreachable, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err := json.Unmarshal(data, &h); err != nil || h.Status == "" {
+		return h, fmt.Errorf("GET /health answered %d: %s", resp.StatusCode, clip(data))
+	}
+	return h, nil
 }
 
 // ProbeNode implements drivers.NodeProber: the Queen server is ready when
@@ -423,14 +437,21 @@ func (d *Driver) ProbeNode(ctx context.Context, id int32) error {
 // now as its in-sync set, and the server as its leader while both answer.
 func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, error) {
 	topo := drivers.Topology{At: time.Now(), Controller: -1}
+	// A node is in the topology while it answers at all: the server
+	// answers /health while its database is gone (and says so), which is
+	// how the database's absence shows.
 	up := map[int32]bool{}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err := d.health(hctx)
+	cancel()
+	up[ServerNode] = err == nil
+	up[DBNode] = d.ProbeNode(ctx, DBNode) == nil
 	for _, id := range []int32{ServerNode, DBNode} {
-		if d.ProbeNode(ctx, id) == nil {
-			up[id] = true
+		if up[id] {
 			topo.Nodes = append(topo.Nodes, drivers.Node{ID: id})
 		}
 	}
-	if len(up) == 0 {
+	if len(topo.Nodes) == 0 {
 		return topo, fmt.Errorf("neither the Queen server nor its database answers: %w", drivers.ErrUnreachable)
 	}
 	d.mu.Lock()
