@@ -124,8 +124,9 @@ func OpenQueen(opts QueenOptions) (*Queen, error) {
 // Dir implements Local.
 func (q *Queen) Dir() string { return q.opts.Dir }
 
-// Nodes implements Local: the Queen server and the database.
-func (q *Queen) Nodes() []int32 { return []int32{QueenServerNode, QueenDBNode} }
+// Nodes implements Local: the database first, then the Queen server, in
+// the order they must start (a power loss of both starts them so).
+func (q *Queen) Nodes() []int32 { return []int32{QueenDBNode, QueenServerNode} }
 
 // NodeNames names the nodes for fault targets (db) and reports.
 func (q *Queen) NodeNames() map[int32]string {
@@ -238,6 +239,19 @@ func (q *Queen) Up(ctx context.Context) error {
 	}
 	if err := q.StartNode(ctx, QueenServerNode); err != nil {
 		return err
+	}
+	if pid, _ := q.PID(QueenServerNode); pid != 0 {
+		// A server started while its database could not answer runs on
+		// without serving (Queen 0.15 does not retry its connections at
+		// start): restart it on the database that answers now.
+		if err := q.waitServer(ctx, 20*time.Second); err != nil {
+			if err := q.StopNode(ctx, QueenServerNode, q.Grace()); err != nil {
+				return err
+			}
+			if err := q.StartNode(ctx, QueenServerNode); err != nil {
+				return err
+			}
+		}
 	}
 	return q.WaitReady(ctx, 3*time.Minute)
 }
@@ -366,6 +380,11 @@ func (q *Queen) StartNode(ctx context.Context, id int32) error {
 		if err != nil {
 			return err
 		}
+		// No postmaster of this data dir runs (PID said so): a
+		// postmaster.pid left by a killed one is stale, and PostgreSQL
+		// would refuse to start if its PID now belonged to another live
+		// process, as after a power loss on a machine that kept running.
+		os.Remove(filepath.Join(q.dataDir(QueenDBNode), "postmaster.pid"))
 		// pg_ctl starts the server in a session of its own, with -D in its
 		// command line (the marker), and writes postmaster.pid; -W: do not
 		// wait for it to accept connections.
@@ -382,6 +401,14 @@ func (q *Queen) StartNode(ctx context.Context, id int32) error {
 		data, _ := os.ReadFile(q.pgLog())
 		return fmt.Errorf("PostgreSQL did not start; %s says:\n%s", q.pgLog(), tail(data, 1500))
 	case QueenServerNode:
+		// The server connects to its database once, at start: wait for a
+		// database that runs to answer (one recovering from a crash takes
+		// a while). One that does not run is the fault's to report.
+		if pid, _ := q.PID(QueenDBNode); pid != 0 {
+			if err := q.waitDB(ctx, 3*time.Minute, "queen"); err != nil {
+				return fmt.Errorf("start the Queen server: %w", err)
+			}
+		}
 		cmd := exec.Command(q.queenBinary())
 		cmd.Dir = q.opts.Home // it loads ./schema from its working directory
 		cmd.Env = append(os.Environ(),
@@ -484,8 +511,18 @@ func (q *Queen) StopNode(ctx context.Context, id int32, grace time.Duration) err
 func (q *Queen) Grace() time.Duration { return 30 * time.Second }
 
 // Down implements Local: the Queen server first, then PostgreSQL, then
-// the lazyfs mounts.
-func (q *Queen) Down(ctx context.Context) error { return stopNodes(ctx, q, q.Grace()) }
+// the lazyfs mount under each that stopped.
+func (q *Queen) Down(ctx context.Context) error {
+	var errs []error
+	for _, id := range []int32{QueenServerNode, QueenDBNode} {
+		err := q.StopNode(ctx, id, q.Grace())
+		errs = append(errs, err)
+		if m := q.mount(id); m != nil && err == nil {
+			errs = append(errs, m.stop(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // DataDirInode implements Local.
 func (q *Queen) DataDirInode(id int32) (uint64, error) {
@@ -598,6 +635,11 @@ func (q *Queen) WaitReady(ctx context.Context, timeout time.Duration) error {
 	if err := q.waitDB(ctx, timeout, "queen"); err != nil {
 		return err
 	}
+	return q.waitServer(ctx, timeout)
+}
+
+// waitServer waits until the Queen server says it is healthy.
+func (q *Queen) waitServer(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := q.Healthy(ctx, QueenServerNode)

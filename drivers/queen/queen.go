@@ -251,14 +251,47 @@ func (d *Driver) queueExists(ctx context.Context, queue string) (bool, error) {
 	return n > 0, nil
 }
 
-// dbErr wraps a database error; one that reached no server is
-// ErrUnreachable.
+// dbErr wraps a database error; one that reached no server, or a server
+// not taking queries (starting up, shutting down), is ErrUnreachable.
 func (d *Driver) dbErr(what string, err error) error {
-	var pgErr interface{ SQLState() string }
-	if errors.As(err, &pgErr) {
+	if !transient(err) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return fmt.Errorf("%s: %w: %w (check --postgres-url and that PostgreSQL runs)", what, drivers.ErrUnreachable, err)
+}
+
+// transient reports whether err says the database cannot answer now
+// rather than that the query is wrong: no connection, or SQLSTATE classes
+// 08 (connection exception) and 57 (operator intervention: starting up,
+// shutting down).
+func transient(err error) bool {
+	var pgErr interface{ SQLState() string }
+	if !errors.As(err, &pgErr) {
+		return true
+	}
+	c := pgErr.SQLState()
+	return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57")
+}
+
+// dbWait is how long read-back waits for a database that cannot answer
+// now (recovering from a crash, restarting) before it gives up.
+const dbWait = 3 * time.Minute
+
+// retry runs fn until it succeeds, fails with an error that is not
+// transient, dbWait passes, or ctx ends.
+func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	deadline := time.Now().Add(dbWait)
+	for {
+		v, err := fn()
+		if err == nil || !errors.Is(err, drivers.ErrUnreachable) || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // EnsureTopic implements drivers.Driver: a queue, created through Queen's
@@ -349,8 +382,13 @@ func (d *Driver) partitionCount(ctx context.Context, topic string) (int, error) 
 	return max(n, 1), nil
 }
 
-// EndOffsets implements drivers.Driver: each partition's row count.
+// EndOffsets implements drivers.Driver: each partition's row count. It
+// waits up to dbWait for a database that cannot answer now.
 func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	return retry(ctx, func() (map[int32]int64, error) { return d.endOffsets(ctx, topic) })
+}
+
+func (d *Driver) endOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
 	n, err := d.partitionCount(ctx, topic)
 	if err != nil {
 		return nil, err
