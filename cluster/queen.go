@@ -384,7 +384,13 @@ func (q *Queen) StartNode(ctx context.Context, id int32) error {
 		// postmaster.pid left by a killed one is stale, and PostgreSQL
 		// would refuse to start if its PID now belonged to another live
 		// process, as after a power loss on a machine that kept running.
+		// The same holds for the socket's lock file; a killed postmaster
+		// that nobody reaped yet (a zombie) still has its PID, which
+		// PostgreSQL takes for a live one.
 		os.Remove(filepath.Join(q.dataDir(QueenDBNode), "postmaster.pid"))
+		sock := filepath.Join(q.pgSocketDir(), fmt.Sprintf(".s.PGSQL.%d", q.pgPort()))
+		os.Remove(sock + ".lock")
+		os.Remove(sock)
 		// pg_ctl starts the server in a session of its own, with -D in its
 		// command line (the marker), and writes postmaster.pid; -W: do not
 		// wait for it to accept connections.

@@ -241,14 +241,17 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-// queueExists reports whether the queue has a row in the database.
+// queueExists reports whether the queue has a row in the database. A
+// connection the database closed (a restart) is retried for a few seconds.
 func (d *Driver) queueExists(ctx context.Context, queue string) (bool, error) {
-	var n int
-	err := d.db.QueryRow(ctx, `SELECT count(*) FROM queen.queues WHERE name = $1`, queue).Scan(&n)
-	if err != nil {
-		return false, d.dbErr("look up queue "+queue, err)
-	}
-	return n > 0, nil
+	return retry(ctx, 5*time.Second, func() (bool, error) {
+		var n int
+		err := d.db.QueryRow(ctx, `SELECT count(*) FROM queen.queues WHERE name = $1`, queue).Scan(&n)
+		if err != nil {
+			return false, d.dbErr("look up queue "+queue, err)
+		}
+		return n > 0, nil
+	})
 }
 
 // dbErr wraps a database error; one that reached no server, or a server
@@ -278,9 +281,9 @@ func transient(err error) bool {
 const dbWait = 3 * time.Minute
 
 // retry runs fn until it succeeds, fails with an error that is not
-// transient, dbWait passes, or ctx ends.
-func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	deadline := time.Now().Add(dbWait)
+// transient, wait passes, or ctx ends.
+func retry[T any](ctx context.Context, wait time.Duration, fn func() (T, error)) (T, error) {
+	deadline := time.Now().Add(wait)
 	for {
 		v, err := fn()
 		if err == nil || !errors.Is(err, drivers.ErrUnreachable) || time.Now().After(deadline) {
@@ -385,7 +388,7 @@ func (d *Driver) partitionCount(ctx context.Context, topic string) (int, error) 
 // EndOffsets implements drivers.Driver: each partition's row count. It
 // waits up to dbWait for a database that cannot answer now.
 func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
-	return retry(ctx, func() (map[int32]int64, error) { return d.endOffsets(ctx, topic) })
+	return retry(ctx, dbWait, func() (map[int32]int64, error) { return d.endOffsets(ctx, topic) })
 }
 
 func (d *Driver) endOffsets(ctx context.Context, topic string) (map[int32]int64, error) {

@@ -89,7 +89,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 	for p, c := range cursors {
 		pr := rep.Partitions[p]
 		for c.next < pr.Target {
-			rows, err := retry(ctx, func() ([]row, error) { return d.page(ctx, spec.Topic, p, *c, min(readPage, pr.Target-c.next)) })
+			rows, err := retry(ctx, dbWait, func() ([]row, error) { return d.page(ctx, spec.Topic, p, *c, min(readPage, pr.Target-c.next)) })
 			if err != nil {
 				pr.Note = err.Error()
 				rep.Partitions[p] = pr
