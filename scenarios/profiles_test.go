@@ -7,6 +7,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	natsdriver "github.com/ackcheck/ackcheck/drivers/nats"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
+	"github.com/ackcheck/ackcheck/drivers/queen"
 )
 
 // auditSettings are p's durability settings as the audit runs them,
@@ -23,4 +24,5 @@ var (
 	kafkaProfile  = kafka.Profile{}
 	natsProfile   = natsdriver.Profile{}
 	pulsarProfile = pulsar.Profile{}
+	queenProfile  = queen.Profile{}
 )
