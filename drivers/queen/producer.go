@@ -80,7 +80,7 @@ func (d *Driver) NewProducer(ctx context.Context, topic string, id uint32) (driv
 	rand.Read(nonce)
 	p := &producer{d: d, topic: topic, parts: n, prefix: fmt.Sprintf("ackcheck-%s-%d-", hex.EncodeToString(nonce), id),
 		pending: map[*item]struct{}{},
-		in: make(chan *item, d.cfg.MaxPending), sem: make(chan struct{}, d.cfg.MaxConcurrent), loop: make(chan struct{})}
+		in:      make(chan *item, d.cfg.MaxPending), sem: make(chan struct{}, d.cfg.MaxConcurrent), loop: make(chan struct{})}
 	go p.batch()
 	return p, nil
 }
