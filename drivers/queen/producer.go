@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -163,14 +164,36 @@ type pushItem struct {
 	TransactionID string `json:"transactionId"`
 }
 
-// pushAnswer is one item of a push answer (Queen 0.15; 2.x adds fields,
-// offsets among them, which the driver does not need).
+// pushAnswer is one item of a push answer. Queen 0.15 answers an array of
+// them; other releases wrap it in an object ({"messages": [...]}, with
+// status "pushed" for a committed item) or add fields (an offset), which
+// the driver does not need.
 type pushAnswer struct {
 	Index         *int   `json:"index"`
 	TransactionID string `json:"transaction_id"`
 	Status        string `json:"status"`
 	MessageID     string `json:"message_id"`
 	Error         any    `json:"error"`
+}
+
+// pushAnswers reads a push answer's items, in either form.
+type pushAnswers []pushAnswer
+
+func (a *pushAnswers) UnmarshalJSON(data []byte) error {
+	var list []pushAnswer
+	if err := json.Unmarshal(data, &list); err == nil {
+		*a = list
+		return nil
+	}
+	var wrapped struct {
+		Messages []pushAnswer `json:"messages"`
+		Items    []pushAnswer `json:"items"`
+	}
+	if err := json.Unmarshal(data, &wrapped); err != nil {
+		return err
+	}
+	*a = append(wrapped.Messages, wrapped.Items...)
+	return nil
 }
 
 // push sends one batch until every item has its outcome.
@@ -189,7 +212,7 @@ func (p *producer) push(batch []*item) {
 	deadline := batch[0].start.Add(p.d.cfg.PushTimeout)
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), min(p.d.cfg.AttemptTimeout, max(time.Until(deadline), time.Millisecond)))
-		var answers []pushAnswer
+		var answers pushAnswers
 		err := p.d.call(ctx, http.MethodPost, "/api/v1/push", req, &answers)
 		cancel()
 		if err == nil {
@@ -227,7 +250,7 @@ func (p *producer) settle(batch []*item, answers []pushAnswer) error {
 			}
 		}
 		switch a.Status {
-		case "queued", "duplicate", "buffered":
+		case "queued", "pushed", "duplicate", "buffered":
 		case "error", "failed":
 		default:
 			return fmt.Errorf("push answer %d: status %q, which Queen does not document", i, a.Status)
@@ -239,7 +262,7 @@ func (p *producer) settle(batch []*item, answers []pushAnswer) error {
 			a = answers[i]
 		}
 		switch a.Status {
-		case "queued":
+		case "queued", "pushed":
 			p.d.queued.Add(1)
 			it.finish(drivers.Outcome{Status: drivers.Acked, Pos: drivers.Position{Partition: it.part, Offset: -1}})
 		case "duplicate":
