@@ -213,6 +213,23 @@ func chownPostgres(paths ...string) error {
 	return nil
 }
 
+// reachableByPostgres fails, naming the directory to open, when the user
+// postgres cannot reach dir (a parent made by mktemp -d is mode 0700).
+func reachableByPostgres(ctx context.Context, dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if asPostgres(ctx, "test", "-x", dir).Run() == nil {
+		return nil
+	}
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if asPostgres(ctx, "test", "-x", filepath.Dir(d)).Run() == nil {
+			return fmt.Errorf("PostgreSQL runs as the user postgres, which cannot enter %s: chmod o+x %s, or choose a --dir under a directory others can enter", d, d)
+		}
+	}
+	return fmt.Errorf("PostgreSQL runs as the user postgres, which cannot reach %s: choose a --dir that others can enter", dir)
+}
+
 // Up implements Local: it creates the cluster at the first call (initdb,
 // the database), mounts the lazyfs data dirs, starts PostgreSQL and then
 // the Queen server, and returns once /health answers healthy.
@@ -279,6 +296,9 @@ func (q *Queen) create(ctx context.Context) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
+	}
+	if err := reachableByPostgres(ctx, q.nodeDir(QueenDBNode)); err != nil {
+		return err
 	}
 	pgDirs := []string{q.nodeDir(QueenDBNode), q.pgSocketDir(), q.dataDir(QueenDBNode)}
 	if m := q.mount(QueenDBNode); m != nil {

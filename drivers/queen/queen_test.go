@@ -185,7 +185,7 @@ func TestLostAnswerRetriedWithSameTransactionIDs(t *testing.T) {
 func TestNoUsableAnswerIsUnknown(t *testing.T) {
 	for name, answer := range map[string]func(int, []pushItem) (int, any){
 		"error body with 200": func(int, []pushItem) (int, any) { return http.StatusOK, map[string]any{"error": "pool exhausted"} },
-		"short answer": func(int, []pushItem) (int, any) { return http.StatusOK, []map[string]any{} },
+		"short answer":        func(int, []pushItem) (int, any) { return http.StatusOK, []map[string]any{} },
 		"undocumented status": answerEach(func(int, pushItem) string { return "maybe" }),
 		"connection dropped":  func(int, []pushItem) (int, any) { return 0, nil },
 	} {
