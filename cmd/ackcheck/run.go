@@ -275,7 +275,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	rf.register(cmd)
-	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume, power-loss (targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, and for power-loss all; restart and resume default to the previous fault's node) and fsync-on, fsync-off (targets topic:<topic>, brokers)`)
+	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume, power-loss (targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name such as db, and for power-loss all; restart and resume default to the previous fault's node), fsync-on, fsync-off (targets topic:<topic>, brokers) and <mode>-on, <mode>-off for a driver's broker-wide mode (Queen: maintenance-on)`)
 	return cmd
 }
 
