@@ -76,10 +76,16 @@ func pidFrom(path, marker string) (int, error) {
 func stopProcess(ctx context.Context, pid int, marker string, grace time.Duration) error {
 	syscall.Kill(pid, syscall.SIGCONT)
 	syscall.Kill(pid, syscall.SIGTERM)
+	return waitGone(ctx, pid, marker, grace, func() { syscall.Kill(pid, syscall.SIGKILL) })
+}
+
+// waitGone waits until pid no longer runs as marker; once grace has
+// passed it calls kill, and waits 10 s more each time.
+func waitGone(ctx context.Context, pid int, marker string, grace time.Duration, kill func()) error {
 	deadline := time.Now().Add(grace)
 	for runsAs(pid, marker) {
 		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
+			kill()
 			deadline = time.Now().Add(10 * time.Second)
 		}
 		select {

@@ -518,19 +518,7 @@ func (q *Queen) StopNode(ctx context.Context, id int32, grace time.Duration) err
 	}
 	q.Signal(id, syscall.SIGCONT)
 	syscall.Kill(pid, syscall.SIGINT)
-	deadline := time.Now().Add(grace)
-	for runsAs(pid, q.pgMarker()) {
-		if time.Now().After(deadline) {
-			q.Signal(id, syscall.SIGKILL)
-			deadline = time.Now().Add(10 * time.Second)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
+	return waitGone(ctx, pid, q.pgMarker(), grace, func() { q.Signal(id, syscall.SIGKILL) })
 }
 
 // Grace implements Local.
