@@ -180,7 +180,7 @@ func counts(r *verifier.Result) [][3]string {
 		{"indeterminate", fmt.Sprint(r.Indeterminate), ""},
 		{"not written", fmt.Sprint(r.NotWritten), ""},
 		{"sent", fmt.Sprint(r.Sent), ""},
-		{"acked", fmt.Sprint(r.Acked), ""},
+		{"acked", fmt.Sprint(r.Acked), r.AckClassesText()},
 		{"failed", fmt.Sprint(r.Failed), ""},
 		{"shed", fmt.Sprint(r.Shed), ""},
 		{"read back", fmt.Sprint(r.Read), ""},

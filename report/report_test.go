@@ -143,9 +143,11 @@ func TestPartitionGapsAreDrawn(t *testing.T) {
 
 func TestMarkdownHasTheTables(t *testing.T) {
 	res, _ := realRun(t)
+	res.AckedByClass = map[string]int64{"queued": 7, "buffered": 3}
 	md := report.Markdown(report.Input{Result: res, Settings: settings})
 	for _, want := range []string{
 		"## ackcheck: PASS",
+		"buffered 3, queued 7 |",
 		"| acked lost | 0 |  |",
 		"| check | count |  |\n|---|---:|---|",
 		"### Recovery\n\n| at | fault | node | slowest partition's first ack of a message sent after it | longest partition stall over it | killed server ready | all replicas in sync | rejoin seen as | kill proof |",

@@ -221,7 +221,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	row := func(name string, n int64, note string) { fmt.Fprintf(tw, "  %s\t%d\t%s\n", name, n, note) }
 	fmt.Fprintf(tw, "run %s  driver %s  topic %s\n", r.RunID, r.Driver, r.Topic)
 	row("sent", r.Sent, "")
-	row("acked", r.Acked, ackClasses(r.AckedByClass))
+	row("acked", r.Acked, r.AckClassesText())
 	row("failed", r.Failed, fmt.Sprintf("rejected %d, unknown %d, no outcome %d", r.Rejected, r.Unknown, r.NoOutcome))
 	row("shed", r.Shed, "scheduled but not sent: max-in-flight reached")
 	row("read", r.Read, fmt.Sprintf("distinct IDs read intact, of %d records", r.RecordsRead))
@@ -327,9 +327,11 @@ func msOrNever(ms float64) string {
 	return fmt.Sprintf("%.0f ms", ms)
 }
 
-// ackClasses says how the acks were stored, in class order ("" when the
-// broker acks one way).
-func ackClasses(m map[string]int64) string {
+// AckClassesText says how the acks were stored, by class in name order
+// ("" when the broker acks one way): "buffered 4500, duplicate 0, queued
+// 4500".
+func (r *Result) AckClassesText() string {
+	m := r.AckedByClass
 	if len(m) == 0 {
 		return ""
 	}
