@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,9 +24,14 @@ type kafkaAccount struct {
 	Fenced      time.Time // "Fencing broker N at epoch E because its session has timed out"
 	Incarnation time.Time // "Replayed RegisterBrokerRecord establishing a new incarnation of broker N"
 	Unfenced    time.Time // "The request from broker N to unfence has been granted"
-	// ISRBack: per partition of the topic, the first "ISR updated to" line
-	// after the unfencing whose set holds the broker again.
+	// ISRBack: per partition of the topic, the first ISR line after the
+	// unfencing whose set holds the broker again: a leader's "ISR updated
+	// to", or the controller's "partition change ... isr: A -> B".
 	ISRBack map[int32]time.Time
+	// NotBack lists the partitions whose last ISR line in the window left
+	// the broker out: it was not back in sync there before the window
+	// ended (the next fault).
+	NotBack []int32
 }
 
 // InSync is when the logs show the broker back in every ISR that changed:
@@ -43,11 +49,27 @@ func (a kafkaAccount) InSync() time.Time {
 var (
 	kafkaLogTime = regexp.MustCompile(`^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] `)
 	kafkaISRLine = regexp.MustCompile(`\[Partition (\S+)-(\d+) broker=\d+\] ISR updated to ([\d,]+) `)
+	// The controller's record of a partition change (an unclean election
+	// after every replica went down sets the ISR to the new leader alone),
+	// logged by every controller as it replays it.
+	kafkaChangeLine = regexp.MustCompile(`partition change for (\S+)-(\d+) with topic ID \S+: isr: \[[\d, ]*\] -> \[([\d, ]*)\]`)
 )
+
+// parseISR reads "1,2,3" or "1, 2, 3".
+func parseISR(s string) []int32 {
+	var isr []int32
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, _ := strconv.Atoi(f)
+		isr = append(isr, int32(n))
+	}
+	return isr
+}
 
 // readKafkaAccount reads every node's log for broker node's fate after
 // since. Kafka writes its log timestamps in local time, to the millisecond.
-func readKafkaAccount(t *testing.T, k *cluster.Kafka, topic string, node int32, since time.Time) kafkaAccount {
+// Lines after until (zero: no bound) belong to a later fault and are left
+// out: a later power loss of every broker changes this topic's ISRs too.
+func readKafkaAccount(t *testing.T, k *cluster.Kafka, topic string, node int32, since, until time.Time) kafkaAccount {
 	t.Helper()
 	a := kafkaAccount{ISRBack: map[int32]time.Time{}}
 	type isrLine struct {
@@ -78,7 +100,7 @@ func readKafkaAccount(t *testing.T, k *cluster.Kafka, topic string, node int32, 
 				continue
 			}
 			at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], time.Local)
-			if err != nil || at.Before(since.Truncate(time.Millisecond)) {
+			if err != nil || at.Before(since.Truncate(time.Millisecond)) || (!until.IsZero() && at.After(until)) {
 				continue
 			}
 			switch {
@@ -89,26 +111,34 @@ func readKafkaAccount(t *testing.T, k *cluster.Kafka, topic string, node int32, 
 			case strings.Contains(line, unfenced):
 				first(&a.Unfenced, at)
 			default:
-				if m := kafkaISRLine.FindStringSubmatch(line); m != nil && m[1] == topic {
+				m := kafkaISRLine.FindStringSubmatch(line)
+				if m == nil {
+					m = kafkaChangeLine.FindStringSubmatch(line)
+				}
+				if m != nil && m[1] == topic {
 					p, _ := strconv.Atoi(m[2])
-					var isr []int32
-					for _, s := range strings.Split(m[3], ",") {
-						n, _ := strconv.Atoi(s)
-						isr = append(isr, int32(n))
-					}
-					isrs = append(isrs, isrLine{at, int32(p), isr})
+					isrs = append(isrs, isrLine{at, int32(p), parseISR(m[3])})
 				}
 			}
 		}
 		f.Close()
 	}
+	sort.SliceStable(isrs, func(i, j int) bool { return isrs[i].at.Before(isrs[j].at) })
+	last := map[int32][]int32{}
 	for _, l := range isrs {
+		last[l.part] = l.isr
 		if !a.Unfenced.IsZero() && !l.at.Before(a.Unfenced) && slices.Contains(l.isr, node) {
 			if cur, ok := a.ISRBack[l.part]; !ok || l.at.Before(cur) {
 				a.ISRBack[l.part] = l.at
 			}
 		}
 	}
+	for p, isr := range last {
+		if !slices.Contains(isr, node) {
+			a.NotBack = append(a.NotBack, p)
+		}
+	}
+	sort.Slice(a.NotBack, func(i, j int) bool { return a.NotBack[i] < a.NotBack[j] })
 	return a
 }
 
@@ -132,7 +162,7 @@ func checkAgainstKafkaLogs(t *testing.T, k *cluster.Kafka, topic string, f killF
 	}
 	var unfenced, inSync, shrink float64 = -1, -1, -1
 	for _, node := range f.Nodes {
-		a := readKafkaAccount(t, k, topic, node, f.At)
+		a := readKafkaAccount(t, k, topic, node, f.At, f.Until)
 		t.Logf("oracle (brokers' logs) for node %d: fenced %.0f ms, new incarnation %.0f ms, unfenced %.0f ms, ISR back in %d partitions by %.0f ms; ackcheck: ready %.0f ms, in sync %.0f ms, slowest first ack %.0f ms (%s)",
 			node, after(a.Fenced), after(a.Incarnation), after(a.Unfenced), len(a.ISRBack), after(a.InSync()), f.ReadyMs, f.InSyncMs, f.FirstAckMs, f.Evidence)
 		if a.Unfenced.IsZero() {
@@ -140,6 +170,9 @@ func checkAgainstKafkaLogs(t *testing.T, k *cluster.Kafka, topic string, f killF
 		}
 		if a.Fenced.IsZero() && a.Incarnation.IsZero() {
 			t.Fatalf("oracle: the logs show neither fencing nor a new incarnation of broker %d after the fault", node)
+		}
+		if len(a.NotBack) > 0 && f.InSyncMs > 0 {
+			t.Errorf("ackcheck says every replica was in sync %.0f ms after the fault, but the logs' last ISR of partitions %v leaves broker %d out", f.InSyncMs, a.NotBack, node)
 		}
 		unfenced, inSync = max(unfenced, after(a.Unfenced)), max(inSync, after(a.InSync()))
 		s := after(a.Incarnation)
@@ -170,4 +203,7 @@ type killFigures struct {
 	Evidence                      string
 	// AcksAll: every partition's ack waited for the killed broker.
 	AcksAll bool
+	// Until bounds the logs read: the next fault that hit the same
+	// brokers (zero: none).
+	Until time.Time
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -225,7 +226,66 @@ func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, 
 			t.Partitions = append(t.Partitions, ps)
 		}
 	}
+	d.freshest(ctx, topic, t)
 	return t, nil
+}
+
+// freshest replaces each partition's state in t with the freshest view
+// among every broker's: a broker that just restarted answers from the
+// metadata it had replayed so far, which can hold an in-sync set from
+// before the fault (seen after a power loss of every broker: a restarted
+// broker still listed the old full ISR while the controller had elected
+// an unclean leader with an ISR of one). The view with the highest leader
+// epoch wins; among views of that epoch, only replicas every one lists
+// count as in sync, so that a replica is in sync only once no up-to-date
+// broker says otherwise. Brokers that do not answer are left out.
+func (d *Driver) freshest(ctx context.Context, topic string, t drivers.Topology) {
+	views := map[int32][]kmsg.MetadataResponseTopicPartition{}
+	for _, n := range t.Nodes {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		bctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := d.admin.Broker(int(n.ID)).Request(bctx, req)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, rt := range resp.(*kmsg.MetadataResponse).Topics {
+			if rt.Topic == nil || *rt.Topic != topic || rt.ErrorCode != 0 {
+				continue
+			}
+			for _, p := range rt.Partitions {
+				if p.ErrorCode == 0 {
+					views[p.Partition] = append(views[p.Partition], p)
+				}
+			}
+		}
+	}
+	for i := range t.Partitions {
+		ps := &t.Partitions[i]
+		vs := views[ps.Partition]
+		best := int32(-1)
+		for _, v := range vs {
+			best = max(best, v.LeaderEpoch)
+		}
+		if len(vs) == 0 || best < ps.Epoch {
+			continue
+		}
+		first := true
+		for _, v := range vs {
+			if v.LeaderEpoch != best {
+				continue
+			}
+			if first {
+				ps.Leader, ps.Epoch, ps.Replicas, ps.ISR = v.Leader, v.LeaderEpoch, v.Replicas, slices.Clone(v.ISR)
+				first = false
+				continue
+			}
+			ps.ISR = slices.DeleteFunc(ps.ISR, func(r int32) bool { return !slices.Contains(v.ISR, r) })
+		}
+	}
 }
 
 // NewProducer implements drivers.Driver.
