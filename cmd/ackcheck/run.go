@@ -69,7 +69,7 @@ type runFlags struct {
 
 func (r *runFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&r.driverName, "driver", profileNames()[0], "broker driver: "+strings.Join(profileNames(), ", ")+" (default: the broker of --cluster-dir or --cluster-file, else "+profileNames()[0]+")")
+	f.StringVar(&r.driverName, "driver", profileNames()[0], "broker driver: "+strings.Join(profileNames(), ", ")+"; unless given, the broker of --cluster-dir or --cluster-file")
 	r.kf.register(f)
 	r.cf.register(cmd)
 	f.StringVar(&r.topic.Name, "topic", "ackcheck", "topic to write; created if missing, used as it is if it exists")
