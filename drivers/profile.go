@@ -2,6 +2,7 @@ package drivers
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/spf13/pflag"
 )
@@ -91,4 +92,16 @@ type ConfigEdit struct {
 	// Edit returns content with the setting on or off; other lines stay
 	// as they are.
 	Edit func(content string, on bool) (string, error)
+}
+
+// DecodeSaved decodes the driver part of an earlier run.json into c; nil
+// or empty saved (a new run) leaves c as it is.
+func DecodeSaved(saved json.RawMessage, c any) error {
+	if len(saved) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(saved, c); err != nil {
+		return fmt.Errorf("run.json driver settings: %w", err)
+	}
+	return nil
 }

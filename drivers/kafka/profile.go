@@ -142,10 +142,8 @@ func (k *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 		return nil, nil, fmt.Errorf("--sasl-username and --sasl-password need --sasl-mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); without it the client would connect unauthenticated")
 	}
 	var c Config
-	if len(saved) > 0 {
-		if err := json.Unmarshal(saved, &c); err != nil {
-			return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
-		}
+	if err := drivers.DecodeSaved(saved, &c); err != nil {
+		return nil, nil, err
 	}
 	set := func(name string, apply func()) {
 		if given(name) || (name == "brokers" && len(c.Brokers) == 0) {

@@ -2,7 +2,6 @@ package nats
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
@@ -83,10 +82,8 @@ func (n *flags) Register(fs *pflag.FlagSet) {
 // Open implements drivers.Flags.
 func (n *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
 	var c Config
-	if len(saved) > 0 {
-		if err := json.Unmarshal(saved, &c); err != nil {
-			return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
-		}
+	if err := drivers.DecodeSaved(saved, &c); err != nil {
+		return nil, nil, err
 	}
 	set := func(name string, apply func()) {
 		if fs.Changed(name) || (name == "servers" && len(c.Servers) == 0) || (name == "monitor-urls" && len(c.MonitorURLs) == 0) {

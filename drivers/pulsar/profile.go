@@ -2,7 +2,6 @@ package pulsar
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -87,10 +86,8 @@ func (p *flags) Register(fs *pflag.FlagSet) {
 // Open implements drivers.Flags.
 func (p *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
 	var c Config
-	if len(saved) > 0 {
-		if err := json.Unmarshal(saved, &c); err != nil {
-			return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
-		}
+	if err := drivers.DecodeSaved(saved, &c); err != nil {
+		return nil, nil, err
 	}
 	set := func(name string, apply func()) {
 		if fs.Changed(name) || (name == "service-url" && c.ServiceURL == "") || (name == "admin-url" && c.AdminURL == "") ||

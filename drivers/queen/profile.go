@@ -2,7 +2,6 @@ package queen
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
@@ -96,10 +95,8 @@ func (f *flags) Register(fs *pflag.FlagSet) {
 // Open implements drivers.Flags.
 func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
 	var c Config
-	if len(saved) > 0 {
-		if err := json.Unmarshal(saved, &c); err != nil {
-			return nil, nil, fmt.Errorf("run.json driver settings: %w", err)
-		}
+	if err := drivers.DecodeSaved(saved, &c); err != nil {
+		return nil, nil, err
 	}
 	set := func(name string, apply func()) {
 		if fs.Changed(name) || (name == "queen-url" && c.URL == "") || (name == "postgres-url" && c.PostgresURL == "") {
