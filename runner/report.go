@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -19,8 +21,8 @@ func settingsRows(s Settings, run ledger.RunInfo) [][2]string {
 	rows := [][2]string{
 		{"driver", s.Driver},
 		{"topic", fmt.Sprintf("%s (%d partitions, replication factor %d)", s.Topic.Name, s.Topic.Partitions, s.Topic.ReplicationFactor)},
-		{"rate", fmt.Sprintf("%.0f msg/s for %s, %d producers", s.Rate, s.Duration, s.Producers)},
-		{"message size", fmt.Sprintf("%d bytes", s.MessageSize)},
+		{"rate", fmt.Sprintf("%.0f msg/s for %s, %d producers", s.Rate, humanDuration(s.Duration), s.Producers)},
+		{"message size", drivers.HumanBytes(int64(s.MessageSize))},
 		{"keys", map[bool]string{true: "none: round-robin over partitions", false: fmt.Sprint(s.Keys)}[s.Keys == 0]},
 		{"max in flight", fmt.Sprint(s.MaxInFlight)},
 	}
@@ -115,4 +117,12 @@ func savedRows(saved json.RawMessage) [][2]string {
 		}
 	}
 	return rows
+}
+
+// humanDuration writes a saved duration (Go's 1m0s) as people write it.
+func humanDuration(saved string) string {
+	if d, err := time.ParseDuration(saved); err == nil {
+		return drivers.HumanDuration(d)
+	}
+	return saved
 }

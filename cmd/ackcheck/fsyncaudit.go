@@ -50,6 +50,9 @@ message; the default setting losing messages is the expected finding.`,
   ackcheck fsync-audit --driver nats --cluster-dir /tmp/nl --partitions 3 --rate 300 --duration 20s --out runs/nats-audit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyScenarioFile(cmd, rf.file); err != nil {
+				return err
+			}
 			if rf.clusterDir == "" && rf.clusterFile == "" {
 				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose power is cut (`ackcheck cluster <broker> up --lazyfs --dir D`)")
 			}

@@ -32,6 +32,9 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
   ackcheck leader-kill --cluster-dir /tmp/kafka --rate 1000 --duration 90s --kill-at 30s --out runs/lk`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyScenarioFile(cmd, rf.file); err != nil {
+				return err
+			}
 			if rf.clusterDir == "" && rf.clusterFile == "" {
 				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose leader is killed (`ackcheck cluster <broker> up --dir D`)")
 			}

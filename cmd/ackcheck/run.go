@@ -59,6 +59,7 @@ type runFlags struct {
 	acceptUnknown bool
 	fsync         string
 	recovery      time.Duration
+	file          string
 
 	// Set by config: the cluster faults act on (nil: none), the driver's
 	// profile, and what closes the cluster's connections.
@@ -91,6 +92,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&r.acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones); the report states it")
 	f.StringVar(&r.fsync, "fsync", "", "on or off: switch the topic's fsync-before-ack for the run (Kafka flush.messages), put back afterwards")
 	f.DurationVar(&r.recovery, "recovery-timeout", 120*time.Second, "how long after the load ackcheck keeps measuring recovery from faults")
+	f.StringVarP(&r.file, "file", "f", "", "scenario file (YAML): settings keyed by flag name (rate: 1000); flags given here override it; see: ackcheck scenario show")
 }
 
 // config validates the flags, connects the driver and returns the run.
@@ -257,6 +259,14 @@ func newRunCmd() *cobra.Command {
     --fault "at=30s kill most-leaders:ackcheck; at=40s restart"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rf.file != "" {
+				if builtin, err := dispatchFile(cmd, rf.file); builtin {
+					return err
+				}
+			}
+			if err := applyScenarioFile(cmd, rf.file); err != nil {
+				return err
+			}
 			steps, err := faults.ParseSchedule(schedule)
 			if err != nil {
 				return err

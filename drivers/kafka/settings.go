@@ -20,8 +20,8 @@ func (c Config) rows() [][2]string {
 		{"acks", c.Acks},
 		{"idempotent", onOff(c.Idempotent != nil && *c.Idempotent)},
 		{"compression", c.Compression},
-		{"linger", c.Linger.String()},
-		{"delivery timeout", c.DeliveryTimeout.String()},
+		{"linger", drivers.HumanDuration(c.Linger)},
+		{"delivery timeout", drivers.HumanDuration(c.DeliveryTimeout)},
 	}
 	if c.SASLMechanism != "" {
 		rows = append(rows, [2]string{"SASL", c.SASLMechanism + " as " + c.SASLUsername})

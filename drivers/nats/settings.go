@@ -20,8 +20,8 @@ func (c Config) rows() [][2]string {
 		rows = append(rows, [2]string{"monitoring URLs", strings.Join(c.MonitorURLs, ", ")})
 	}
 	return append(rows,
-		[2]string{"publish timeout", c.PublishTimeout.String()},
-		[2]string{"ack timeout", c.AckTimeout.String()},
+		[2]string{"publish timeout", drivers.HumanDuration(c.PublishTimeout)},
+		[2]string{"ack timeout", drivers.HumanDuration(c.AckTimeout)},
 		[2]string{"max pending", fmt.Sprintf("%d publishes per producer", c.MaxPending)})
 }
 

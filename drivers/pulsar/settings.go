@@ -23,12 +23,12 @@ func (c Config) rows() [][2]string {
 	}
 	batching := "off"
 	if !c.DisableBatching {
-		batching = "on, max publish delay " + c.BatchingMaxPublishDelay.String()
+		batching = "on, max publish delay " + drivers.HumanDuration(c.BatchingMaxPublishDelay)
 	}
 	return append(rows,
 		[2]string{"namespace", c.Tenant + "/" + c.Namespace},
 		[2]string{"batching", batching},
-		[2]string{"send timeout", c.SendTimeout.String()},
+		[2]string{"send timeout", drivers.HumanDuration(c.SendTimeout)},
 		[2]string{"max pending messages", fmt.Sprintf("%d per partition producer", c.MaxPendingMessages)})
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
 )
 
 // AckMeaning implements drivers.AckDescriber from the running system: the
@@ -62,10 +64,10 @@ func (d *Driver) SettingsRows() [][2]string {
 	c := d.cfg
 	return [][2]string{
 		{"Queen server", c.URL},
-		{"push timeout", c.PushTimeout.String()},
-		{"attempt timeout", c.AttemptTimeout.String()},
+		{"push timeout", drivers.HumanDuration(c.PushTimeout)},
+		{"attempt timeout", drivers.HumanDuration(c.AttemptTimeout)},
 		{"items per push", fmt.Sprint(c.MaxBatch)},
-		{"linger", c.Linger.String()},
+		{"linger", drivers.HumanDuration(c.Linger)},
 		{"pushes in flight per producer", fmt.Sprint(c.MaxConcurrent)},
 		{"max pending per producer", fmt.Sprint(c.MaxPending)},
 	}
