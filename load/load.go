@@ -112,10 +112,53 @@ type Stats struct {
 	InFlight     atomic.Int64
 	lastAckNanos atomic.Int64
 
+	// partLastAck[i] is when partition i last acked (unix ns), for the
+	// partitions 0..n-1 of a run; set by Run.
+	partLastAck atomic.Pointer[[]atomic.Int64]
+
+	// OnAck and OnLiveRead, when set before Run, receive each ack's
+	// publish latency and each live read's end-to-end latency (live
+	// metrics). They run on the driver's callback path: keep them cheap.
+	OnAck, OnLiveRead func(time.Duration)
+
 	mu      sync.Mutex
 	errors  map[string]int64
 	window  *latencyWindow
 	readErr error
+}
+
+// maxTrackedPartition bounds the per-partition last-ack table.
+const maxTrackedPartition = 1 << 16
+
+// PartitionLastAck returns, for each partition of the run, when it last
+// acked (the zero time before its first ack).
+func (s *Stats) PartitionLastAck() map[int32]time.Time {
+	out := map[int32]time.Time{}
+	p := s.partLastAck.Load()
+	if p == nil {
+		return out
+	}
+	for i := range *p {
+		var t time.Time
+		if n := (*p)[i].Load(); n != 0 {
+			t = time.Unix(0, n)
+		}
+		out[int32(i)] = t
+	}
+	return out
+}
+
+// TrackPartitions sizes the per-partition last-ack table for parts; Run
+// calls it with the run's partitions.
+func (s *Stats) TrackPartitions(parts []int32) {
+	n := 0
+	for _, p := range parts {
+		if p >= 0 && p < maxTrackedPartition {
+			n = max(n, int(p)+1)
+		}
+	}
+	t := make([]atomic.Int64, n)
+	s.partLastAck.Store(&t)
 }
 
 // LastAck is when the latest ack arrived (zero before the first).
@@ -172,6 +215,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 	}
 	stats.errors = make(map[string]int64)
 	stats.window = newLatencyWindow()
+	stats.TrackPartitions(cfg.Partitions)
 
 	producers := make([]drivers.Producer, cfg.Producers)
 	for k := range producers {
@@ -390,9 +434,15 @@ func recordOutcome(l *ledger.Ledger, stats *Stats, k uint32, seq uint64, intende
 				break
 			}
 		}
+		if t := stats.partLastAck.Load(); t != nil && o.Pos.Partition >= 0 && int(o.Pos.Partition) < len(*t) {
+			(*t)[o.Pos.Partition].Store(now.UnixNano())
+		}
 		stats.mu.Lock()
 		stats.window.record(lat)
 		stats.mu.Unlock()
+		if stats.OnAck != nil {
+			stats.OnAck(lat)
+		}
 	case drivers.Rejected:
 		e.Status = ledger.OutcomeRejected
 		e.Partition, e.Offset = -1, -1
@@ -431,6 +481,9 @@ func tail(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, s
 			return nil // the read-back classifies these
 		}
 		stats.LiveReads.Add(1)
+		if stats.OnLiveRead != nil {
+			stats.OnLiveRead(now.Sub(dm.Intended))
+		}
 		return l.Record(ledger.LiveRead, ledger.Event{
 			Producer: dm.ID.Producer, Seq: dm.ID.Seq, Time: int64(now.Sub(dm.Intended)),
 			Partition: r.Pos.Partition, Offset: r.Pos.Offset,

@@ -71,6 +71,8 @@ type Config struct {
 	// outcomes at once: they are recorded Unknown, faults are healed, and
 	// the run ends.
 	Abort <-chan struct{}
+	// Observer, if set, watches the load as it runs (live metrics).
+	Observer Observer
 	// Live rewrites the progress line in place (a terminal); other lines
 	// are printed above it. Otherwise every progress line is its own.
 	Live bool
@@ -309,6 +311,13 @@ func describeCluster(ctx context.Context, cfg Config, topic string, run *ledger.
 	}
 }
 
+// Observer watches a run's load as it goes: Attach is called before the
+// load starts, with its live counters, when its schedule starts, and what
+// lists the faults in force (nil when the run has none).
+type Observer interface {
+	Attach(stats *load.Stats, start time.Time, active func() []faults.Record)
+}
+
 // runLoad runs the load with its progress lines and, when the run has
 // them, its faults and the watch for nodes that die unasked; then heals
 // what the faults left applied. An error healing is the run's error when
@@ -318,6 +327,13 @@ func runLoad(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger, 
 	defer stopFaults()
 	var faultsDone sync.WaitGroup
 	stats := &load.Stats{}
+	if cfg.Observer != nil {
+		var active func() []faults.Record
+		if inj != nil {
+			active = inj.Active
+		}
+		cfg.Observer.Attach(stats, lc.Start, active)
+	}
 	progressDone := make(chan struct{})
 	stopProgress := make(chan struct{})
 	go func() {

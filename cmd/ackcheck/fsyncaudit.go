@@ -74,7 +74,7 @@ message; the default setting losing messages is the expected finding.`,
 				return err
 			}
 			defer d.Close()
-			defer rf.nodesClose()
+			defer rf.release()
 			restore, err := prepareAudit(cmd, &rf, d, &audit)
 			if err != nil {
 				return err

@@ -50,7 +50,7 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
 				return err
 			}
 			defer d.Close()
-			defer rf.nodesClose()
+			defer rf.release()
 			name, expect := sc.Describe(rf.profile, d)
 			fmt.Fprintf(cmd.OutOrStdout(), "scenario %s: %s\n", name, expect)
 			res, err := runner.Run(cmd.Context(), cfg)

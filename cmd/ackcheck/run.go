@@ -11,6 +11,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/metrics"
 	reportpkg "github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -60,12 +61,14 @@ type runFlags struct {
 	fsync         string
 	recovery      time.Duration
 	file          string
+	metricsAddr   string
 
 	// Set by config: the cluster faults act on (nil: none), the driver's
-	// profile, and what closes the cluster's connections.
-	opened     *openedNodes
-	profile    drivers.Profile
-	nodesClose func()
+	// profile, and release, which closes what config opened (the
+	// cluster's connections, the metrics server).
+	opened  *openedNodes
+	profile drivers.Profile
+	release func()
 }
 
 func (r *runFlags) register(cmd *cobra.Command) {
@@ -92,6 +95,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&r.acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones); the report states it")
 	f.StringVar(&r.fsync, "fsync", "", "on or off: switch the topic's fsync-before-ack for the run (Kafka flush.messages), put back afterwards")
 	f.DurationVar(&r.recovery, "recovery-timeout", 120*time.Second, "how long after the load ackcheck keeps measuring recovery from faults")
+	f.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics during the run (sent, acked, failed, in flight, latency, seconds since the last ack, faults in force)")
 	f.StringVarP(&r.file, "file", "f", "", "scenario file (YAML): settings keyed by flag name (rate: 1000); flags given here override it; see: ackcheck scenario show")
 }
 
@@ -135,13 +139,27 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		return runner.Config{}, nil, err
 	}
 	r.opened = opened
-	r.nodesClose = func() {}
-	if opened != nil {
-		r.nodesClose = opened.close
+	var srv *metrics.Server
+	if r.metricsAddr != "" {
+		if srv, err = metrics.Listen(r.metricsAddr); err != nil {
+			if opened != nil {
+				opened.close()
+			}
+			return runner.Config{}, nil, err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", srv.Addr())
+	}
+	r.release = func() {
+		if opened != nil {
+			opened.close()
+		}
+		if srv != nil {
+			srv.Close()
+		}
 	}
 	d, public, err := r.openDriver(cmd)
 	if err != nil {
-		r.nodesClose()
+		r.release()
 		return runner.Config{}, nil, err
 	}
 	src.Broker = r.profile.Name()
@@ -156,7 +174,7 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	}
 	if err := faults.Preflight(cmd.Context(), env, check); err != nil {
 		d.Close()
-		r.nodesClose()
+		r.release()
 		return runner.Config{}, nil, err
 	}
 	if len(steps) > 0 || fsync != nil {
@@ -174,12 +192,16 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 			r.progress = time.Second
 		}
 	}
-	return runner.Config{
+	cfg := runner.Config{
 		Out: r.out, Driver: d, DriverSettings: public, Topic: r.topic, Load: r.lc,
 		Verify: !r.noVerify, Check: r.cf.options(), ReadIdleTimeout: r.cf.readIdle,
 		Progress: cmd.OutOrStdout(), ProgressEvery: r.progress, Live: live, Faults: plan,
 		Abort: abortOf(cmd.Context()),
-	}, d, nil
+	}
+	if srv != nil {
+		cfg.Observer = srv
+	}
+	return cfg, d, nil
 }
 
 // refuse rejects, before any broker is touched or file written, values
@@ -276,7 +298,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			defer rf.nodesClose()
+			defer rf.release()
 			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err

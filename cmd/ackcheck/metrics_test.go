@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// --metrics-addr serves every listed metric while the run goes, and the
+// counters agree with result.json at the end.
+func TestMetricsScrapedDuringARun(t *testing.T) {
+	c := kfakeCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	out := t.TempDir() + "/run"
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	go func() {
+		done <- execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out,
+			"--partitions", "4", "--rate", "400", "--duration", "3s", "--metrics-addr", addr}, &stdout, &stderr)
+	}()
+	// Scrape until acks show, while the load runs.
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		body = scrape(t, addr)
+		if v := metricValue(body, "ackcheck_acked_total"); v > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, name := range []string{"ackcheck_sent_total", "ackcheck_acked_total", `ackcheck_failed_total{reason="rejected"}`, `ackcheck_failed_total{reason="unknown"}`,
+		"ackcheck_shed_total", "ackcheck_in_flight", "ackcheck_seconds_since_last_ack", "ackcheck_publish_latency_seconds_count",
+		"ackcheck_e2e_latency_seconds_count", `ackcheck_partition_seconds_since_last_ack{partition="3"}`} {
+		if !strings.Contains(body, "\n"+name+" ") {
+			t.Errorf("a scrape during the run lacks %s:\n%s", name, body)
+		}
+	}
+	if v := metricValue(body, "ackcheck_acked_total"); v <= 0 || v >= 1200 {
+		t.Errorf("acked %v during a 1200-message run: not a live figure", v)
+	}
+	if since := metricValue(body, "ackcheck_seconds_since_last_ack"); since < 0 || since > 1 {
+		t.Errorf("seconds since the last ack %v while acks flow at 400/s", since)
+	}
+	if code := <-done; code != exitPass {
+		t.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	// The server is gone with the command.
+	if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		t.Errorf("the metrics server still answers after the run")
+	}
+}
+
+// A busy address is refused before the run starts.
+func TestMetricsAddrInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := kfakeCluster(t)
+	out := t.TempDir() + "/run"
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out, "--duration", "1s",
+		"--metrics-addr", ln.Addr().String()}, &stdout, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), "--metrics-addr "+ln.Addr().String()) {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return "\n" + string(b)
+}
+
+func metricValue(body, name string) float64 {
+	m := regexp.MustCompile("\n" + regexp.QuoteMeta(name) + ` (\S+)`).FindStringSubmatch(body)
+	if m == nil {
+		return -1
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		panic(fmt.Sprint(name, m[1], err))
+	}
+	return v
+}
