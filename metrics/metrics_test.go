@@ -3,9 +3,9 @@ package metrics
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"regexp"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
