@@ -50,7 +50,7 @@ message; the default setting losing messages is the expected finding.`,
   ackcheck fsync-audit --driver nats --cluster-dir /tmp/nl --partitions 3 --rate 300 --duration 20s --out runs/nats-audit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyScenarioFile(cmd, rf.file); err != nil {
+			if err := rf.applyFiles(cmd); err != nil {
 				return err
 			}
 			if rf.clusterDir == "" && rf.clusterFile == "" {

@@ -32,7 +32,7 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
   ackcheck leader-kill --cluster-dir /tmp/kafka --rate 1000 --duration 90s --kill-at 30s --out runs/lk`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyScenarioFile(cmd, rf.file); err != nil {
+			if err := rf.applyFiles(cmd); err != nil {
 				return err
 			}
 			if rf.clusterDir == "" && rf.clusterFile == "" {

@@ -62,6 +62,7 @@ type runFlags struct {
 	recovery      time.Duration
 	file          string
 	metricsAddr   string
+	workload      string
 
 	// Set by config: the cluster faults act on (nil: none), the driver's
 	// profile, and release, which closes what config opened (the
@@ -96,6 +97,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.StringVar(&r.fsync, "fsync", "", "on or off: switch the topic's fsync-before-ack for the run (Kafka flush.messages), put back afterwards")
 	f.DurationVar(&r.recovery, "recovery-timeout", 120*time.Second, "how long after the load ackcheck keeps measuring recovery from faults")
 	f.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics during the run (sent, acked, failed, in flight, latency, seconds since the last ack, faults in force)")
+	f.StringVar(&r.workload, "workload", "", "OpenMessaging Benchmark workload YAML, read unchanged: partitionsPerTopic, messageSize, producersPerTopic, producerRate, testDurationMinutes, keyDistributor become the flags that mean the same; flags given here override it")
 	f.StringVarP(&r.file, "file", "f", "", "scenario file (YAML): settings keyed by flag name (rate: 1000); flags given here override it; see: ackcheck scenario show")
 }
 
@@ -244,6 +246,22 @@ func (r *runFlags) openDriver(cmd *cobra.Command) (drivers.Driver, any, error) {
 	return r.kf.byDriver[p.Name()].Open(fs, nil)
 }
 
+// applyFiles sets, from --file and then --workload, the flags the
+// command line did not give.
+func (r *runFlags) applyFiles(cmd *cobra.Command) error {
+	if err := applyScenarioFile(cmd, r.file); err != nil {
+		return err
+	}
+	if r.workload != "" {
+		line, err := applyWorkload(cmd.Flags(), r.workload)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), line)
+	}
+	return nil
+}
+
 func (r *runFlags) refuse(cmd *cobra.Command) error {
 	fs := cmd.Flags()
 	given := func(name string) bool { return fs.Changed(name) }
@@ -286,7 +304,7 @@ func newRunCmd() *cobra.Command {
 					return err
 				}
 			}
-			if err := applyScenarioFile(cmd, rf.file); err != nil {
+			if err := rf.applyFiles(cmd); err != nil {
 				return err
 			}
 			steps, err := faults.ParseSchedule(schedule)
