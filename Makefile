@@ -2,10 +2,16 @@
 GO ?= go
 BIN := bin/ackcheck
 
-.PHONY: build test test-short fuzz bench vet fmt-check clean
+.PHONY: build demo test test-short fuzz bench vet fmt-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ackcheck
+
+# A leader kill on a local 3-node Kafka in about a minute (see README.md).
+# Without Java and Maven: make demo DEMOFLAGS=--embedded.
+DEMOFLAGS ?=
+demo: build
+	./$(BIN) demo $(DEMOFLAGS)
 
 # The test command README.md documents and .ci/run calls. Tests that need a
 # real cluster skip themselves unless .ci/run (or you) set their variables.

@@ -190,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
 	}
-	cfg.logf("run %016x: %.0f msg/s for %s, %d-byte messages, %d producers -> %s", runID, lc.Rate, lc.Duration, lc.MessageSize, run.Producers, cfg.Out)
+	cfg.logf("run %016x: %.0f msg/s for %s, %s messages, %d producers -> %s", runID, lc.Rate, drivers.HumanDuration(lc.Duration), drivers.HumanBytes(int64(lc.MessageSize)), run.Producers, cfg.Out)
 	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run)
 	if err != nil {
 		return nil, err

@@ -101,13 +101,14 @@ func scenarioFileOf(b builtinScenario) ([]byte, error) {
 		return nil, err
 	}
 	effective := map[string]string{"driver": b.driver}
-	var extra string
+	var extra, own string
 	switch b.command {
 	case "leader-kill":
 		// The built-in's default kill time, written out: a file that
 		// changes --duration keeps the kill where it says.
 		killAt := dur / 3
 		effective["kill-at"] = drivers.HumanDuration(killAt)
+		own = "kill-at 30s"
 		restart, _ := time.ParseDuration(fs.Lookup("restart-after").DefValue)
 		sc := scenarios.LeaderKill{Topic: fs.Lookup("topic").DefValue, KillAt: killAt, RestartAfter: restart}
 		var steps []string
@@ -117,6 +118,7 @@ func scenarioFileOf(b builtinScenario) ([]byte, error) {
 		extra = fmt.Sprintf("# As a schedule of ackcheck run, the same faults are:\n#   fault: %q\n", strings.Join(steps, "; "))
 	case "fsync-audit":
 		effective["loss-at"] = drivers.HumanDuration(dur / 3)
+		own = "loss-at 30s"
 		// Each audit writes a topic of its own, named after the time;
 		// a fixed name would read an earlier audit's messages back.
 		effective["topic"] = ""
@@ -124,8 +126,9 @@ func scenarioFileOf(b builtinScenario) ([]byte, error) {
 	header := fmt.Sprintf(`# %s: ackcheck's built-in scenario as a scenario file (ackcheck scenario show %s).
 # Run it:   ackcheck run -f FILE --cluster-dir DIR --out runs/NAME
 # The same: ackcheck %s --driver %s --cluster-dir DIR --out runs/NAME
+# (ackcheck %s -f FILE also takes the scenario's own flags, --%s.)
 # Keys are the flags of ackcheck %s; a flag given on the command line
 # overrides its key. An unknown key or a wrong value is an error naming it.
-%s`, b.name(), b.name(), b.command, b.driver, b.command, extra)
+%s`, b.name(), b.name(), b.command, b.driver, b.command, own, b.command, extra)
 	return showScenario(target, b.driver, effective, header)
 }
