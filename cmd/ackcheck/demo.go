@@ -173,8 +173,8 @@ func runEmbeddedDemo(cmd *cobra.Command, o demoOptions) error {
 	fmt.Fprintf(out, "scenario %s: %s\n", name, expect)
 	cfg := runner.Config{
 		Out: o.out, Driver: d, DriverSettings: d.Config(),
-		Topic: drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
-		Load:  load.Config{Rate: o.rate, Duration: o.duration, MessageSize: 1024, LiveRead: true},
+		Topic:  drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
+		Load:   load.Config{Rate: o.rate, Duration: o.duration, MessageSize: 1024, LiveRead: true},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Progress: out, ProgressEvery: 5 * time.Second, Live: isTerminal(os.Stdout),
 		Faults: &runner.FaultPlan{Nodes: nodes, Steps: sc.Steps(), RecoveryTimeout: 30 * time.Second,
