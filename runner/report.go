@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +86,9 @@ func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.R
 	return res, writeOutputs(out, res, run)
 }
 
+// durationKey names the saved settings that are durations.
+var durationKey = regexp.MustCompile(`(?i)(timeout|linger|delay|interval|duration)$`)
+
 // savedRows lists a driver's saved settings as they are, key by key, in
 // key order; set values only, numbers without exponents.
 func savedRows(saved json.RawMessage) [][2]string {
@@ -109,6 +113,11 @@ func savedRows(saved json.RawMessage) [][2]string {
 				rows = append(rows, [2]string{k, v})
 			}
 		case float64:
+			if durationKey.MatchString(k) {
+				// Go's time.Duration, saved in nanoseconds.
+				rows = append(rows, [2]string{k, drivers.HumanDuration(time.Duration(v))})
+				continue
+			}
 			rows = append(rows, [2]string{k, strconv.FormatFloat(v, 'f', -1, 64)})
 		default:
 			if b, err := json.Marshal(v); err == nil {

@@ -24,8 +24,9 @@ func TestSettingsRowsAsPeopleWriteThem(t *testing.T) {
 		s    Settings
 		want []string
 	}{
-		{"kafka", Settings{Driver: "kafka", DriverRows: kd.SettingsRows()}, []string{"linger=5ms", "delivery timeout=30s", "acks=all"}},
-		{"legacy run.json", Settings{Driver: "kafka", DriverSettings: legacy}, []string{"Linger=5000000", "DeliveryTimeout=30000000000", "Acks=all", `Brokers=["b:9092"]`}},
+		{"kafka", Settings{Driver: "kafka", DriverRows: kd.SettingsRows(), Rate: 1000, Duration: "1m0s", Producers: 4, MessageSize: 1024},
+			[]string{"linger=5ms", "delivery timeout=30s", "acks=all", "rate=1000 msg/s for 1m, 4 producers", "message size=1 KiB"}},
+		{"legacy run.json", Settings{Driver: "kafka", DriverSettings: legacy}, []string{"Linger=5ms", "DeliveryTimeout=30s", "Acks=all", `Brokers=["b:9092"]`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
