@@ -575,7 +575,7 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 				}
 			}
 			line := fmt.Sprintf("%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago%s",
-				now.Sub(start).Round(time.Second), lc.Duration, s.Sent.Load(), acked, rate, lc.Rate,
+				drivers.HumanDuration(now.Sub(start).Round(time.Second)), drivers.HumanDuration(lc.Duration), s.Sent.Load(), acked, rate, lc.Rate,
 				s.Rejected.Load()+s.Unknown.Load(), s.Shed.Load(), s.InFlight.Load(), p99, sinceAck, inForce)
 			if cfg.Live {
 				fmt.Fprint(cfg.Progress, clearLine+line)
