@@ -26,6 +26,10 @@ type RunInfo struct {
 	// PacingLag is how late ackcheck handed sends to the driver after
 	// their scheduled times (nil for runs recorded before it was kept).
 	PacingLag *LagSummary `json:"pacing_lag,omitempty"`
+	// CallbackTime is how long ackcheck's outcome callback ran per ack, on
+	// the client library's callback path: every later ack of that client
+	// waits behind it (nil for runs recorded before it was kept).
+	CallbackTime *LagSummary `json:"callback_time,omitempty"`
 	// AckClasses counts acks by how the broker stored them, for brokers
 	// that ack in more than one way (drivers.AckClasser); nil otherwise.
 	AckClasses map[string]int64 `json:"ack_classes,omitempty"`

@@ -61,6 +61,12 @@ type Config struct {
 	// Start is when the schedule begins (message 0 is due then). Zero: when
 	// Run is called. Set it to start other schedules (faults) in step.
 	Start time.Time
+	// Unpaced sends the Rate x Duration messages as fast as the in-flight
+	// bound lets them go, waiting at the bound instead of shedding, each
+	// timed from its actual send. It is for measuring ackcheck's own cost
+	// per message (bench --peer), never for a check: a closed loop lets a
+	// slow broker slow the load down and hide its stalls.
+	Unpaced bool
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -199,6 +205,11 @@ type Result struct {
 	// driver after its scheduled time (µs histogram): the part of every
 	// reported latency that is ackcheck's own, not the broker's.
 	PacingLag *hdrhistogram.Histogram
+	// CallbackTime is, over every outcome the driver gave, how long
+	// ackcheck's callback ran (µs histogram): the client library calls
+	// outcomes one after another, so every later ack of that producer
+	// waited this long behind it.
+	CallbackTime *hdrhistogram.Histogram
 }
 
 // Run sends the load described by cfg through d, recording into l, and
@@ -252,13 +263,15 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		sweep(cfg, fls, l, stats, sweepStop)
 	}()
 	lags := make([]*hdrhistogram.Histogram, len(producers))
+	cbs := make([]*callbackClock, len(producers))
 	var wg sync.WaitGroup
 	for k := range producers {
 		lags[k] = latency.New(3)
+		cbs[k] = &callbackClock{h: latency.New(3)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := produce(ctx, cfg, res.Start, uint32(k), producers[k], fls[k], lags[k], l, stats); err != nil {
+			if err := produce(ctx, cfg, res.Start, uint32(k), producers[k], fls[k], lags[k], cbs[k], l, stats); err != nil {
 				ledgerErr.CompareAndSwap(nil, &err)
 			}
 		}()
@@ -306,10 +319,18 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 	<-sweepDone
 	res.End = time.Now()
 	// Let the live consumer catch up with the last acks, briefly.
-	time.Sleep(min(time.Second, cfg.Duration/10))
+	if cfg.LiveRead {
+		time.Sleep(min(time.Second, cfg.Duration/10))
+	}
 	stopLive()
 	if err := <-liveDone; err != nil && !errors.Is(err, context.Canceled) {
 		res.LiveReadErr = err
+	}
+	res.CallbackTime = latency.New(3)
+	for _, c := range cbs {
+		c.mu.Lock()
+		res.CallbackTime.Merge(c.h)
+		c.mu.Unlock()
 	}
 	res.Errors = stats.Errors()
 	res.Shed = stats.Shed.Load()
@@ -321,7 +342,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 
 // produce runs producer k's share of the schedule.
 // lag receives, per send, how late it was handed to the driver.
-func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drivers.Producer, fl *flights, lag *hdrhistogram.Histogram, l *ledger.Ledger, stats *Stats) error {
+func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drivers.Producer, fl *flights, lag *hdrhistogram.Histogram, cb *callbackClock, l *ledger.Ledger, stats *Stats) error {
 	P := uint64(cfg.Producers)
 	nparts := uint64(len(cfg.Partitions))
 	interval := float64(time.Second) / cfg.Rate
@@ -332,8 +353,18 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 	var seq uint64
 	var keyBuf []byte
 	for i := uint64(k); i < total; i += P {
+		if cfg.Unpaced {
+			if ctx.Err() != nil {
+				return nil
+			}
+			for stats.InFlight.Load() >= int64(cfg.MaxInFlight) {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
 		intended := start.Add(time.Duration(float64(i) * interval))
-		if wait := time.Until(intended); wait > 0 {
+		if cfg.Unpaced {
+			intended = time.Now()
+		} else if wait := time.Until(intended); wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-ctx.Done():
@@ -377,10 +408,26 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 				stats.Late.Add(1) // ackcheck's deadline recorded it Unknown
 				return
 			}
-			recordOutcome(l, stats, k, id.Seq, intended.UnixNano(), time.Now(), o)
+			now := time.Now()
+			recordOutcome(l, stats, k, id.Seq, intended.UnixNano(), now, o)
+			cb.record(time.Since(now))
 		})
 	}
 	return nil
+}
+
+// callbackClock times ackcheck's outcome callbacks of one producer. The
+// mutex is uncontended but for the read at the end: a client library
+// calls one producer's outcomes one at a time.
+type callbackClock struct {
+	mu sync.Mutex
+	h  *hdrhistogram.Histogram
+}
+
+func (c *callbackClock) record(d time.Duration) {
+	c.mu.Lock()
+	latency.Record(c.h, d)
+	c.mu.Unlock()
 }
 
 // sweep records Unknown, every sweepEvery, for each send still unanswered

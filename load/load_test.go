@@ -284,3 +284,56 @@ func TestPacingLagFiresWhenThePacerFallsBehind(t *testing.T) {
 		t.Fatalf("pacing lag max %s: a pacer 15 ms behind per send for 100 sends was not seen", max)
 	}
 }
+
+// Unpaced (bench --peer only) sends every message, never sheds, and
+// waits at the in-flight bound instead: 2000 messages through a broker
+// that holds every answer for 100 ms, at most 50 in flight.
+func TestUnpacedWaitsAtTheBound(t *testing.T) {
+	d := &stallDriver{}
+	d.stallUntil = time.Now().Add(100 * time.Millisecond)
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stats := &Stats{}
+	var peak atomic.Int64
+	stats.OnAck = func(time.Duration) {
+		if n := stats.InFlight.Load(); n > peak.Load() {
+			peak.Store(n)
+		}
+	}
+	_, err = Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0, 1}, Rate: 2000, Duration: time.Second,
+		Producers: 2, MessageSize: 100, MaxInFlight: 50, Unpaced: true}, d, l, stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Sent.Load() != 2000 || stats.Acked.Load() != 2000 || stats.Shed.Load() != 0 {
+		t.Fatalf("sent %d acked %d shed %d, want 2000, 2000, 0", stats.Sent.Load(), stats.Acked.Load(), stats.Shed.Load())
+	}
+	if peak.Load() > 50 {
+		t.Fatalf("%d in flight at an ack, bound 50", peak.Load())
+	}
+}
+
+// ackcheck's own callback time is recorded for every outcome the driver
+// gave, and shows a slow callback: an OnAck hook that takes 2 ms.
+func TestCallbackTimeRecorded(t *testing.T) {
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stats := &Stats{OnAck: func(time.Duration) { time.Sleep(2 * time.Millisecond) }}
+	res, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 200, Duration: 500 * time.Millisecond,
+		Producers: 2, MessageSize: 100}, &stallDriver{}, l, stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CallbackTime == nil || res.CallbackTime.TotalCount() != 100 {
+		t.Fatalf("callback time of %v outcomes, want 100", res.CallbackTime.TotalCount())
+	}
+	if p50 := time.Duration(res.CallbackTime.ValueAtQuantile(50)) * time.Microsecond; p50 < 2*time.Millisecond {
+		t.Fatalf("callback p50 %s with a 2 ms hook in it", p50)
+	}
+}

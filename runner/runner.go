@@ -211,6 +211,9 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if h := lres.PacingLag; h != nil && h.TotalCount() > 0 {
 		run.PacingLag = &ledger.LagSummary{Count: h.TotalCount(), P50Us: h.ValueAtQuantile(50), P99Us: h.ValueAtQuantile(99), MaxUs: h.Max()}
 	}
+	if h := lres.CallbackTime; h != nil && h.TotalCount() > 0 {
+		run.CallbackTime = &ledger.LagSummary{Count: h.TotalCount(), P50Us: h.ValueAtQuantile(50), P99Us: h.ValueAtQuantile(99), MaxUs: h.Max()}
+	}
 	if loadErr != nil {
 		l.PutMeta(ledger.MetaRun, run)
 		return nil, fmt.Errorf("load: %w", loadErr)
@@ -475,6 +478,15 @@ func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Opt
 
 // openRun opens an existing run directory's ledger and its run
 // description. The caller closes the ledger.
+// ReadRunInfo reads a run directory's run description from its ledger.
+func ReadRunInfo(out string) (ledger.RunInfo, error) {
+	l, run, err := openRun(out)
+	if err != nil {
+		return run, err
+	}
+	return run, l.Close()
+}
+
 func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 	var run ledger.RunInfo
 	if _, err := os.Stat(LedgerDir(out)); err != nil {

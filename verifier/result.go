@@ -91,6 +91,11 @@ type Result struct {
 	// their scheduled times: the part of every latency above that is
 	// ackcheck's own (P999 is not kept). Count 0: not recorded.
 	PacingLag Latency `json:"pacing_lag_ms"`
+	// CallbackTime is how long ackcheck's outcome callback ran per ack on
+	// the client library's callback path, where every later ack of the
+	// same client queues behind it: ackcheck's share of the publish
+	// latency of the acks after it. Count 0: not recorded.
+	CallbackTime Latency `json:"callback_time_ms"`
 	// AckedByClass counts the acks by how the broker stored them, for a
 	// broker that acks in more than one way (Queen: queued in PostgreSQL,
 	// or buffered in the server's file buffer). Every class counts in
@@ -246,6 +251,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  publish latency ms: p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.Publish.P50, r.Publish.P99, r.Publish.P999, r.Publish.Max)
 	if r.PacingLag.Count > 0 {
 		fmt.Fprintf(w, "  ackcheck's own pacing lag ms (send time minus scheduled time): p50 %.3f  p99 %.3f  max %.3f\n", r.PacingLag.P50, r.PacingLag.P99, r.PacingLag.Max)
+	}
+	if r.CallbackTime.Count > 0 {
+		fmt.Fprintf(w, "  ackcheck's own ack callback ms (later acks queue behind it): p50 %.3f  p99 %.3f  max %.3f\n", r.CallbackTime.P50, r.CallbackTime.P99, r.CallbackTime.Max)
 	}
 	if r.E2E.Count > 0 {
 		fmt.Fprintf(w, "  end-to-end ms:      p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.E2E.P50, r.E2E.P99, r.E2E.P999, r.E2E.Max)

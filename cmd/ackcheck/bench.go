@@ -18,9 +18,13 @@ import (
 
 func newBenchCmd() *cobra.Command {
 	var (
-		ids     []int64
-		dir     string
-		onlyDir string
+		ids           []int64
+		dir           string
+		onlyDir       string
+		peer          bool
+		shape         peerShape
+		peerChild     string
+		peerShapeJSON string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -35,6 +39,9 @@ func newBenchCmd() *cobra.Command {
 			if onlyDir != "" { // child mode: verify one prepared ledger, print the time
 				return benchVerifyOnly(cmd, onlyDir)
 			}
+			if peerChild != "" { // child mode: one workload of the peer benchmark
+				return runPeerChild(cmd, peerChild, peerShapeJSON)
+			}
 			if dir == "" {
 				d, err := os.MkdirTemp("", "ackcheck-bench-")
 				if err != nil {
@@ -43,6 +50,9 @@ func newBenchCmd() *cobra.Command {
 				defer os.RemoveAll(d)
 				dir = d
 			}
+			if peer {
+				return runBenchPeer(cmd, shape, dir)
+			}
 			return runBench(cmd, dir, ids)
 		},
 	}
@@ -50,6 +60,19 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().StringVar(&dir, "dir", "", "scratch directory (default: a temporary one, removed after)")
 	cmd.Flags().StringVar(&onlyDir, "verify-only", "", "internal: verify the ledger in this directory and exit")
 	cmd.Flags().MarkHidden("verify-only")
+	cmd.Flags().BoolVar(&peer, "peer", false, "compare ackcheck with bare franz-go doing the same work: CPU per 1M messages, msg/s and peak RSS, with the ratios")
+	cmd.Flags().StringSliceVar(&shape.Brokers, "brokers", nil, "with --peer: a Kafka to measure against (default: kfake in this process, not counted)")
+	cmd.Flags().IntVar(&shape.Messages, "messages", 1_000_000, "with --peer: messages per workload")
+	cmd.Flags().IntVar(&shape.Size, "message-size", 1024, "with --peer: bytes per value")
+	cmd.Flags().IntVar(&shape.Producers, "producers", 4, "with --peer: producer clients (ackcheck's default)")
+	cmd.Flags().IntVar(&shape.Partitions, "partitions", 16, "with --peer: partitions")
+	cmd.Flags().StringVar(&shape.Linger, "linger", "5ms", "with --peer: producer linger (ackcheck's default)")
+	cmd.Flags().IntVar(&shape.MaxInFlight, "max-in-flight", 100_000, "with --peer: sends awaiting an outcome at most (ackcheck's default; the bare clients share it)")
+	cmd.Flags().Float64Var(&shape.Rate, "rate", 50_000, "with --peer: the paced workloads' rate")
+	cmd.Flags().StringVar(&peerChild, "peer-child", "", "internal: run one peer workload")
+	cmd.Flags().StringVar(&peerShapeJSON, "peer-shape", "", "internal: the peer workload's shape")
+	cmd.Flags().MarkHidden("peer-child")
+	cmd.Flags().MarkHidden("peer-shape")
 	return cmd
 }
 

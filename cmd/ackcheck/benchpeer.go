@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The peer benchmark: ackcheck against the bare client doing the same
+// work, in one invocation, against one broker. Each workload runs in a
+// child process of its own (the broker, kfake by default, stays in the
+// parent and its CPU is not counted), which measures itself the same way:
+// user+system CPU of the process over the workload (getrusage), wall
+// time, and its peak RSS (VmHWM).
+
+// peerShape is the shape every workload shares.
+type peerShape struct {
+	Brokers     []string `json:"brokers"`
+	Messages    int      `json:"messages"`
+	Size        int      `json:"size"`
+	Producers   int      `json:"producers"`
+	Partitions  int      `json:"partitions"`
+	Linger      string   `json:"linger"`
+	MaxInFlight int      `json:"max_in_flight"`
+	Rate        float64  `json:"rate"` // 0: unpaced
+	Topic       string   `json:"topic"`
+	Out         string   `json:"out"` // ackcheck's run directory
+}
+
+// peerFigures is what a child measured.
+type peerFigures struct {
+	CPUSeconds  float64 `json:"cpu_s"`
+	WallSeconds float64 `json:"wall_s"`
+	Messages    int64   `json:"messages"`
+	PeakRSSKiB  int64   `json:"peak_rss_kib"`
+	// PacingLagP99Ms and CallbackP99Ms are ackcheck's own shares of
+	// the latency it reports (ackcheck's paced produce only).
+	PacingLagP99Ms     float64 `json:"pacing_lag_p99_ms,omitempty"`
+	PacingLagMaxMs     float64 `json:"pacing_lag_max_ms,omitempty"`
+	CallbackP99Ms float64 `json:"callback_p99_ms,omitempty"`
+}
+
+func (f peerFigures) cpuPerMillion() float64 { return f.CPUSeconds / float64(f.Messages) * 1e6 }
+func (f peerFigures) rate() float64          { return float64(f.Messages) / f.WallSeconds }
+
+// peerWorkloads are the child kinds, in the order they run.
+var peerWorkloads = []string{"bare-produce", "ackcheck-produce", "bare-produce-paced", "ackcheck-produce-paced", "bare-consume", "ackcheck-verify"}
+
+func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string) error {
+	out := cmd.OutOrStdout()
+	ctx := cmd.Context()
+	if len(shape.Brokers) == 0 {
+		c, err := kfake.NewCluster(kfake.NumBrokers(3))
+		if err != nil {
+			return fmt.Errorf("start kfake: %w", err)
+		}
+		defer c.Close()
+		shape.Brokers = c.ListenAddrs()
+		fmt.Fprintf(out, "broker: kfake, 3 brokers in this process (not counted)\n")
+	} else {
+		fmt.Fprintf(out, "broker: %s\n", strings.Join(shape.Brokers, ","))
+	}
+	fmt.Fprintf(out, "shape: %d messages of %s, %d producers (clients), %d partitions, linger %s, acks=all, no compression, at most %d in flight\n",
+		shape.Messages, drivers.HumanBytes(int64(shape.Size)), shape.Producers, shape.Partitions, shape.Linger, shape.MaxInFlight)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	tag := time.Now().Format("150405")
+	topics := map[string]string{
+		"bare-produce": "peer-bare-" + tag, "ackcheck-produce": "peer-ackcheck-" + tag,
+		"bare-produce-paced": "peer-bare-paced-" + tag, "ackcheck-produce-paced": "peer-ackcheck-paced-" + tag,
+		// The reads read what ackcheck's unpaced produce wrote.
+		"bare-consume": "peer-ackcheck-" + tag, "ackcheck-verify": "peer-ackcheck-" + tag,
+	}
+	if err := createPeerTopics(ctx, shape, []string{topics["bare-produce"], topics["bare-produce-paced"]}); err != nil {
+		return err
+	}
+	res := map[string]peerFigures{}
+	for _, kind := range peerWorkloads {
+		s := shape
+		s.Topic = topics[kind]
+		s.Out = filepath.Join(dir, "ackcheck-"+tag)
+		if strings.HasSuffix(kind, "-paced") {
+			s.Out += "-paced"
+		} else {
+			s.Rate = 0
+		}
+		arg, _ := json.Marshal(s)
+		child := exec.CommandContext(ctx, self, "bench", "--peer-child", kind, "--peer-shape", string(arg))
+		child.Stderr = os.Stderr
+		o, err := child.Output()
+		if err != nil {
+			return fmt.Errorf("%s: %w", kind, err)
+		}
+		var f peerFigures
+		if err := json.Unmarshal(o, &f); err != nil {
+			return fmt.Errorf("%s: unreadable figures %q: %w", kind, o, err)
+		}
+		if f.Messages != int64(shape.Messages) {
+			return fmt.Errorf("%s: %d messages, not %d: the workloads did not do the same work", kind, f.Messages, shape.Messages)
+		}
+		res[kind] = f
+		fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024)
+	}
+	writePeerTable(out, shape, res)
+	return nil
+}
+
+func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures) {
+	ratio := func(a, b string) string {
+		return fmt.Sprintf("%.2fx", r[a].cpuPerMillion()/r[b].cpuPerMillion())
+	}
+	rss := func(a, b string) string {
+		return fmt.Sprintf("%.2fx", float64(r[a].PeakRSSKiB)/float64(r[b].PeakRSSKiB))
+	}
+	fmt.Fprintf(out, "\n| CPU-s per 1M messages (user+sys, one child process each) | bare franz-go | ackcheck | ratio | target |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(out, "| produce, as fast as the in-flight bound allows | %.2f | %.2f | %s | <= 1.3x |\n", r["bare-produce"].cpuPerMillion(), r["ackcheck-produce"].cpuPerMillion(), ratio("ackcheck-produce", "bare-produce"))
+	fmt.Fprintf(out, "| produce paced at %.0f msg/s | %.2f | %.2f | %s | <= 1.3x |\n", shape.Rate, r["bare-produce-paced"].cpuPerMillion(), r["ackcheck-produce-paced"].cpuPerMillion(), ratio("ackcheck-produce-paced", "bare-produce-paced"))
+	fmt.Fprintf(out, "| read-back + verdict vs a plain consumer | %.2f | %.2f | %s | <= 1.5x |\n", r["bare-consume"].cpuPerMillion(), r["ackcheck-verify"].cpuPerMillion(), ratio("ackcheck-verify", "bare-consume"))
+	fmt.Fprintf(out, "| peak RSS, unpaced produce (MiB) | %.0f | %.0f | %s | <= 2x |\n", float64(r["bare-produce"].PeakRSSKiB)/1024, float64(r["ackcheck-produce"].PeakRSSKiB)/1024, rss("ackcheck-produce", "bare-produce"))
+	fmt.Fprintf(out, "| peak RSS, read-back (MiB) | %.0f | %.0f | %s | |\n", float64(r["bare-consume"].PeakRSSKiB)/1024, float64(r["ackcheck-verify"].PeakRSSKiB)/1024, rss("ackcheck-verify", "bare-consume"))
+	p := r["ackcheck-produce-paced"]
+	fmt.Fprintf(out, "\nackcheck's own latency at %.0f msg/s: pacing lag p99 %.3f ms (max %.3f ms, target p99 < 1 ms), ack callback queueing p99 %.3f ms\n",
+		shape.Rate, p.PacingLagP99Ms, p.PacingLagMaxMs, p.CallbackP99Ms)
+}
+
+func createPeerTopics(ctx context.Context, shape peerShape, names []string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(shape.Brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rf := int16(3)
+	if len(shape.Brokers) < 3 {
+		rf = int16(len(shape.Brokers))
+	}
+	resp, err := kadm.NewClient(cl).CreateTopics(ctx, int32(shape.Partitions), rf, nil, names...)
+	if err != nil {
+		return fmt.Errorf("create the bare workloads' topics: %w", err)
+	}
+	return resp.Error()
+}
+
+// runPeerChild runs one workload in this process and prints its figures.
+func runPeerChild(cmd *cobra.Command, kind, shapeJSON string) error {
+	var s peerShape
+	if err := json.Unmarshal([]byte(shapeJSON), &s); err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	before := cpuNow()
+	start := time.Now()
+	var f peerFigures
+	var err error
+	switch kind {
+	case "bare-produce", "bare-produce-paced":
+		f.Messages, err = bareProduce(ctx, s)
+	case "ackcheck-produce", "ackcheck-produce-paced":
+		f, err = ackcheckProduce(ctx, s)
+	case "bare-consume":
+		f.Messages, err = bareConsume(ctx, s)
+	case "ackcheck-verify":
+		f.Messages, err = ackcheckVerify(ctx, s)
+	default:
+		err = fmt.Errorf("unknown workload %q", kind)
+	}
+	if err != nil {
+		return err
+	}
+	f.CPUSeconds = cpuNow() - before
+	f.WallSeconds = time.Since(start).Seconds()
+	f.PeakRSSKiB = peakRSSKiB()
+	return json.NewEncoder(cmd.OutOrStdout()).Encode(f)
+}
+
+// cpuNow is this process's user+system CPU seconds so far.
+func cpuNow() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// bareProduce is franz-go doing what ackcheck's load does, and nothing
+// else: Producers clients, producer k sending messages i = k mod
+// Producers to partition i mod Partitions (the manual partitioner), linger,
+// acks=all (idempotent, as kgo's default), no compression, the in-flight
+// bound split over the clients, paced at Rate when Rate > 0 the way
+// ackcheck paces (message i due at start + i/Rate).
+func bareProduce(ctx context.Context, s peerShape) (int64, error) {
+	linger, _ := time.ParseDuration(s.Linger)
+	value := make([]byte, s.Size)
+	for i := range value {
+		value[i] = byte(i)
+	}
+	var acked, failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for k := 0; k < s.Producers; k++ {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.Brokers...), kgo.ProducerLinger(linger), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.MaxBufferedRecords(max(1, s.MaxInFlight/s.Producers)))
+		if err != nil {
+			return 0, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			timer := time.NewTimer(time.Hour)
+			defer timer.Stop()
+			for i := k; i < s.Messages; i += s.Producers {
+				if s.Rate > 0 {
+					if wait := time.Until(start.Add(time.Duration(float64(i) * float64(time.Second) / s.Rate))); wait > 0 {
+						timer.Reset(wait)
+						<-timer.C
+					}
+				}
+				r := &kgo.Record{Topic: s.Topic, Value: value, Partition: int32(i % s.Partitions)}
+				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+					if err != nil {
+						failed.Add(1)
+						return
+					}
+					acked.Add(1)
+				})
+			}
+			cl.Flush(ctx)
+		}()
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return acked.Load(), fmt.Errorf("bare produce: %d records failed", n)
+	}
+	return acked.Load(), nil
+}
+
+// ackcheckProduce is `ackcheck run --no-e2e --no-verify` with the same
+// shape, in this process: driver, load, ledger, run directory.
+func ackcheckProduce(ctx context.Context, s peerShape) (peerFigures, error) {
+	linger, _ := time.ParseDuration(s.Linger)
+	d, err := kafka.New(kafka.Config{Brokers: s.Brokers, Linger: linger})
+	if err != nil {
+		return peerFigures{}, err
+	}
+	defer d.Close()
+	lc := load.Config{Rate: s.Rate, Duration: time.Duration(float64(s.Messages) / s.Rate * float64(time.Second)),
+		Producers: s.Producers, MessageSize: s.Size, MaxInFlight: s.MaxInFlight}
+	if s.Rate == 0 {
+		lc.Unpaced, lc.Rate, lc.Duration = true, float64(s.Messages), time.Second
+	}
+	rf := 3
+	if len(s.Brokers) < 3 {
+		rf = len(s.Brokers)
+	}
+	var counts statsGrab
+	_, err = runner.Run(ctx, runner.Config{Out: s.Out, Driver: d, DriverSettings: d.Config(),
+		Topic: drivers.TopicSpec{Name: s.Topic, Partitions: s.Partitions, ReplicationFactor: rf}, Load: lc, Observer: &counts})
+	if err != nil {
+		return peerFigures{}, err
+	}
+	f := peerFigures{}
+	info, err := runner.ReadRunInfo(s.Out)
+	if err != nil {
+		return f, err
+	}
+	f.Messages = counts.stats.Acked.Load()
+	if !lc.Unpaced {
+		if lag := info.PacingLag; lag != nil {
+			f.PacingLagP99Ms, f.PacingLagMaxMs = float64(lag.P99Us)/1000, float64(lag.MaxUs)/1000
+		}
+	}
+	if q := info.CallbackTime; q != nil {
+		f.CallbackP99Ms = float64(q.P99Us) / 1000
+	}
+	return f, nil
+}
+
+// statsGrab keeps the load's counters (runner.Observer).
+type statsGrab struct{ stats *load.Stats }
+
+func (g *statsGrab) Attach(s *load.Stats, _ time.Time, _ func() []faults.Record) { g.stats = s }
+
+// bareConsume reads the topic from its start to its end offsets with one
+// franz-go client, touching every value once, as a plain consumer would.
+func bareConsume(ctx context.Context, s peerShape) (int64, error) {
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(s.Brokers...))
+	if err != nil {
+		return 0, err
+	}
+	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, s.Topic)
+	admCl.Close()
+	if err != nil {
+		return 0, err
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	parts := map[string]map[int32]kgo.Offset{s.Topic: {}}
+	for p := range want {
+		parts[s.Topic][p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Brokers...), kgo.ConsumePartitions(parts))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var n int64
+	var sum byte
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			sum ^= r.Value[len(r.Value)-1]
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	_ = sum
+	return n, nil
+}
+
+// ackcheckVerify is `ackcheck verify` of the unpaced produce's run.
+func ackcheckVerify(ctx context.Context, s peerShape) (int64, error) {
+	d, err := kafka.New(kafka.Config{Brokers: s.Brokers})
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	res, err := runner.Verify(ctx, s.Out, d, verifier.Options{}, 30*time.Second, nil)
+	if err != nil {
+		return 0, err
+	}
+	if res.Verdict != verifier.Pass {
+		return 0, fmt.Errorf("verify judged %s: %v", res.Verdict, res.Reasons)
+	}
+	return res.Read, nil
+}
