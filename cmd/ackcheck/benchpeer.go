@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,9 +57,9 @@ type peerFigures struct {
 	PeakRSSKiB  int64   `json:"peak_rss_kib"`
 	// PacingLagP99Ms and CallbackP99Ms are ackcheck's own shares of
 	// the latency it reports (ackcheck's paced produce only).
-	PacingLagP99Ms     float64 `json:"pacing_lag_p99_ms,omitempty"`
-	PacingLagMaxMs     float64 `json:"pacing_lag_max_ms,omitempty"`
-	CallbackP99Ms float64 `json:"callback_p99_ms,omitempty"`
+	PacingLagP99Ms float64 `json:"pacing_lag_p99_ms,omitempty"`
+	PacingLagMaxMs float64 `json:"pacing_lag_max_ms,omitempty"`
+	CallbackP99Ms  float64 `json:"callback_p99_ms,omitempty"`
 }
 
 func (f peerFigures) cpuPerMillion() float64 { return f.CPUSeconds / float64(f.Messages) * 1e6 }
@@ -169,6 +171,24 @@ func runPeerChild(cmd *cobra.Command, kind, shapeJSON string) error {
 		return err
 	}
 	ctx := cmd.Context()
+	// ACKCHECK_PEER_PROFILE=DIR writes each workload's CPU and allocation
+	// profiles there (go tool pprof), for finding what dominates.
+	if dir := os.Getenv("ACKCHECK_PEER_PROFILE"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, kind+".cpu"))
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+			if m, err := os.Create(filepath.Join(dir, kind+".alloc")); err == nil {
+				pprof.Lookup("allocs").WriteTo(m, 0)
+				m.Close()
+			}
+		}()
+	}
 	before := cpuNow()
 	start := time.Now()
 	var f peerFigures
