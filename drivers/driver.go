@@ -87,6 +87,15 @@ type Producer interface {
 	Close(ctx context.Context) error
 }
 
+// ValueReuser is implemented by a driver whose producers keep no reference
+// to a Message's Value or Key once they have called its done: the load
+// then writes a later message into the same memory, instead of allocating
+// a value per message. A driver that may still read the value after done
+// (to resend it, say) must not implement it.
+type ValueReuser interface {
+	ReusesValues()
+}
+
 // Record is one record read back.
 type Record struct {
 	Pos       Position

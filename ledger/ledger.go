@@ -147,6 +147,10 @@ const fragmentMax = 4096
 type shard struct {
 	mu     sync.Mutex
 	events [len("SORL")][]Event // indexed by kindIndex
+	// spare are the slices the previous Flush wrote, emptied: Record
+	// appends into them next, instead of growing new ones from nothing
+	// (growing was a tenth of the ledger's cost per event).
+	spare [len("SORL")][]Event
 }
 
 func kindIndex(k Kind) int {
@@ -352,7 +356,8 @@ func (l *Ledger) Flush() (err error) {
 		s := l.shard(p)
 		s.mu.Lock()
 		taken := s.events
-		s.events = [len("SORL")][]Event{}
+		s.events = s.spare
+		s.spare = [len("SORL")][]Event{}
 		s.mu.Unlock()
 		for ki, evs := range taken {
 			if len(evs) == 0 {
@@ -380,6 +385,12 @@ func (l *Ledger) Flush() (err error) {
 				}
 			}
 		}
+		// The batch holds copies: the slices go back to be appended to.
+		s.mu.Lock()
+		for ki := range taken {
+			s.spare[ki] = taken[ki][:0]
+		}
+		s.mu.Unlock()
 	}
 	if n == 0 {
 		return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	binenc "encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -222,17 +223,13 @@ func cpuNow() float64 {
 }
 
 // bareProduce is franz-go doing what ackcheck's load does, and nothing
-// else: Producers clients, producer k sending messages i = k mod
+// else (a value of its own per record, its index in the first bytes): Producers clients, producer k sending messages i = k mod
 // Producers to partition i mod Partitions (the manual partitioner), linger,
 // acks=all (idempotent, as kgo's default), no compression, the in-flight
 // bound split over the clients, paced at Rate when Rate > 0 the way
 // ackcheck paces (message i due at start + i/Rate).
 func bareProduce(ctx context.Context, s peerShape) (int64, error) {
 	linger, _ := time.ParseDuration(s.Linger)
-	value := make([]byte, s.Size)
-	for i := range value {
-		value[i] = byte(i)
-	}
 	var acked, failed atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -256,6 +253,11 @@ func bareProduce(ctx context.Context, s peerShape) (int64, error) {
 						<-timer.C
 					}
 				}
+				// A value of its own per record, as any producer's
+				// messages are: one shared slice would hold 1 KiB where
+				// ackcheck (and every real producer) holds the bound x 1 KiB.
+				value := make([]byte, s.Size)
+				binenc.LittleEndian.PutUint64(value, uint64(i))
 				r := &kgo.Record{Topic: s.Topic, Value: value, Partition: int32(i % s.Partitions)}
 				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 					if err != nil {

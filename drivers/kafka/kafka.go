@@ -327,6 +327,12 @@ func (p *producer) Publish(ctx context.Context, m drivers.Message, done func(dri
 	})
 }
 
+// ReusesValues implements drivers.ValueReuser: franz-go does not touch a
+// record once its promise has been called.
+func (d *Driver) ReusesValues() {}
+
+var _ drivers.ValueReuser = (*Driver)(nil)
+
 func (p *producer) Close(ctx context.Context) error {
 	err := p.cl.Flush(ctx)
 	p.cl.Close() // fails what is still buffered: each gets its done(Unknown)
