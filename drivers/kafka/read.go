@@ -75,27 +75,42 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 				ferr = err
 			}
 		})
-		for _, r := range fetches.Records() {
-			pr := rep.Partitions[r.Partition]
-			if pr.Complete || (pr.Target >= 0 && r.Offset >= pr.Target) {
-				continue
+		// Record by record, without collecting a fetch's records in a
+		// slice first, and each partition's progress written back once
+		// per fetch of it rather than per record.
+		var fnErr error
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if fnErr != nil || len(fp.Records) == 0 {
+				return
 			}
-			if err := fn(drivers.Record{
-				Pos:       drivers.Position{Partition: r.Partition, Offset: r.Offset},
-				Key:       r.Key,
-				Value:     r.Value,
-				Timestamp: r.Timestamp,
-			}); err != nil {
-				return rep, err
+			pr, ok := rep.Partitions[fp.Partition]
+			if !ok {
+				return // not asked for
 			}
-			progressed = true
-			pr.Records++
-			pr.Next = r.Offset + 1
-			if pr.Target >= 0 && pr.Next >= pr.Target {
-				pr.Complete = true
-				remaining--
+			for _, r := range fp.Records {
+				if pr.Complete || (pr.Target >= 0 && r.Offset >= pr.Target) {
+					continue
+				}
+				if fnErr = fn(drivers.Record{
+					Pos:       drivers.Position{Partition: r.Partition, Offset: r.Offset},
+					Key:       r.Key,
+					Value:     r.Value,
+					Timestamp: r.Timestamp,
+				}); fnErr != nil {
+					break
+				}
+				progressed = true
+				pr.Records++
+				pr.Next = r.Offset + 1
+				if pr.Target >= 0 && pr.Next >= pr.Target {
+					pr.Complete = true
+					remaining--
+				}
 			}
-			rep.Partitions[r.Partition] = pr
+			rep.Partitions[fp.Partition] = pr
+		})
+		if fnErr != nil {
+			return rep, fnErr
 		}
 		if progressed {
 			lastProgress = time.Now()
