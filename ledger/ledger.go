@@ -175,6 +175,8 @@ type Ledger struct {
 
 	shardsMu sync.RWMutex
 	shards   map[uint32]*shard
+	// fastShards are the shards of producers 0..1023, also in shards.
+	fastShards [1024]atomic.Pointer[shard]
 
 	flushMu   sync.Mutex // serialises flushes and guards fragNo, events, sentThru, commits
 	fragNo    uint32
@@ -278,6 +280,14 @@ func Open(dir string, opts Options) (*Ledger, error) {
 }
 
 func (l *Ledger) shard(p uint32) *shard {
+	// Producers are numbered from 0: their shards are found without a
+	// lock (the read lock was a tenth of Record's cost, contended by
+	// every producer and callback).
+	if p < uint32(len(l.fastShards)) {
+		if s := l.fastShards[p].Load(); s != nil {
+			return s
+		}
+	}
 	l.shardsMu.RLock()
 	s := l.shards[p]
 	l.shardsMu.RUnlock()
@@ -289,6 +299,9 @@ func (l *Ledger) shard(p uint32) *shard {
 	if s = l.shards[p]; s == nil {
 		s = &shard{}
 		l.shards[p] = s
+		if p < uint32(len(l.fastShards)) {
+			l.fastShards[p].Store(s)
+		}
 	}
 	return s
 }

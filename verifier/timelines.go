@@ -44,13 +44,13 @@ type timelines struct {
 	windows        []*window
 	acks           []uint64 // bit i: an ack arrived in [start+i ms, +1 ms)
 	perSecond      []Second
-	partAcks       map[int32][]uint64 // per partition: 10 ms buckets with acks
+	partAcks       map[int32]*[]uint64 // per partition: 10 ms buckets with acks
 	lastAckAt      int64
 }
 
 func newTimelines(run ledger.RunInfo, window time.Duration, ft *faultTracker) *timelines {
 	t := &timelines{loadStart: run.LoadStart, start: run.LoadStart.UnixNano(), window: window, faults: ft,
-		pubAll: latency.New(3), e2eAll: latency.New(3), partAcks: map[int32][]uint64{}}
+		pubAll: latency.New(3), e2eAll: latency.New(3), partAcks: map[int32]*[]uint64{}}
 	if !run.LoadEnd.IsZero() {
 		t.end = run.LoadEnd.UnixNano()
 	}
@@ -114,7 +114,13 @@ func (t *timelines) add(h *history, lost bool) {
 		latency.Record(t.pubAll, time.Duration(h.ack.Time))
 		at := h.send.Time + h.ack.Time
 		t.acks = t.mark(t.acks, at, ackResolution)
-		t.partAcks[h.ack.Partition] = t.mark(t.partAcks[h.ack.Partition], at, gapResolution)
+		// One map read per ack; the slice grows in place.
+		pa := t.partAcks[h.ack.Partition]
+		if pa == nil {
+			pa = new([]uint64)
+			t.partAcks[h.ack.Partition] = pa
+		}
+		*pa = t.mark(*pa, at, gapResolution)
 		if sec := t.second(at); sec != nil {
 			sec.Acked++
 		}
@@ -133,6 +139,14 @@ func (t *timelines) add(h *history, lost bool) {
 	}
 }
 
+// partAckBuckets are partition p's 10 ms buckets with acks (nil: none).
+func (t *timelines) partAckBuckets(p int32) []uint64 {
+	if pa := t.partAcks[p]; pa != nil {
+		return *pa
+	}
+	return nil
+}
+
 // finish writes the timelines into res; parts are the run's partitions.
 func (t *timelines) finish(res *Result, parts []int32) {
 	loadLen := int64(0)
@@ -140,14 +154,14 @@ func (t *timelines) finish(res *Result, parts []int32) {
 		loadLen = (t.end - t.start) / int64(gapResolution)
 	}
 	res.Faults = t.faults.finish(parts, func(p int32, from, to int64) float64 {
-		return longestStall(t.partAcks[p], loadLen, t.start, from, to)
+		return longestStall(t.partAckBuckets(p), loadLen, t.start, from, to)
 	})
 	res.Timeline = t.perSecond
 	res.GapMinMs = float64(gapMin / time.Millisecond)
 	res.PartitionGaps = map[int32][]Gap{}
 	for _, p := range parts {
 		res.PartitionGaps[p] = []Gap{} // every partition is listed, gaps or not
-		for _, g := range gaps(t.partAcks[p], loadLen, int64(gapMin/gapResolution)) {
+		for _, g := range gaps(t.partAckBuckets(p), loadLen, int64(gapMin/gapResolution)) {
 			res.PartitionGaps[p] = append(res.PartitionGaps[p], Gap{
 				FromS: (time.Duration(g[0]) * gapResolution).Seconds(),
 				ToS:   (time.Duration(g[1]) * gapResolution).Seconds(),

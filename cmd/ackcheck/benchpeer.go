@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,7 @@ func (f peerFigures) rate() float64          { return float64(f.Messages) / f.Wa
 // peerWorkloads are the child kinds, in the order they run.
 var peerWorkloads = []string{"bare-produce", "ackcheck-produce", "bare-produce-paced", "ackcheck-produce-paced", "bare-consume", "ackcheck-verify"}
 
-func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string) error {
+func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int) error {
 	out := cmd.OutOrStdout()
 	ctx := cmd.Context()
 	if len(shape.Brokers) == 0 {
@@ -99,11 +100,66 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string) error {
 	if err := createPeerTopics(ctx, shape, []string{topics["bare-produce"], topics["bare-produce-paced"]}); err != nil {
 		return err
 	}
+	runs := map[string][]peerFigures{}
+	for round := 1; round <= repeat; round++ {
+		if repeat > 1 {
+			fmt.Fprintf(out, "round %d of %d\n", round, repeat)
+		}
+		if round > 1 {
+			tag = fmt.Sprintf("%s-%d", time.Now().Format("150405"), round)
+			for k, t := range topics {
+				topics[k] = t[:strings.LastIndex(t, "-")+1] + tag
+			}
+			if err := createPeerTopics(ctx, shape, []string{topics["bare-produce"], topics["bare-produce-paced"]}); err != nil {
+				return err
+			}
+		}
+		for _, kind := range peerWorkloads {
+			f, err := runPeerWorkload(ctx, self, kind, shape, topics[kind], filepath.Join(dir, "ackcheck-"+tag))
+			if err != nil {
+				return err
+			}
+			runs[kind] = append(runs[kind], f)
+			fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024)
+		}
+	}
 	res := map[string]peerFigures{}
-	for _, kind := range peerWorkloads {
+	for kind, fs := range runs {
+		res[kind] = medianFigures(fs)
+	}
+	if repeat > 1 {
+		fmt.Fprintf(out, "\nmedians of %d rounds (each round runs every workload once, in turn):\n", repeat)
+	}
+	writePeerTable(out, shape, res)
+	return nil
+}
+
+// medianFigures is, field by field, the median of the rounds' figures.
+func medianFigures(fs []peerFigures) peerFigures {
+	med := func(get func(peerFigures) float64) float64 {
+		v := make([]float64, len(fs))
+		for i, f := range fs {
+			v[i] = get(f)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	m := peerFigures{Messages: fs[0].Messages}
+	m.CPUSeconds = med(func(f peerFigures) float64 { return f.CPUSeconds })
+	m.WallSeconds = med(func(f peerFigures) float64 { return f.WallSeconds })
+	m.PeakRSSKiB = int64(med(func(f peerFigures) float64 { return float64(f.PeakRSSKiB) }))
+	m.PacingLagP99Ms = med(func(f peerFigures) float64 { return f.PacingLagP99Ms })
+	m.PacingLagMaxMs = med(func(f peerFigures) float64 { return f.PacingLagMaxMs })
+	m.CallbackP99Ms = med(func(f peerFigures) float64 { return f.CallbackP99Ms })
+	return m
+}
+
+// runPeerWorkload runs one workload in a child process.
+func runPeerWorkload(ctx context.Context, self, kind string, shape peerShape, topic, out string) (peerFigures, error) {
+	{
 		s := shape
-		s.Topic = topics[kind]
-		s.Out = filepath.Join(dir, "ackcheck-"+tag)
+		s.Topic = topic
+		s.Out = out
 		if strings.HasSuffix(kind, "-paced") {
 			s.Out += "-paced"
 		} else {
@@ -114,20 +170,17 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string) error {
 		child.Stderr = os.Stderr
 		o, err := child.Output()
 		if err != nil {
-			return fmt.Errorf("%s: %w", kind, err)
+			return peerFigures{}, fmt.Errorf("%s: %w", kind, err)
 		}
 		var f peerFigures
 		if err := json.Unmarshal(o, &f); err != nil {
-			return fmt.Errorf("%s: unreadable figures %q: %w", kind, o, err)
+			return f, fmt.Errorf("%s: unreadable figures %q: %w", kind, o, err)
 		}
 		if f.Messages != int64(shape.Messages) {
-			return fmt.Errorf("%s: %d messages, not %d: the workloads did not do the same work", kind, f.Messages, shape.Messages)
+			return f, fmt.Errorf("%s: %d messages, not %d: the workloads did not do the same work", kind, f.Messages, shape.Messages)
 		}
-		res[kind] = f
-		fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024)
+		return f, nil
 	}
-	writePeerTable(out, shape, res)
-	return nil
 }
 
 func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures) {
