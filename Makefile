@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/ackcheck
 
-.PHONY: build demo test test-short fuzz bench vet fmt-check clean
+.PHONY: build demo test test-short fuzz bench bench-peer vet fmt-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ackcheck
@@ -43,6 +43,11 @@ test-short:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -cpu 1 ./ledger/ ./verifier/
 	./$(BIN) bench
+
+# ackcheck against bare franz-go doing the same work (see README.md,
+# "Performance"): CPU per message, msg/s, peak RSS, as ratios.
+bench-peer: build
+	./$(BIN) bench --peer --repeat 3
 
 vet:
 	$(GO) vet ./...

@@ -90,7 +90,8 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int) e
 	if err != nil {
 		return err
 	}
-	tag := time.Now().Format("150405")
+	base := time.Now().Format("150405")
+	tag := base
 	topics := map[string]string{
 		"bare-produce": "peer-bare-" + tag, "ackcheck-produce": "peer-ackcheck-" + tag,
 		"bare-produce-paced": "peer-bare-paced-" + tag, "ackcheck-produce-paced": "peer-ackcheck-paced-" + tag,
@@ -106,9 +107,10 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int) e
 			fmt.Fprintf(out, "round %d of %d\n", round, repeat)
 		}
 		if round > 1 {
-			tag = fmt.Sprintf("%s-%d", time.Now().Format("150405"), round)
+			old := tag
+			tag = fmt.Sprintf("%s-r%d", base, round)
 			for k, t := range topics {
-				topics[k] = t[:strings.LastIndex(t, "-")+1] + tag
+				topics[k] = strings.TrimSuffix(t, old) + tag
 			}
 			if err := createPeerTopics(ctx, shape, []string{topics["bare-produce"], topics["bare-produce-paced"]}); err != nil {
 				return err
@@ -122,6 +124,11 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int) e
 			runs[kind] = append(runs[kind], f)
 			fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024)
 		}
+		if err := deletePeerTopics(ctx, shape, topics); err != nil {
+			return fmt.Errorf("delete the round's topics: %w", err)
+		}
+		os.RemoveAll(filepath.Join(dir, "ackcheck-"+tag))
+		os.RemoveAll(filepath.Join(dir, "ackcheck-"+tag+"-paced"))
 	}
 	res := map[string]peerFigures{}
 	for kind, fs := range runs {
@@ -155,32 +162,57 @@ func medianFigures(fs []peerFigures) peerFigures {
 }
 
 // runPeerWorkload runs one workload in a child process.
+// A child that has not finished after peerChildTimeout has hung (a
+// consumer waiting for records that never come): it is killed and the
+// benchmark fails, rather than waiting for ever.
+const peerChildTimeout = 10 * time.Minute
+
 func runPeerWorkload(ctx context.Context, self, kind string, shape peerShape, topic, out string) (peerFigures, error) {
-	{
-		s := shape
-		s.Topic = topic
-		s.Out = out
-		if strings.HasSuffix(kind, "-paced") {
-			s.Out += "-paced"
-		} else {
-			s.Rate = 0
-		}
-		arg, _ := json.Marshal(s)
-		child := exec.CommandContext(ctx, self, "bench", "--peer-child", kind, "--peer-shape", string(arg))
-		child.Stderr = os.Stderr
-		o, err := child.Output()
-		if err != nil {
-			return peerFigures{}, fmt.Errorf("%s: %w", kind, err)
-		}
-		var f peerFigures
-		if err := json.Unmarshal(o, &f); err != nil {
-			return f, fmt.Errorf("%s: unreadable figures %q: %w", kind, o, err)
-		}
-		if f.Messages != int64(shape.Messages) {
-			return f, fmt.Errorf("%s: %d messages, not %d: the workloads did not do the same work", kind, f.Messages, shape.Messages)
-		}
-		return f, nil
+	s := shape
+	s.Topic = topic
+	s.Out = out
+	if strings.HasSuffix(kind, "-paced") {
+		s.Out += "-paced"
+	} else {
+		s.Rate = 0
 	}
+	arg, _ := json.Marshal(s)
+	cctx, cancel := context.WithTimeout(ctx, peerChildTimeout)
+	defer cancel()
+	child := exec.CommandContext(cctx, self, "bench", "--peer-child", kind, "--peer-shape", string(arg))
+	child.Stderr = os.Stderr
+	o, err := child.Output()
+	if err != nil {
+		return peerFigures{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	var f peerFigures
+	if err := json.Unmarshal(o, &f); err != nil {
+		return f, fmt.Errorf("%s: unreadable figures %q: %w", kind, o, err)
+	}
+	if f.Messages != int64(shape.Messages) {
+		return f, fmt.Errorf("%s: %d messages, not %d: the workloads did not do the same work", kind, f.Messages, shape.Messages)
+	}
+	return f, nil
+}
+
+// deletePeerTopics removes a round's topics: kfake keeps every record in
+// memory, and three rounds of four 1 GiB topics filled this machine.
+func deletePeerTopics(ctx context.Context, shape peerShape, topics map[string]string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(shape.Brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var names []string
+	seen := map[string]bool{}
+	for _, t := range topics {
+		if !seen[t] {
+			seen[t] = true
+			names = append(names, t)
+		}
+	}
+	_, err = kadm.NewClient(cl).DeleteTopics(ctx, names...)
+	return err
 }
 
 func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures) {
