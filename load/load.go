@@ -127,6 +127,10 @@ type Stats struct {
 	// metrics). They run on the driver's callback path: keep them cheap.
 	OnAck, OnLiveRead func(time.Duration)
 
+	// freed, in an unpaced load, wakes a producer waiting at the
+	// in-flight bound when an outcome frees a place.
+	freed chan struct{}
+
 	mu      sync.Mutex
 	errors  map[string]int64
 	window  *latencyWindow
@@ -227,6 +231,9 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 	stats.errors = make(map[string]int64)
 	stats.window = newLatencyWindow()
 	stats.TrackPartitions(cfg.Partitions)
+	if cfg.Unpaced {
+		stats.freed = make(chan struct{}, 1)
+	}
 
 	producers := make([]drivers.Producer, cfg.Producers)
 	for k := range producers {
@@ -363,10 +370,12 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 			// Take a place in flight, waiting for one at the bound.
 			for stats.InFlight.Add(1) > int64(cfg.MaxInFlight) {
 				stats.InFlight.Add(-1)
-				if ctx.Err() != nil {
+				select {
+				case <-ctx.Done():
 					return nil
+				case <-stats.freed:
+				case <-time.After(10 * time.Millisecond): // a wake-up taken by another producer
 				}
-				time.Sleep(100 * time.Microsecond)
 			}
 		}
 		// One clock read per send where it can be: at 1 KiB a read costs
@@ -536,6 +545,12 @@ func recordOutcome(l *ledger.Ledger, stats *Stats, k uint32, seq uint64, intende
 	}
 	l.Record(ledger.Outcome, e) // a failure surfaces at the next send's Record
 	stats.InFlight.Add(-1)
+	if stats.freed != nil {
+		select {
+		case stats.freed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (s *Stats) countError(err error) {
