@@ -259,47 +259,76 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 	if res.Start.IsZero() {
 		res.Start = time.Now()
 	}
-	var ledgerErr atomic.Pointer[error]
+	snd := &sender{pubCtx: context.WithoutCancel(ctx), cfg: cfg, start: res.Start, l: l, stats: stats}
+	if _, ok := d.(drivers.ValueReuser); ok {
+		snd.values = &sync.Pool{}
+	}
+	states := make([]*producerState, len(producers))
 	fls := make([]*flights, len(producers))
-	for k := range fls {
+	for k, p := range producers {
 		fls[k] = &flights{}
+		states[k] = &producerState{k: uint32(k), p: p, fl: fls[k], lag: latency.New(3), cb: &callbackClock{h: latency.New(3)}}
 	}
 	sweepStop, sweepDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sweepDone)
 		sweep(cfg, fls, l, stats, sweepStop)
 	}()
-	var values *sync.Pool
-	if _, ok := d.(drivers.ValueReuser); ok {
-		values = &sync.Pool{}
-	}
-	lags := make([]*hdrhistogram.Histogram, len(producers))
-	cbs := make([]*callbackClock, len(producers))
+	var ledgerErr atomic.Pointer[error]
 	var wg sync.WaitGroup
-	for k := range producers {
-		lags[k] = latency.New(3)
-		cbs[k] = &callbackClock{h: latency.New(3)}
+	for _, ps := range states {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := produce(ctx, cfg, res.Start, uint32(k), producers[k], fls[k], lags[k], cbs[k], values, l, stats); err != nil {
+			if err := snd.produce(ctx, ps); err != nil {
 				ledgerErr.CompareAndSwap(nil, &err)
 			}
 		}()
 	}
 	wg.Wait()
 	res.PacingLag = latency.New(3)
-	for _, h := range lags {
-		res.PacingLag.Merge(h)
+	for _, ps := range states {
+		res.PacingLag.Merge(ps.lag)
 	}
 
-	// Drain: every send gets its outcome, or Unknown at the deadline: the
-	// driver's, ackcheck's own (OutcomeTimeout), or at once on Abort.
+	drainProducers(ctx, cfg, producers)
+	close(sweepStop)
+	<-sweepDone
+	res.End = time.Now()
+	// Let the live consumer catch up with the last acks, briefly.
+	if cfg.LiveRead {
+		time.Sleep(min(time.Second, cfg.Duration/10))
+	}
+	stopLive()
+	if err := <-liveDone; err != nil && !errors.Is(err, context.Canceled) {
+		res.LiveReadErr = err
+	}
+	res.CallbackTime = latency.New(3)
+	for _, ps := range states {
+		ps.cb.mu.Lock()
+		res.CallbackTime.Merge(ps.cb.h)
+		ps.cb.mu.Unlock()
+	}
+	res.Errors = stats.Errors()
+	res.Shed = stats.Shed.Load()
+	if p := ledgerErr.Load(); p != nil {
+		return res, *p
+	}
+	return res, nil
+}
+
+// drainProducers waits until every send has its outcome, or Unknown at
+// the deadline: the driver's, ackcheck's own (OutcomeTimeout), or at once
+// on Abort. A client library may not return from Close when asked to (a
+// broker holding its connection): ackcheck waits for it until the drain's
+// deadline and no longer; the sweep then records what is left.
+func drainProducers(ctx context.Context, cfg Config, producers []drivers.Producer) {
 	drain := cfg.DrainTimeout
 	if cfg.OutcomeTimeout > 0 {
 		drain = min(drain, cfg.OutcomeTimeout+2*sweepEvery)
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
 	go func() {
 		select {
 		case <-cfg.Abort:
@@ -307,9 +336,6 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		case <-dctx.Done():
 		}
 	}()
-	// A client library may not return from Close when asked to (a broker
-	// holding its connection): ackcheck waits for it until the drain's
-	// deadline and no longer; the sweep then records what is left.
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -325,62 +351,50 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		case <-time.After(2 * sweepEvery):
 		}
 	}
-	cancel()
-	close(sweepStop)
-	<-sweepDone
-	res.End = time.Now()
-	// Let the live consumer catch up with the last acks, briefly.
-	if cfg.LiveRead {
-		time.Sleep(min(time.Second, cfg.Duration/10))
-	}
-	stopLive()
-	if err := <-liveDone; err != nil && !errors.Is(err, context.Canceled) {
-		res.LiveReadErr = err
-	}
-	res.CallbackTime = latency.New(3)
-	for _, c := range cbs {
-		c.mu.Lock()
-		res.CallbackTime.Merge(c.h)
-		c.mu.Unlock()
-	}
-	res.Errors = stats.Errors()
-	res.Shed = stats.Shed.Load()
-	if p := ledgerErr.Load(); p != nil {
-		return res, *p
-	}
-	return res, nil
 }
 
-// produce runs producer k's share of the schedule.
-// lag receives, per send, how late it was handed to the driver.
-// values, when not nil, holds value buffers to reuse: the driver keeps no
-// reference to a value once it has called done (drivers.ValueReuser).
-func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drivers.Producer, fl *flights, lag *hdrhistogram.Histogram, cb *callbackClock, values *sync.Pool, l *ledger.Ledger, stats *Stats) error {
+// sender is what every producer of one load shares.
+type sender struct {
+	// pubCtx is the publishes' context: the load's, without its
+	// cancellation (a send handed over is answered, interrupt or not).
+	pubCtx context.Context
+	cfg    Config
+	start  time.Time
+	l      *ledger.Ledger
+	stats  *Stats
+	// values, when not nil, holds value buffers to reuse: the driver keeps
+	// no reference to a value once it has called done (drivers.ValueReuser).
+	values *sync.Pool
+}
+
+// producerState is one producer of the load and what it measures.
+type producerState struct {
+	k  uint32
+	p  drivers.Producer
+	fl *flights
+	// lag receives, per send, how late it was handed to the driver.
+	lag *hdrhistogram.Histogram
+	cb  *callbackClock
+}
+
+// produce runs producer ps's share of the schedule.
+func (s *sender) produce(ctx context.Context, ps *producerState) error {
+	cfg := s.cfg
 	P := uint64(cfg.Producers)
 	nparts := uint64(len(cfg.Partitions))
 	interval := float64(time.Second) / cfg.Rate
 	total := uint64(cfg.Rate * cfg.Duration.Seconds())
-	pubCtx := context.WithoutCancel(ctx)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var seq uint64
 	var keyBuf []byte
-	for i := uint64(k); i < total; i += P {
-		if cfg.Unpaced {
-			// Take a place in flight, waiting for one at the bound.
-			for stats.InFlight.Add(1) > int64(cfg.MaxInFlight) {
-				stats.InFlight.Add(-1)
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-stats.freed:
-				case <-time.After(10 * time.Millisecond): // a wake-up taken by another producer
-				}
-			}
+	for i := uint64(ps.k); i < total; i += P {
+		if cfg.Unpaced && !s.waitForPlace(ctx) {
+			return nil
 		}
 		// One clock read per send where it can be: at 1 KiB a read costs
 		// about a tenth of the bare client's CPU per message.
-		intended := start.Add(time.Duration(float64(i) * interval))
+		intended := s.start.Add(time.Duration(float64(i) * interval))
 		sentAt := time.Now()
 		if cfg.Unpaced {
 			intended = sentAt
@@ -395,21 +409,15 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 		} else if ctx.Err() != nil {
 			return nil
 		}
-		if !cfg.Unpaced && stats.InFlight.Add(1) > int64(cfg.MaxInFlight) {
-			stats.InFlight.Add(-1)
-			stats.Shed.Add(1)
+		if !cfg.Unpaced && s.stats.InFlight.Add(1) > int64(cfg.MaxInFlight) {
+			s.stats.InFlight.Add(-1)
+			s.stats.Shed.Add(1)
 			continue
 		}
-		id := message.ID{Run: cfg.RunID, Producer: k, Seq: seq}
+		id := message.ID{Run: cfg.RunID, Producer: ps.k, Seq: seq}
 		seq++
-		var buf []byte
-		if values != nil {
-			if b, ok := values.Get().(*[]byte); ok {
-				buf = *b
-			}
-		}
 		m := drivers.Message{
-			Value:     message.Encode(buf, id, intended, cfg.MessageSize),
+			Value:     message.Encode(s.buffer(), id, intended, cfg.MessageSize),
 			Partition: cfg.Partitions[i%nparts],
 		}
 		if cfg.Keys > 0 {
@@ -417,37 +425,72 @@ func produce(ctx context.Context, cfg Config, start time.Time, k uint32, p drive
 			m.Key = append([]byte(nil), keyBuf...)
 			m.Partition = -1
 		}
-		// The send is recorded before the publish, so an outcome can never
-		// be committed without its send (see the ledger package doc).
-		if err := l.Record(ledger.Send, ledger.Event{Producer: k, Seq: id.Seq, Time: intended.UnixNano(), Partition: m.Partition}); err != nil {
-			stats.InFlight.Add(-1)
-			return fmt.Errorf("ledger failed, stopping the load: %w", err)
+		if err := s.send(ps, id, m, intended, sentAt); err != nil {
+			return err
 		}
-		stats.Sent.Add(1)
-		latency.Record(lag, sentAt.Sub(intended))
-		var f *flight
-		if cfg.OutcomeTimeout > 0 {
-			f = fl.add(id.Seq, intended.UnixNano(), sentAt.UnixNano())
-		}
-		value := m.Value
-		p.Publish(pubCtx, m, func(o drivers.Outcome) {
-			if values != nil {
-				// The driver is done with the value (ValueReuser); it is
-				// not read here: the ledger keeps IDs, not values.
-				defer values.Put(&value)
-			}
-			if f != nil && !f.claim(flightAnswered) {
-				stats.Late.Add(1) // ackcheck's deadline recorded it Unknown
-				return
-			}
-			now := time.Now()
-			timed := cb.sample()
-			recordOutcome(l, stats, k, id.Seq, intended.UnixNano(), now, o)
-			if timed {
-				cb.record(time.Since(now))
-			}
-		})
 	}
+	return nil
+}
+
+// waitForPlace takes a place in flight for an unpaced load, waiting at
+// the bound for an outcome to free one. It is false when ctx ended.
+func (s *sender) waitForPlace(ctx context.Context) bool {
+	for s.stats.InFlight.Add(1) > int64(s.cfg.MaxInFlight) {
+		s.stats.InFlight.Add(-1)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.stats.freed:
+		case <-time.After(10 * time.Millisecond): // a wake-up taken by another producer
+		}
+	}
+	return true
+}
+
+// buffer is memory for the next value: a reused one, or nil (Encode
+// allocates).
+func (s *sender) buffer() []byte {
+	if s.values != nil {
+		if b, ok := s.values.Get().(*[]byte); ok {
+			return *b
+		}
+	}
+	return nil
+}
+
+// send records m's send, hands it to the driver, and records its outcome
+// when the driver gives it. The send is recorded before the publish, so
+// an outcome can never be committed without its send (see the ledger
+// package doc).
+func (s *sender) send(ps *producerState, id message.ID, m drivers.Message, intended, sentAt time.Time) error {
+	if err := s.l.Record(ledger.Send, ledger.Event{Producer: ps.k, Seq: id.Seq, Time: intended.UnixNano(), Partition: m.Partition}); err != nil {
+		s.stats.InFlight.Add(-1)
+		return fmt.Errorf("ledger failed, stopping the load: %w", err)
+	}
+	s.stats.Sent.Add(1)
+	latency.Record(ps.lag, sentAt.Sub(intended))
+	var f *flight
+	if s.cfg.OutcomeTimeout > 0 {
+		f = ps.fl.add(id.Seq, intended.UnixNano(), sentAt.UnixNano())
+	}
+	value := m.Value
+	ps.p.Publish(s.pubCtx, m, func(o drivers.Outcome) {
+		if s.values != nil {
+			// The driver is done with the value (ValueReuser); it is not
+			// read here: the ledger keeps IDs, not values.
+			defer s.values.Put(&value)
+		}
+		if f != nil && !f.claim(flightAnswered) {
+			s.stats.Late.Add(1) // ackcheck's deadline recorded it Unknown
+			return
+		}
+		now := time.Now()
+		timed := ps.cb.sample()
+		recordOutcome(s.l, s.stats, ps.k, id.Seq, intended.UnixNano(), now, o)
+		if timed {
+			ps.cb.record(time.Since(now))
+		}
+	})
 	return nil
 }
 

@@ -68,49 +68,15 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		fetches := cl.PollRecords(pctx, 10000)
 		cancel()
-		progressed := false
 		var ferr error
 		fetches.EachError(func(_ string, _ int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				ferr = err
 			}
 		})
-		// Record by record, without collecting a fetch's records in a
-		// slice first, and each partition's progress written back once
-		// per fetch of it rather than per record.
-		var fnErr error
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			if fnErr != nil || len(fp.Records) == 0 {
-				return
-			}
-			pr, ok := rep.Partitions[fp.Partition]
-			if !ok {
-				return // not asked for
-			}
-			for _, r := range fp.Records {
-				if pr.Complete || (pr.Target >= 0 && r.Offset >= pr.Target) {
-					continue
-				}
-				if fnErr = fn(drivers.Record{
-					Pos:       drivers.Position{Partition: r.Partition, Offset: r.Offset},
-					Key:       r.Key,
-					Value:     r.Value,
-					Timestamp: r.Timestamp,
-				}); fnErr != nil {
-					break
-				}
-				progressed = true
-				pr.Records++
-				pr.Next = r.Offset + 1
-				if pr.Target >= 0 && pr.Next >= pr.Target {
-					pr.Complete = true
-					remaining--
-				}
-			}
-			rep.Partitions[fp.Partition] = pr
-		})
-		if fnErr != nil {
-			return rep, fnErr
+		progressed, err := deliver(fetches, &rep, &remaining, fn)
+		if err != nil {
+			return rep, err
 		}
 		if progressed {
 			lastProgress = time.Now()
@@ -140,6 +106,45 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		}
 	}
 	return rep, nil
+}
+
+// deliver hands fetches' records to fn, record by record, up to each
+// partition's target, and counts them in rep; a partition that reaches
+// its target is complete and leaves remaining. Records are taken per
+// fetched partition, without collecting a fetch's records in a slice, and
+// each partition's progress is written back once per fetch of it.
+func deliver(fetches kgo.Fetches, rep *drivers.ReadReport, remaining *int, fn func(drivers.Record) error) (progressed bool, err error) {
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if err != nil || len(fp.Records) == 0 {
+			return
+		}
+		pr, ok := rep.Partitions[fp.Partition]
+		if !ok {
+			return // not asked for
+		}
+		for _, r := range fp.Records {
+			if pr.Complete || (pr.Target >= 0 && r.Offset >= pr.Target) {
+				continue
+			}
+			if err = fn(drivers.Record{
+				Pos:       drivers.Position{Partition: r.Partition, Offset: r.Offset},
+				Key:       r.Key,
+				Value:     r.Value,
+				Timestamp: r.Timestamp,
+			}); err != nil {
+				break
+			}
+			progressed = true
+			pr.Records++
+			pr.Next = r.Offset + 1
+			if pr.Target >= 0 && pr.Next >= pr.Target {
+				pr.Complete = true
+				*remaining--
+			}
+		}
+		rep.Partitions[fp.Partition] = pr
+	})
+	return progressed, err
 }
 
 // settleShortLogs marks complete every partition whose log now ends at or
