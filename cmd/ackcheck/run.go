@@ -141,23 +141,9 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		return runner.Config{}, nil, err
 	}
 	r.opened = opened
-	var srv *metrics.Server
-	if r.metricsAddr != "" {
-		if srv, err = metrics.Listen(r.metricsAddr); err != nil {
-			if opened != nil {
-				opened.close()
-			}
-			return runner.Config{}, nil, err
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", srv.Addr())
-	}
-	r.release = func() {
-		if opened != nil {
-			opened.close()
-		}
-		if srv != nil {
-			srv.Close()
-		}
+	srv, err := r.startMetrics(cmd)
+	if err != nil {
+		return runner.Config{}, nil, err
 	}
 	d, public, err := r.openDriver(cmd)
 	if err != nil {
@@ -204,6 +190,31 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		cfg.Observer = srv
 	}
 	return cfg, d, nil
+}
+
+// startMetrics serves --metrics-addr, if given, and sets r.release to
+// close what config opened: the cluster's connections and the server. On
+// an error it has released them.
+func (r *runFlags) startMetrics(cmd *cobra.Command) (*metrics.Server, error) {
+	var srv *metrics.Server
+	r.release = func() {
+		if r.opened != nil {
+			r.opened.close()
+		}
+		if srv != nil {
+			srv.Close()
+		}
+	}
+	if r.metricsAddr == "" {
+		return nil, nil
+	}
+	var err error
+	if srv, err = metrics.Listen(r.metricsAddr); err != nil {
+		r.release()
+		return nil, err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", srv.Addr())
+	return srv, nil
 }
 
 // refuse rejects, before any broker is touched or file written, values
