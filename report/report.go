@@ -203,8 +203,7 @@ func recovery(r *verifier.Result) [][]string {
 		}
 		proof := ""
 		if kp := f.KillProof; kp != nil {
-			proof = fmt.Sprintf("PID %d → %d, data dir inode %d → %d (same: %v), survivors unchanged: %v, restarts: %d",
-				kp.OldPID, kp.NewPID, kp.InodeBefore, kp.InodeAfter, kp.SameDataDir, kp.SurvivorsUnchanged, kp.Restarts)
+			proof = kp.String()
 		}
 		node := fmt.Sprint(f.Node)
 		if len(f.Nodes) > 0 {

@@ -151,7 +151,7 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		"| acked lost | 0 |  |",
 		"| check | count |  |\n|---|---:|---|",
 		"### Recovery\n\n| at | fault | node | slowest partition's first ack of a message sent after it | longest partition stall over it | killed server ready | all replicas in sync | rejoin seen as | kill proof |",
-		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 280 ms | 900 ms | 1200 ms | node 2 left the cluster's node list | PID 10 → 11",
+		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 280 ms | 900 ms | 1200 ms | node 2 left the cluster's node list | PID 10 -> 11",
 		"| publish |",
 		"| acks | all |",
 	} {

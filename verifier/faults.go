@@ -2,9 +2,10 @@ package verifier
 
 import (
 	"errors"
-	"github.com/ackcheck/ackcheck/faults"
+	"fmt"
 	"time"
 
+	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 )
 
@@ -47,6 +48,22 @@ type KillProof struct {
 	SameDataDir        bool   `json:"same_data_dir"`
 	SurvivorsUnchanged bool   `json:"survivors_unchanged"`
 	Restarts           int    `json:"restarts"`
+}
+
+// String is the proof as the summary and the reports state it. An inode
+// of 0 is one the nodes could not report (the embedded demo's in-process
+// brokers), said as unknown rather than as a changed data dir; the same
+// PID before and after is said too, since it proves no process died.
+func (kp KillProof) String() string {
+	pid := fmt.Sprintf("PID %d -> %d", kp.OldPID, kp.NewPID)
+	if kp.OldPID != 0 && kp.OldPID == kp.NewPID {
+		pid += " (the same process: no process died)"
+	}
+	dir := "data dir inode unknown"
+	if kp.InodeBefore != 0 || kp.InodeAfter != 0 {
+		dir = fmt.Sprintf("data dir inode %d -> %d (same: %v)", kp.InodeBefore, kp.InodeAfter, kp.SameDataDir)
+	}
+	return fmt.Sprintf("%s, %s, survivors unchanged: %v, restarts: %d", pid, dir, kp.SurvivorsUnchanged, kp.Restarts)
 }
 
 // faultTracker accumulates, during Check's merge, each fault's first ack

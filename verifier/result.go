@@ -299,8 +299,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, "    node %d: PID %d -> %d; lost: %s\n", id, f.PIDs[id], f.Restarted[id], f.Lost[id])
 		}
 		if kp := f.KillProof; kp != nil {
-			fmt.Fprintf(w, "    kill proof: PID %d -> %d, data dir inode %d -> %d (same: %v), survivors unchanged: %v, restarts: %d\n",
-				kp.OldPID, kp.NewPID, kp.InodeBefore, kp.InodeAfter, kp.SameDataDir, kp.SurvivorsUnchanged, kp.Restarts)
+			fmt.Fprintf(w, "    kill proof: %s\n", kp)
 		}
 	}
 	for _, p := range r.AckMeanings {
