@@ -216,6 +216,8 @@ func newKfakeNodes(c *kfake.Cluster) *kfakeNodes {
 var _ faults.Nodes = (*kfakeNodes)(nil)
 
 func (n *kfakeNodes) IDs() []int32 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	ids := make([]int32, 0, len(n.ports))
 	for id := range int32(len(n.ports)) {
 		ids = append(ids, id)

@@ -130,5 +130,5 @@ func scenarioFileOf(b builtinScenario) ([]byte, error) {
 # Keys are the flags of ackcheck %s; a flag given on the command line
 # overrides its key. An unknown key or a wrong value is an error naming it.
 %s`, b.name(), b.name(), b.command, b.driver, b.command, own, b.command, extra)
-	return showScenario(target, b.driver, effective, header)
+	return showScenario(target, b.driver, effective, header), nil
 }

@@ -299,7 +299,7 @@ func copyFlag(to *pflag.FlagSet, f *pflag.Flag) error {
 	}
 	v := f.Value.String()
 	if strings.HasPrefix(f.Value.Type(), "stringTo") {
-		v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+		v = strings.Join(listItems(v), ",")
 	}
 	return to.Set(f.Name, v)
 }
@@ -308,7 +308,7 @@ func copyFlag(to *pflag.FlagSet, f *pflag.Flag) error {
 // defines the check, at the built-in's values, with each flag's help as a
 // comment. Settings of the user's own machine (addresses, --out) are left
 // as comments.
-func showScenario(cmd *cobra.Command, driver string, effective map[string]string, header string) ([]byte, error) {
+func showScenario(cmd *cobra.Command, driver string, effective map[string]string, header string) []byte {
 	fs := cmd.Flags()
 	owners := flagOwners()
 	var b bytes.Buffer
@@ -357,7 +357,7 @@ func showScenario(cmd *cobra.Command, driver string, effective map[string]string
 		}
 		fmt.Fprintf(&b, "%s: %s\n", name, val)
 	}
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
 // local are settings of the user's own machine or run, left as comments.
@@ -401,24 +401,22 @@ func yamlValue(f *pflag.Flag, v string) string {
 	typ := f.Value.Type()
 	switch {
 	case strings.HasPrefix(typ, "stringTo"):
-		v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
-		if v == "" {
-			return ""
-		}
 		var kv []string
-		for _, p := range strings.Split(v, ",") {
+		for _, p := range listItems(v) {
 			k, val, _ := strings.Cut(p, "=")
 			kv = append(kv, quoteIfNeeded(k)+": "+quoteIfNeeded(val))
 		}
-		return "{" + strings.Join(kv, ", ") + "}"
-	case strings.HasSuffix(typ, "Slice"):
-		v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
-		if v == "" {
+		if kv == nil {
 			return ""
 		}
+		return "{" + strings.Join(kv, ", ") + "}"
+	case strings.HasSuffix(typ, "Slice"):
 		var items []string
-		for _, p := range strings.Split(v, ",") {
+		for _, p := range listItems(v) {
 			items = append(items, quoteIfNeeded(p))
+		}
+		if items == nil {
+			return ""
 		}
 		return "[" + strings.Join(items, ", ") + "]"
 	case typ == "duration":
@@ -433,6 +431,16 @@ func yamlValue(f *pflag.Flag, v string) string {
 		return quoteIfNeeded(v)
 	}
 	return v
+}
+
+// listItems splits pflag's text of a list or map flag, "[a,b]", into
+// its items (none for "[]").
+func listItems(v string) []string {
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // quoteIfNeeded quotes a string YAML would read as something else (a
