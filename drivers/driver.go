@@ -65,6 +65,10 @@ type Message struct {
 	Key       []byte
 	Value     []byte
 	Partition int32
+	// SentAt is when the load handed the message over (zero: unknown). A
+	// driver may use it as the record's timestamp rather than read the
+	// clock again.
+	SentAt time.Time
 }
 
 // Outcome is the broker's answer to one publish.

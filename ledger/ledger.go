@@ -32,9 +32,10 @@
 //     machine loses the same window (with NoSync: everything since the last
 //     WAL fsync).
 //   - A flush is all or nothing, and a message's send is always recorded
-//     before its outcome (the same goroutine records the send, then publishes;
-//     both go to the same shard, swapped out together). So a recorded outcome
-//     always has a recorded send, and a recorded ack is never half-written.
+//     before its outcome (the load records the send, then publishes), and a
+//     flush takes a shard's sends after its other kinds (flushOrder). So a
+//     recorded outcome always has a recorded send, and a recorded ack is
+//     never half-written.
 //
 // Why the verdict stays sound after such a crash: "lost" is reported only for
 // an ack the ledger holds, so an ack lost from the ledger can never be
@@ -145,13 +146,29 @@ func (o *Options) ensureDefaults() {
 const fragmentMax = 4096
 
 type shard struct {
-	mu     sync.Mutex
-	events [len("SORL")][]Event // indexed by kindIndex
-	// spare are the slices the previous Flush wrote, emptied: Record
-	// appends into them next, instead of growing new ones from nothing
-	// (growing was a tenth of the ledger's cost per event).
-	spare [len("SORL")][]Event
+	kinds [len("SORL")]kindLog // indexed by kindIndex
 }
+
+// kindLog is one kind's events of one producer since the last flush. Each
+// kind has its own lock: a producer's sends and its outcomes are recorded
+// by different goroutines (the load's and the client library's), which
+// contended for one lock per shard. The padding keeps two kinds' locks off
+// one cache line.
+type kindLog struct {
+	mu     sync.Mutex
+	events []Event
+	// spare is the slice the previous Flush wrote, emptied: Record appends
+	// into it next, instead of growing a new one from nothing (growing was
+	// a tenth of the ledger's cost per event).
+	spare []Event
+	_     [128 - 8 - 2*24]byte
+}
+
+// flushOrder is the order in which Flush takes the kinds from a shard:
+// sends last. A message's send is recorded before anything else of it (its
+// outcome, a read of it), so whatever of it Flush takes had its send
+// recorded before, and the send is in the same flush or an earlier one.
+var flushOrder = [len("SORL")]int{1, 2, 3, 0}
 
 func kindIndex(k Kind) int {
 	switch k {
@@ -178,7 +195,10 @@ type Ledger struct {
 	// fastShards are the shards of producers 0..1023, also in shards.
 	fastShards [1024]atomic.Pointer[shard]
 
-	flushMu   sync.Mutex // serialises flushes and guards fragNo, events, sentThru, commits
+	flushMu sync.Mutex // serialises flushes and guards fragNo, events, sentThru, commits
+	// tookKind, set by tests only, is called after Flush took one kind
+	// from a shard and before it takes the next.
+	tookKind  func()
 	fragNo    uint32
 	events    uint64 // events committed, all kinds, ever
 	commits   *commitLog
@@ -310,12 +330,11 @@ func (l *Ledger) shard(p uint32) *shard {
 // error of an earlier failed flush, if any: the ledger is then no longer
 // complete and the run must stop.
 func (l *Ledger) Record(k Kind, e Event) error {
-	s := l.shard(e.Producer)
-	i := kindIndex(k)
-	s.mu.Lock()
-	s.events[i] = append(s.events[i], e)
-	n := len(s.events[i])
-	s.mu.Unlock()
+	kl := &l.shard(e.Producer).kinds[kindIndex(k)]
+	kl.mu.Lock()
+	kl.events = append(kl.events, e)
+	n := len(kl.events)
+	kl.mu.Unlock()
 	if n == l.opts.FlushEvents {
 		select {
 		case l.kick <- struct{}{}:
@@ -367,11 +386,17 @@ func (l *Ledger) Flush() (err error) {
 	newSentThru := make(map[uint32]uint64)
 	for _, p := range producers {
 		s := l.shard(p)
-		s.mu.Lock()
-		taken := s.events
-		s.events = s.spare
-		s.spare = [len("SORL")][]Event{}
-		s.mu.Unlock()
+		var taken [len("SORL")][]Event
+		for _, ki := range flushOrder {
+			kl := &s.kinds[ki]
+			kl.mu.Lock()
+			taken[ki] = kl.events
+			kl.events, kl.spare = kl.spare, nil
+			kl.mu.Unlock()
+			if l.tookKind != nil {
+				l.tookKind()
+			}
+		}
 		for ki, evs := range taken {
 			if len(evs) == 0 {
 				continue
@@ -399,11 +424,12 @@ func (l *Ledger) Flush() (err error) {
 			}
 		}
 		// The batch holds copies: the slices go back to be appended to.
-		s.mu.Lock()
 		for ki := range taken {
-			s.spare[ki] = taken[ki][:0]
+			kl := &s.kinds[ki]
+			kl.mu.Lock()
+			kl.spare = taken[ki][:0]
+			kl.mu.Unlock()
 		}
-		s.mu.Unlock()
 	}
 	if n == 0 {
 		return nil

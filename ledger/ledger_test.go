@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -220,5 +221,44 @@ func TestOpenBusyDirSaysWhy(t *testing.T) {
 	defer l.Close()
 	if _, err := Open(dir, Options{}); err == nil {
 		t.Fatal("second Open of a ledger in use succeeded")
+	}
+}
+
+// A committed outcome always has its send committed, although sends and
+// outcomes are recorded by different goroutines (the load's and the client
+// library's) and a flush takes one kind at a time: here a message is sent
+// and acked while a flush is between two takes, at each point. Taking sends
+// before outcomes (as flushOrder{0, 1, 2, 3} would) commits the outcome
+// without its send, and this fails.
+func TestNoOutcomeCommittedWithoutItsSend(t *testing.T) {
+	for after := range len(kinds) {
+		t.Run(strconv.Itoa(after), func(t *testing.T) {
+			l, err := Open(t.TempDir(), Options{FlushInterval: time.Hour, NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			l.Record(Send, Event{Producer: 1, Seq: 0}) // the shard exists before the flush
+			taken := 0
+			l.tookKind = func() {
+				if taken++; taken == after+1 {
+					l.Record(Send, Event{Producer: 1, Seq: 1})
+					l.Record(Outcome, Event{Producer: 1, Seq: 1, Status: OutcomeAcked})
+				}
+			}
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			l.tookKind = nil
+			sent := make(map[uint64]bool)
+			for _, e := range scanAll(t, l, Send) {
+				sent[e.Seq] = true
+			}
+			for _, e := range scanAll(t, l, Outcome) {
+				if !sent[e.Seq] {
+					t.Fatalf("outcome of seq %d committed without its send", e.Seq)
+				}
+			}
+		})
 	}
 }

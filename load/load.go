@@ -419,6 +419,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		m := drivers.Message{
 			Value:     message.Encode(s.buffer(), id, intended, cfg.MessageSize),
 			Partition: cfg.Partitions[i%nparts],
+			SentAt:    sentAt,
 		}
 		if cfg.Keys > 0 {
 			keyBuf = message.Key(keyBuf, id, cfg.Keys)
