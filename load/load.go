@@ -16,6 +16,7 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,11 @@ type Config struct {
 	// per message (bench --peer), never for a check: a closed loop lets a
 	// slow broker slow the load down and hide its stalls.
 	Unpaced bool
+
+	// timerKick is the period of the scheduler's wake-ups in a paced load
+	// (timerKickPeriod); negative: none; zero: the default. For
+	// BenchmarkPacing50k's comparison only.
+	timerKick time.Duration
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -274,6 +280,12 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		defer close(sweepDone)
 		sweep(cfg, fls, l, stats, sweepStop)
 	}()
+	kickCtx, stopKick := context.WithCancel(ctx)
+	kick := cmp.Or(cfg.timerKick, timerKickPeriod)
+	if cfg.Unpaced {
+		kick = 0 // nothing sleeps to a schedule
+	}
+	kickStopped := startTimerKick(kickCtx, kick)
 	var ledgerErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for _, ps := range states {
@@ -286,6 +298,8 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		}()
 	}
 	wg.Wait()
+	stopKick()
+	<-kickStopped
 	res.PacingLag = latency.New(3)
 	for _, ps := range states {
 		res.PacingLag.Merge(ps.lag)

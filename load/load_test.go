@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -336,5 +337,34 @@ func TestCallbackTimeRecorded(t *testing.T) {
 	}
 	if p50 := time.Duration(res.CallbackTime.ValueAtQuantile(50)) * time.Microsecond; p50 < 2*time.Millisecond {
 		t.Fatalf("callback p50 %s with a 2 ms hook in it", p50)
+	}
+}
+
+// The timer kick stops when its context ends, and gives its timerfd back.
+func TestTimerKickStops(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd")
+		}
+		return len(ents)
+	}
+	before := fds()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := startTimerKick(ctx, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the timer kick did not stop within 5 s of its context's end")
+	}
+	if after := fds(); after != before {
+		t.Fatalf("%d open descriptors after the kick stopped, %d before", after, before)
+	}
+	select {
+	case <-startTimerKick(context.Background(), 0):
+	default:
+		t.Fatal("a period of 0 started a kick")
 	}
 }
