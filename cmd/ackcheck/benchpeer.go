@@ -136,9 +136,9 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int) e
 		res[kind] = medianFigures(fs)
 	}
 	if repeat > 1 {
-		fmt.Fprintf(out, "\nmedians of %d rounds (each round runs every workload once, in turn):\n", repeat)
+		fmt.Fprintf(out, "\nmedians of %d rounds (each round runs every workload once, in turn); a ratio is the median of the rounds' ratios, with their range:\n", repeat)
 	}
-	writePeerTable(out, shape, res)
+	writePeerTable(out, shape, res, runs)
 	return nil
 }
 
@@ -217,12 +217,28 @@ func deletePeerTopics(ctx context.Context, shape peerShape, topics map[string]st
 	return err
 }
 
-func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures) {
-	ratio := func(a, b string) string {
-		return fmt.Sprintf("%.2fx", r[a].cpuPerMillion()/r[b].cpuPerMillion())
+// writePeerTable prints the medians r of the rounds runs. A ratio is the
+// median of the rounds' ratios, each of two workloads of one round (run
+// within a minute of each other), with their range when there are several:
+// the machine's speed drifts between rounds more than within one.
+func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures, runs map[string][]peerFigures) {
+	ratioOf := func(a, b string, get func(peerFigures) float64) string {
+		var rs []float64
+		for i := range min(len(runs[a]), len(runs[b])) {
+			rs = append(rs, get(runs[a][i])/get(runs[b][i]))
+		}
+		if len(rs) == 0 {
+			return "-"
+		}
+		slices.Sort(rs)
+		if len(rs) == 1 {
+			return fmt.Sprintf("%.2fx", rs[0])
+		}
+		return fmt.Sprintf("%.2fx (%.2f-%.2f)", rs[len(rs)/2], rs[0], rs[len(rs)-1])
 	}
+	ratio := func(a, b string) string { return ratioOf(a, b, peerFigures.cpuPerMillion) }
 	rss := func(a, b string) string {
-		return fmt.Sprintf("%.2fx", float64(r[a].PeakRSSKiB)/float64(r[b].PeakRSSKiB))
+		return ratioOf(a, b, func(f peerFigures) float64 { return float64(f.PeakRSSKiB) })
 	}
 	fmt.Fprintf(out, "\n| CPU-s per 1M messages (user+sys, one child process each) | bare franz-go | ackcheck | ratio | target |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(out, "| produce, as fast as the in-flight bound allows | %.2f | %.2f | %s | <= 1.3x |\n", r["bare-produce"].cpuPerMillion(), r["ackcheck-produce"].cpuPerMillion(), ratio("ackcheck-produce", "bare-produce"))

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// bench --peer runs its six workloads, each in a child, against its own
+// kfake, two rounds, and prints for each a CPU figure, a rate and a peak
+// RSS, then the ratios of the rounds (ackcheck's read-back child fails the
+// benchmark unless the verdict is PASS, so every message written was read
+// back and checked).
+func TestBenchPeerSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs six child processes against kfake, two rounds")
+	}
+	out, err := exec.Command(binary(t), "bench", "--peer", "--repeat", "2", "--messages", "20000", "--rate", "20000",
+		"--dir", t.TempDir()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench --peer: %v\n%s", err, out)
+	}
+	text := string(out)
+	workload := regexp.MustCompile(`(?m)^  (\S+) +([0-9.]+) CPU-s per 1M +([0-9]+) msg/s +peak RSS +([0-9.]+) MiB$`)
+	seen := map[string]int{}
+	for _, m := range workload.FindAllStringSubmatch(text, -1) {
+		seen[m[1]]++
+		for _, v := range m[2:] {
+			if f, err := strconv.ParseFloat(v, 64); err != nil || f <= 0 {
+				t.Errorf("%s: figure %q is not a positive number", m[1], v)
+			}
+		}
+	}
+	for _, kind := range peerWorkloads {
+		if seen[kind] != 2 {
+			t.Errorf("workload %s printed %d times, want once per round (2)\n%s", kind, seen[kind], text)
+		}
+	}
+	ratio := regexp.MustCompile(`\| [0-9.]+ \| [0-9.]+ \| ([0-9.]+)x \(([0-9.]+)-([0-9.]+)\) \|`)
+	rows := ratio.FindAllStringSubmatch(text, -1)
+	if len(rows) != 5 {
+		t.Fatalf("%d table rows with a ratio and its range, want 5 (three CPU, two RSS)\n%s", len(rows), text)
+	}
+	for _, r := range rows {
+		med, _ := strconv.ParseFloat(r[1], 64)
+		lo, _ := strconv.ParseFloat(r[2], 64)
+		hi, _ := strconv.ParseFloat(r[3], 64)
+		if !(lo <= med && med <= hi && lo > 0) {
+			t.Errorf("ratio %s outside its range %s-%s", r[1], r[2], r[3])
+		}
+	}
+	if !strings.Contains(text, "pacing lag p50") {
+		t.Errorf("no pacing lag line\n%s", text)
+	}
+}
