@@ -266,14 +266,15 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		res.Start = time.Now()
 	}
 	snd := &sender{pubCtx: context.WithoutCancel(ctx), cfg: cfg, start: res.Start, l: l, stats: stats}
-	if _, ok := d.(drivers.ValueReuser); ok {
-		snd.values = &sync.Pool{}
-	}
+	_, reuse := d.(drivers.ValueReuser)
 	states := make([]*producerState, len(producers))
 	fls := make([]*flights, len(producers))
 	for k, p := range producers {
 		fls[k] = &flights{}
 		states[k] = &producerState{k: uint32(k), p: p, fl: fls[k], lag: latency.New(3), cb: &callbackClock{h: latency.New(3)}}
+		if reuse {
+			states[k].values = &valueStack{}
+		}
 	}
 	sweepStop, sweepDone := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -376,9 +377,6 @@ type sender struct {
 	start  time.Time
 	l      *ledger.Ledger
 	stats  *Stats
-	// values, when not nil, holds value buffers to reuse: the driver keeps
-	// no reference to a value once it has called done (drivers.ValueReuser).
-	values *sync.Pool
 }
 
 // producerState is one producer of the load and what it measures.
@@ -389,6 +387,9 @@ type producerState struct {
 	// lag receives, per send, how late it was handed to the driver.
 	lag *hdrhistogram.Histogram
 	cb  *callbackClock
+	// values, when not nil, holds value buffers to reuse: the driver keeps
+	// no reference to a value once it has called done (drivers.ValueReuser).
+	values *valueStack
 }
 
 // produce runs producer ps's share of the schedule.
@@ -431,7 +432,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		id := message.ID{Run: cfg.RunID, Producer: ps.k, Seq: seq}
 		seq++
 		m := drivers.Message{
-			Value:     message.Encode(s.buffer(), id, intended, cfg.MessageSize),
+			Value:     message.Encode(ps.values.get(), id, intended, cfg.MessageSize),
 			Partition: cfg.Partitions[i%nparts],
 			SentAt:    sentAt,
 		}
@@ -462,15 +463,41 @@ func (s *sender) waitForPlace(ctx context.Context) bool {
 	return true
 }
 
-// buffer is memory for the next value: a reused one, or nil (Encode
-// allocates).
-func (s *sender) buffer() []byte {
-	if s.values != nil {
-		if b, ok := s.values.Get().(*[]byte); ok {
-			return *b
-		}
+// valueStack is one producer's value buffers that are not in flight, the
+// one freed last on top. It is a stack, not a sync.Pool: the buffer freed
+// last was read last (by the client copying it into a request, one round
+// trip before its ack) and may still be in the CPU's caches; writing a
+// value into memory last touched a whole in-flight window ago (100 MiB at
+// the default bound) was most of what encoding a value cost. A sync.Pool
+// also drops its buffers at every GC, and its Get from another P takes
+// the oldest. The stack holds at most the values in flight at the peak.
+type valueStack struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// get is a free buffer, or nil (Encode allocates).
+func (v *valueStack) get() []byte {
+	if v == nil {
+		return nil
 	}
-	return nil
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := len(v.free)
+	if n == 0 {
+		return nil
+	}
+	b := v.free[n-1]
+	v.free = v.free[:n-1]
+	return b
+}
+
+// put frees b. REQUIRES: the driver keeps no reference to b
+// (drivers.ValueReuser).
+func (v *valueStack) put(b []byte) {
+	v.mu.Lock()
+	v.free = append(v.free, b)
+	v.mu.Unlock()
 }
 
 // send records m's send, hands it to the driver, and records its outcome
@@ -490,10 +517,10 @@ func (s *sender) send(ps *producerState, id message.ID, m drivers.Message, inten
 	}
 	value := m.Value
 	ps.p.Publish(s.pubCtx, m, func(o drivers.Outcome) {
-		if s.values != nil {
+		if ps.values != nil {
 			// The driver is done with the value (ValueReuser); it is not
 			// read here: the ledger keeps IDs, not values.
-			defer s.values.Put(&value)
+			defer ps.values.put(value)
 		}
 		if f != nil && !f.claim(flightAnswered) {
 			s.stats.Late.Add(1) // ackcheck's deadline recorded it Unknown
