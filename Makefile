@@ -47,7 +47,7 @@ bench: build
 # ackcheck against bare franz-go doing the same work (see README.md,
 # "Performance"): CPU per message, msg/s, peak RSS, as ratios.
 bench-peer: build
-	./$(BIN) bench --peer --repeat 3
+	./$(BIN) bench --peer --repeat 5
 
 vet:
 	$(GO) vet ./...
