@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,10 @@ type peerFigures struct {
 	PacingLagP99Ms float64 `json:"pacing_lag_p99_ms,omitempty"`
 	PacingLagMaxMs float64 `json:"pacing_lag_max_ms,omitempty"`
 	CallbackP99Ms  float64 `json:"callback_p99_ms,omitempty"`
+	// StealPct is the share of the machine's CPU time the hypervisor took
+	// while the workload ran (/proc/stat's steal), measured by the parent:
+	// a vCPU taken away is a wait no code of the workload caused.
+	StealPct float64 `json:"steal_pct,omitempty"`
 }
 
 func (f peerFigures) cpuPerMillion() float64 { return f.CPUSeconds / float64(f.Messages) * 1e6 }
@@ -123,7 +128,7 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int) e
 				return err
 			}
 			runs[kind] = append(runs[kind], f)
-			fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024)
+			fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB  steal %4.1f%%\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024, f.StealPct)
 		}
 		if err := deletePeerTopics(ctx, shape, topics); err != nil {
 			return fmt.Errorf("delete the round's topics: %w", err)
@@ -160,6 +165,7 @@ func medianFigures(fs []peerFigures) peerFigures {
 	m.PacingLagP99Ms = med(func(f peerFigures) float64 { return f.PacingLagP99Ms })
 	m.PacingLagMaxMs = med(func(f peerFigures) float64 { return f.PacingLagMaxMs })
 	m.CallbackP99Ms = med(func(f peerFigures) float64 { return f.CallbackP99Ms })
+	m.StealPct = med(func(f peerFigures) float64 { return f.StealPct })
 	return m
 }
 
@@ -183,13 +189,18 @@ func runPeerWorkload(ctx context.Context, self, kind string, shape peerShape, to
 	defer cancel()
 	child := exec.CommandContext(cctx, self, "bench", "--peer-child", kind, "--peer-shape", string(arg))
 	child.Stderr = os.Stderr
+	steal0, total0 := cpuSteal()
 	o, err := child.Output()
 	if err != nil {
 		return peerFigures{}, fmt.Errorf("%s: %w", kind, err)
 	}
+	steal1, total1 := cpuSteal()
 	var f peerFigures
 	if err := json.Unmarshal(o, &f); err != nil {
 		return f, fmt.Errorf("%s: unreadable figures %q: %w", kind, o, err)
+	}
+	if total1 > total0 {
+		f.StealPct = 100 * float64(steal1-steal0) / float64(total1-total0)
 	}
 	if f.Messages != int64(shape.Messages) {
 		return f, fmt.Errorf("%s: %d messages, not %d: the workloads did not do the same work", kind, f.Messages, shape.Messages)
@@ -247,8 +258,8 @@ func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures, ru
 	fmt.Fprintf(out, "| peak RSS, unpaced produce (MiB) | %.0f | %.0f | %s | <= 2x |\n", float64(r["bare-produce"].PeakRSSKiB)/1024, float64(r["ackcheck-produce"].PeakRSSKiB)/1024, rss("ackcheck-produce", "bare-produce"))
 	fmt.Fprintf(out, "| peak RSS, read-back (MiB) | %.0f | %.0f | %s | |\n", float64(r["bare-consume"].PeakRSSKiB)/1024, float64(r["ackcheck-verify"].PeakRSSKiB)/1024, rss("ackcheck-verify", "bare-consume"))
 	p := r["ackcheck-produce-paced"]
-	fmt.Fprintf(out, "\nackcheck's own latency at %.0f msg/s: pacing lag p50 %.3f ms, p99 %.3f ms (max %.3f ms, target p99 < 1 ms), ack callback time p99 %.3f ms (one ack in 16 timed)\n",
-		shape.Rate, p.PacingLagP50Ms, p.PacingLagP99Ms, p.PacingLagMaxMs, p.CallbackP99Ms)
+	fmt.Fprintf(out, "\nackcheck's own latency at %.0f msg/s: pacing lag p50 %.3f ms, p99 %.3f ms (max %.3f ms, target p99 < 1 ms), ack callback time p99 %.3f ms (one ack in 16 timed); the hypervisor took %.1f%% of the machine's CPU time meanwhile (steal)\n",
+		shape.Rate, p.PacingLagP50Ms, p.PacingLagP99Ms, p.PacingLagMaxMs, p.CallbackP99Ms, p.StealPct)
 }
 
 func createPeerTopics(ctx context.Context, shape peerShape, names []string) error {
@@ -319,6 +330,33 @@ func runPeerChild(cmd *cobra.Command, kind, shapeJSON string) error {
 }
 
 // cpuNow is this process's user+system CPU seconds so far.
+// cpuSteal reads the machine's steal time and all its CPU time, in clock
+// ticks, from /proc/stat's first line (zeros where there is none).
+func cpuSteal() (steal, total uint64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0
+	}
+	// user nice system idle iowait irq softirq steal [guest guest_nice]:
+	// guest time is counted in user already.
+	for i, v := range fields[1:9] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0
+		}
+		total += n
+		if i == 7 {
+			steal = n
+		}
+	}
+	return steal, total
+}
+
 func cpuNow() float64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

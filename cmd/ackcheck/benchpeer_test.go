@@ -23,14 +23,17 @@ func TestBenchPeerSmall(t *testing.T) {
 		t.Fatalf("bench --peer: %v\n%s", err, out)
 	}
 	text := string(out)
-	workload := regexp.MustCompile(`(?m)^  (\S+) +([0-9.]+) CPU-s per 1M +([0-9]+) msg/s +peak RSS +([0-9.]+) MiB$`)
+	workload := regexp.MustCompile(`(?m)^  (\S+) +([0-9.]+) CPU-s per 1M +([0-9]+) msg/s +peak RSS +([0-9.]+) MiB +steal +([0-9.]+)%$`)
 	seen := map[string]int{}
 	for _, m := range workload.FindAllStringSubmatch(text, -1) {
 		seen[m[1]]++
-		for _, v := range m[2:] {
+		for _, v := range m[2:5] {
 			if f, err := strconv.ParseFloat(v, 64); err != nil || f <= 0 {
 				t.Errorf("%s: figure %q is not a positive number", m[1], v)
 			}
+		}
+		if f, err := strconv.ParseFloat(m[5], 64); err != nil || f < 0 || f > 100 {
+			t.Errorf("%s: steal %q%% is not a share", m[1], m[5])
 		}
 	}
 	for _, kind := range peerWorkloads {
@@ -51,7 +54,7 @@ func TestBenchPeerSmall(t *testing.T) {
 			t.Errorf("ratio %s outside its range %s-%s", r[1], r[2], r[3])
 		}
 	}
-	if !strings.Contains(text, "pacing lag p50") {
+	if !strings.Contains(text, "pacing lag p50") || !strings.Contains(text, "(steal)") {
 		t.Errorf("no pacing lag line\n%s", text)
 	}
 }
