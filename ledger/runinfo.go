@@ -30,6 +30,9 @@ type RunInfo struct {
 	// the client library's callback path: every later ack of that client
 	// waits behind it (nil for runs recorded before it was kept).
 	CallbackTime *LagSummary `json:"callback_time,omitempty"`
+	// StealPct is the share of the load machine's CPU time the hypervisor
+	// took while the load sent (nil: not known).
+	StealPct *float64 `json:"steal_pct,omitempty"`
 	// AckClasses counts acks by how the broker stored them, for brokers
 	// that ack in more than one way (drivers.AckClasser); nil otherwise.
 	AckClasses map[string]int64 `json:"ack_classes,omitempty"`

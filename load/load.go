@@ -220,6 +220,11 @@ type Result struct {
 	// included): the client library calls outcomes one after another, so
 	// every later ack of that producer waited this long behind it.
 	CallbackTime *hdrhistogram.Histogram
+	// StealPct is the share of the machine's CPU time, while the load
+	// sent, that the hypervisor gave to something else (StealPct); -1
+	// where it could not be read. Pacing lag and latencies include the
+	// waits it caused, which are neither ackcheck's nor the broker's.
+	StealPct float64
 }
 
 // Run sends the load described by cfg through d, recording into l, and
@@ -287,6 +292,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		kick = 0 // nothing sleeps to a schedule
 	}
 	kickStopped := startTimerKick(kickCtx, kick)
+	cpu0, cpuOK := ReadCPUTimes()
 	var ledgerErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for _, ps := range states {
@@ -299,6 +305,12 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		}()
 	}
 	wg.Wait()
+	res.StealPct = -1
+	if cpu1, ok := ReadCPUTimes(); ok && cpuOK {
+		if pct, ok := StealPct(cpu0, cpu1); ok {
+			res.StealPct = pct
+		}
+	}
 	stopKick()
 	<-kickStopped
 	res.PacingLag = latency.New(3)

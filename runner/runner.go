@@ -214,6 +214,9 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if h := lres.CallbackTime; h != nil && h.TotalCount() > 0 {
 		run.CallbackTime = &ledger.LagSummary{Count: h.TotalCount(), P50Us: h.ValueAtQuantile(50), P99Us: h.ValueAtQuantile(99), MaxUs: h.Max()}
 	}
+	if lres.StealPct >= 0 {
+		run.StealPct = &lres.StealPct
+	}
 	if loadErr != nil {
 		l.PutMeta(ledger.MetaRun, run)
 		return nil, fmt.Errorf("load: %w", loadErr)

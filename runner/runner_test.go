@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,27 @@ func TestFsyncRunSetting(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(out, "result.json"))
 	if !strings.Contains(string(data), `"ack_meanings"`) {
 		t.Fatal("result.json lacks ack_meanings")
+	}
+}
+
+// result.json says how much CPU time the hypervisor took from the load
+// machine while the load sent, as /proc/stat counts it.
+func TestStealInResult(t *testing.T) {
+	if _, ok := load.ReadCPUTimes(); !ok {
+		t.Skip("no /proc/stat steal column here")
+	}
+	_, out := run(t, false, nil)
+	data, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		StealPct *float64 `json:"steal_pct"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.StealPct == nil || *res.StealPct < 0 || *res.StealPct > 100 {
+		t.Fatalf("steal_pct %v in result.json, want a share in [0, 100]", res.StealPct)
 	}
 }

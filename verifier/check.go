@@ -126,6 +126,7 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		us := func(v int64) float64 { return float64(v) / 1000 }
 		res.PacingLag = Latency{Count: pl.Count, P50: us(pl.P50Us), P99: us(pl.P99Us), Max: us(pl.MaxUs)}
 	}
+	res.StealPct = run.StealPct
 	if ct := run.CallbackTime; ct != nil {
 		us := func(v int64) float64 { return float64(v) / 1000 }
 		res.CallbackTime = Latency{Count: ct.Count, P50: us(ct.P50Us), P99: us(ct.P99Us), Max: us(ct.MaxUs)}

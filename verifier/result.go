@@ -96,6 +96,10 @@ type Result struct {
 	// same client queues behind it: ackcheck's share of the publish
 	// latency of the acks after it. Count 0: not recorded.
 	CallbackTime Latency `json:"callback_time_ms"`
+	// StealPct is the share of the load machine's CPU time that its
+	// hypervisor gave to something else while the load sent (nil: not
+	// known). Every latency above includes the waits it caused.
+	StealPct *float64 `json:"steal_pct,omitempty"`
 	// AckedByClass counts the acks by how the broker stored them, for a
 	// broker that acks in more than one way (Queen: queued in PostgreSQL,
 	// or buffered in the server's file buffer). Every class counts in
@@ -254,6 +258,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	if r.CallbackTime.Count > 0 {
 		fmt.Fprintf(w, "  ackcheck's own ack callback ms (later acks queue behind it): p50 %.3f  p99 %.3f  max %.3f\n", r.CallbackTime.P50, r.CallbackTime.P99, r.CallbackTime.Max)
+	}
+	if r.StealPct != nil {
+		fmt.Fprintf(w, "  the hypervisor took %.1f%% of this machine's CPU time during the load (steal: waits in the latencies above)\n", *r.StealPct)
 	}
 	if r.E2E.Count > 0 {
 		fmt.Fprintf(w, "  end-to-end ms:      p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.E2E.P50, r.E2E.P99, r.E2E.P999, r.E2E.Max)

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,18 +188,18 @@ func runPeerWorkload(ctx context.Context, self, kind string, shape peerShape, to
 	defer cancel()
 	child := exec.CommandContext(cctx, self, "bench", "--peer-child", kind, "--peer-shape", string(arg))
 	child.Stderr = os.Stderr
-	steal0, total0 := cpuSteal()
+	cpu0, cpuOK := load.ReadCPUTimes()
 	o, err := child.Output()
 	if err != nil {
 		return peerFigures{}, fmt.Errorf("%s: %w", kind, err)
 	}
-	steal1, total1 := cpuSteal()
+	cpu1, _ := load.ReadCPUTimes()
 	var f peerFigures
 	if err := json.Unmarshal(o, &f); err != nil {
 		return f, fmt.Errorf("%s: unreadable figures %q: %w", kind, o, err)
 	}
-	if total1 > total0 {
-		f.StealPct = 100 * float64(steal1-steal0) / float64(total1-total0)
+	if pct, ok := load.StealPct(cpu0, cpu1); ok && cpuOK {
+		f.StealPct = pct
 	}
 	if f.Messages != int64(shape.Messages) {
 		return f, fmt.Errorf("%s: %d messages, not %d: the workloads did not do the same work", kind, f.Messages, shape.Messages)
@@ -330,33 +329,6 @@ func runPeerChild(cmd *cobra.Command, kind, shapeJSON string) error {
 }
 
 // cpuNow is this process's user+system CPU seconds so far.
-// cpuSteal reads the machine's steal time and all its CPU time, in clock
-// ticks, from /proc/stat's first line (zeros where there is none).
-func cpuSteal() (steal, total uint64) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, 0
-	}
-	// user nice system idle iowait irq softirq steal [guest guest_nice]:
-	// guest time is counted in user already.
-	for i, v := range fields[1:9] {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return 0, 0
-		}
-		total += n
-		if i == 7 {
-			steal = n
-		}
-	}
-	return steal, total
-}
-
 func cpuNow() float64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
