@@ -10,8 +10,8 @@ import (
 
 // startTimerKick wakes Go's netpoller every period until ctx ends (see
 // timerKickPeriod). The returned channel is closed once it has stopped and
-// released its timerfd. No kick when period <= 0, or without a timerfd: timers keep
-// their millisecond resolution.
+// released its timerfd. There is no kick when period <= 0, or without a
+// timerfd: timers then keep their millisecond resolution.
 func startTimerKick(ctx context.Context, period time.Duration) <-chan struct{} {
 	stopped := make(chan struct{})
 	if period <= 0 {
