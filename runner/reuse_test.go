@@ -11,7 +11,6 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // reuser breaks drivers.ValueReuser's contract on purpose: it acks a
@@ -67,17 +66,7 @@ func TestValueReuseContract(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := kfake.NewCluster(kfake.NumBrokers(3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			kd, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer kd.Close()
-			d := tc.wrap(kd)
+			d := tc.wrap(kfakeDriver(t))
 			if _, ok := d.(drivers.ValueReuser); ok != tc.failed {
 				t.Fatalf("the wrapper's claim is %v, want %v", ok, tc.failed)
 			}

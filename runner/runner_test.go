@@ -36,17 +36,25 @@ func (l *lockedBuf) String() string {
 	return l.b.String()
 }
 
-func run(t *testing.T, live bool, fsync *bool) (string, string) {
+// kfakeDriver is the Kafka driver on a 3-broker kfake cluster, both
+// closed when t ends.
+func kfakeDriver(t *testing.T) *kafka.Driver {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func run(t *testing.T, live bool, fsync *bool) (string, string) {
+	d := kfakeDriver(t)
 	var buf lockedBuf
 	out := filepath.Join(t.TempDir(), "run")
 	cfg := runner.Config{
