@@ -26,6 +26,7 @@ func newBenchCmd() *cobra.Command {
 		peerChild     string
 		peerShapeJSON string
 		repeat        int
+		pairs         []string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -52,7 +53,7 @@ func newBenchCmd() *cobra.Command {
 				dir = d
 			}
 			if peer {
-				return runBenchPeer(cmd, shape, dir, repeat)
+				return runBenchPeer(cmd, shape, dir, repeat, pairs)
 			}
 			return runBench(cmd, dir, ids)
 		},
@@ -71,6 +72,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&shape.MaxInFlight, "max-in-flight", 100_000, "with --peer: sends awaiting an outcome at most (ackcheck's default; the bare clients share it)")
 	cmd.Flags().Float64Var(&shape.Rate, "rate", 50_000, "with --peer: the paced workloads' rate")
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "with --peer: rounds of every workload; the table gives each figure's median")
+	cmd.Flags().StringSliceVar(&pairs, "pairs", []string{"unpaced", "paced", "read"}, "with --peer: the comparisons to run (read needs unpaced)")
 	cmd.Flags().StringVar(&peerChild, "peer-child", "", "internal: run one peer workload")
 	cmd.Flags().StringVar(&peerShapeJSON, "peer-shape", "", "internal: the peer workload's shape")
 	cmd.Flags().MarkHidden("peer-child")

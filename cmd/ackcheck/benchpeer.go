@@ -75,9 +75,46 @@ func (f peerFigures) rate() float64          { return float64(f.Messages) / f.Wa
 // peerWorkloads are the child kinds, in the order they run.
 var peerWorkloads = []string{"bare-produce", "ackcheck-produce", "bare-produce-paced", "ackcheck-produce-paced", "bare-consume", "ackcheck-verify"}
 
-func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int) error {
+// peerPairs are the comparisons --pairs can choose, each a bare workload
+// and ackcheck's.
+var peerPairs = map[string][2]string{
+	"unpaced": {"bare-produce", "ackcheck-produce"},
+	"paced":   {"bare-produce-paced", "ackcheck-produce-paced"},
+	"read":    {"bare-consume", "ackcheck-verify"},
+}
+
+// peerWorkloadsOf returns the workloads of the chosen pairs, in the order
+// they run. The reads read what the unpaced produce wrote, so "read" needs
+// "unpaced".
+func peerWorkloadsOf(pairs []string) ([]string, error) {
+	want := map[string]bool{}
+	for _, p := range pairs {
+		if _, ok := peerPairs[p]; !ok {
+			return nil, fmt.Errorf("--pairs %q: not a comparison; choose from unpaced, paced, read", p)
+		}
+		want[p] = true
+	}
+	if want["read"] && !want["unpaced"] {
+		return nil, fmt.Errorf("--pairs read needs unpaced too: the reads read the topic and the ledger the unpaced produce wrote")
+	}
+	var kinds []string
+	for _, k := range peerWorkloads {
+		for p := range want {
+			if pw := peerPairs[p]; pw[0] == k || pw[1] == k {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	return kinds, nil
+}
+
+func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, pairs []string) error {
 	out := cmd.OutOrStdout()
 	ctx := cmd.Context()
+	workloads, err := peerWorkloadsOf(pairs)
+	if err != nil {
+		return err
+	}
 	if len(shape.Brokers) == 0 {
 		c, err := kfake.NewCluster(kfake.NumBrokers(3))
 		if err != nil {
@@ -121,7 +158,7 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int) e
 				return err
 			}
 		}
-		for _, kind := range peerWorkloads {
+		for _, kind := range workloads {
 			f, err := runPeerWorkload(ctx, self, kind, shape, topics[kind], filepath.Join(dir, "ackcheck-"+tag))
 			if err != nil {
 				return err
@@ -250,15 +287,35 @@ func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures, ru
 	rss := func(a, b string) string {
 		return ratioOf(a, b, func(f peerFigures) float64 { return float64(f.PeakRSSKiB) })
 	}
+	ran := func(kinds ...string) bool {
+		for _, k := range kinds {
+			if len(runs[k]) == 0 {
+				return false
+			}
+		}
+		return true
+	}
 	fmt.Fprintf(out, "\n| CPU-s per 1M messages (user+sys, one child process each) | bare franz-go | ackcheck | ratio | target |\n|---|---|---|---|---|\n")
-	fmt.Fprintf(out, "| produce, as fast as the in-flight bound allows | %.2f | %.2f | %s | <= 1.3x |\n", r["bare-produce"].cpuPerMillion(), r["ackcheck-produce"].cpuPerMillion(), ratio("ackcheck-produce", "bare-produce"))
-	fmt.Fprintf(out, "| produce paced at %.0f msg/s | %.2f | %.2f | %s | <= 1.3x |\n", shape.Rate, r["bare-produce-paced"].cpuPerMillion(), r["ackcheck-produce-paced"].cpuPerMillion(), ratio("ackcheck-produce-paced", "bare-produce-paced"))
-	fmt.Fprintf(out, "| read-back + verdict vs a plain consumer | %.2f | %.2f | %s | <= 1.5x |\n", r["bare-consume"].cpuPerMillion(), r["ackcheck-verify"].cpuPerMillion(), ratio("ackcheck-verify", "bare-consume"))
-	fmt.Fprintf(out, "| peak RSS, unpaced produce (MiB) | %.0f | %.0f | %s | <= 2x |\n", float64(r["bare-produce"].PeakRSSKiB)/1024, float64(r["ackcheck-produce"].PeakRSSKiB)/1024, rss("ackcheck-produce", "bare-produce"))
-	fmt.Fprintf(out, "| peak RSS, read-back (MiB) | %.0f | %.0f | %s | |\n", float64(r["bare-consume"].PeakRSSKiB)/1024, float64(r["ackcheck-verify"].PeakRSSKiB)/1024, rss("ackcheck-verify", "bare-consume"))
-	p := r["ackcheck-produce-paced"]
-	fmt.Fprintf(out, "\nackcheck's own latency at %.0f msg/s: pacing lag p50 %.3f ms, p99 %.3f ms (max %.3f ms, target p99 < 1 ms), ack callback time p99 %.3f ms (one ack in 16 timed); the hypervisor took %.1f%% of the machine's CPU time meanwhile (steal)\n",
-		shape.Rate, p.PacingLagP50Ms, p.PacingLagP99Ms, p.PacingLagMaxMs, p.CallbackP99Ms, p.StealPct)
+	if ran("bare-produce", "ackcheck-produce") {
+		fmt.Fprintf(out, "| produce, as fast as the in-flight bound allows | %.2f | %.2f | %s | <= 1.3x |\n", r["bare-produce"].cpuPerMillion(), r["ackcheck-produce"].cpuPerMillion(), ratio("ackcheck-produce", "bare-produce"))
+	}
+	if ran("bare-produce-paced", "ackcheck-produce-paced") {
+		fmt.Fprintf(out, "| produce paced at %.0f msg/s | %.2f | %.2f | %s | <= 1.3x |\n", shape.Rate, r["bare-produce-paced"].cpuPerMillion(), r["ackcheck-produce-paced"].cpuPerMillion(), ratio("ackcheck-produce-paced", "bare-produce-paced"))
+	}
+	if ran("bare-consume", "ackcheck-verify") {
+		fmt.Fprintf(out, "| read-back + verdict vs a plain consumer | %.2f | %.2f | %s | <= 1.5x |\n", r["bare-consume"].cpuPerMillion(), r["ackcheck-verify"].cpuPerMillion(), ratio("ackcheck-verify", "bare-consume"))
+	}
+	if ran("bare-produce", "ackcheck-produce") {
+		fmt.Fprintf(out, "| peak RSS, unpaced produce (MiB) | %.0f | %.0f | %s | <= 2x |\n", float64(r["bare-produce"].PeakRSSKiB)/1024, float64(r["ackcheck-produce"].PeakRSSKiB)/1024, rss("ackcheck-produce", "bare-produce"))
+	}
+	if ran("bare-consume", "ackcheck-verify") {
+		fmt.Fprintf(out, "| peak RSS, read-back (MiB) | %.0f | %.0f | %s | |\n", float64(r["bare-consume"].PeakRSSKiB)/1024, float64(r["ackcheck-verify"].PeakRSSKiB)/1024, rss("ackcheck-verify", "bare-consume"))
+	}
+	if ran("ackcheck-produce-paced") {
+		p := r["ackcheck-produce-paced"]
+		fmt.Fprintf(out, "\nackcheck's own latency at %.0f msg/s: pacing lag p50 %.3f ms, p99 %.3f ms (max %.3f ms, target p99 < 1 ms), ack callback time p99 %.3f ms (one ack in 16 timed); the hypervisor took %.1f%% of the machine's CPU time meanwhile (steal)\n",
+			shape.Rate, p.PacingLagP50Ms, p.PacingLagP99Ms, p.PacingLagMaxMs, p.CallbackP99Ms, p.StealPct)
+	}
 }
 
 func createPeerTopics(ctx context.Context, shape peerShape, names []string) error {

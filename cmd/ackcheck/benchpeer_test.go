@@ -58,3 +58,32 @@ func TestBenchPeerSmall(t *testing.T) {
 		t.Errorf("no pacing lag line\n%s", text)
 	}
 }
+
+// --pairs chooses the comparisons, each pair's bare workload before
+// ackcheck's and in the benchmark's order; a read without the unpaced
+// produce it reads, or a name that is no comparison, is refused.
+func TestPeerWorkloadsOf(t *testing.T) {
+	for _, c := range []struct {
+		pairs   []string
+		want    []string
+		wantErr string
+	}{
+		{pairs: []string{"unpaced", "paced", "read"}, want: peerWorkloads},
+		{pairs: []string{"read", "unpaced"}, want: []string{"bare-produce", "ackcheck-produce", "bare-consume", "ackcheck-verify"}},
+		{pairs: []string{"paced"}, want: []string{"bare-produce-paced", "ackcheck-produce-paced"}},
+		{pairs: []string{"unpaced", "unpaced"}, want: []string{"bare-produce", "ackcheck-produce"}},
+		{pairs: []string{"read"}, wantErr: "read needs unpaced"},
+		{pairs: []string{"fast"}, wantErr: `"fast": not a comparison`},
+	} {
+		got, err := peerWorkloadsOf(c.pairs)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%v: error %v, want one saying %q", c.pairs, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%v: %v, %v; want %v", c.pairs, got, err, c.want)
+		}
+	}
+}
