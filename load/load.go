@@ -270,7 +270,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 	if res.Start.IsZero() {
 		res.Start = time.Now()
 	}
-	snd := &sender{pubCtx: context.WithoutCancel(ctx), cfg: cfg, start: res.Start, l: l, stats: stats}
+	snd := &sender{pubCtx: context.WithoutCancel(ctx), cfg: cfg, start: res.Start, l: l, stats: stats, enc: message.NewEncoder(cfg.MessageSize)}
 	_, reuse := d.(drivers.ValueReuser)
 	states := make([]*producerState, len(producers))
 	fls := make([]*flights, len(producers))
@@ -389,6 +389,7 @@ type sender struct {
 	start  time.Time
 	l      *ledger.Ledger
 	stats  *Stats
+	enc    *message.Encoder
 }
 
 // producerState is one producer of the load and what it measures.
@@ -444,7 +445,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		id := message.ID{Run: cfg.RunID, Producer: ps.k, Seq: seq}
 		seq++
 		m := drivers.Message{
-			Value:     message.Encode(ps.values.get(), id, intended, cfg.MessageSize),
+			Value:     s.enc.Encode(ps.values.get(), id, intended),
 			Partition: cfg.Partitions[i%nparts],
 			SentAt:    sentAt,
 		}

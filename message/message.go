@@ -83,20 +83,25 @@ func Encode(dst []byte, id ID, intended time.Time, size int) []byte {
 	binary.BigEndian.PutUint32(dst[12:], id.Producer)
 	binary.BigEndian.PutUint64(dst[16:], id.Seq)
 	binary.BigEndian.PutUint64(dst[24:], uint64(intended.UnixNano()))
-	fill(dst[HeaderSize:size-4], id)
+	fill(dst[HeaderSize:size-4], fillWord(id))
 	binary.BigEndian.PutUint32(dst[size-4:], crc32.Checksum(dst[:size-4], castagnoli))
 	return dst
 }
 
-// fill writes a filler that differs per message: an eight-byte word
-// seeded by the ID, repeated by doubling copies (memmove), so that every
-// aligned word of two messages' fillers differs. A per-byte pseudo-random
+// fillWord is the filler's word for id.
+func fillWord(id ID) uint64 {
+	return id.Seq*0x9E3779B97F4A7C15 ^ uint64(id.Producer)<<32 ^ id.Run
+}
+
+// fill writes a filler that differs per message: the eight-byte word x
+// (fillWord), least significant byte first, repeated by doubling copies
+// (memmove), so that every aligned word of two messages' fillers differs.
+// Filler byte k is byte k mod 8 of x, which Encoder's checksum relies on. A per-byte pseudo-random
 // filler cost a third of ackcheck's CPU per message at 1 KiB (bench
 // --peer). The filler is not read back (the checksum covers it, and the
 // checksum is what Decode checks), so runs written with an older filler
 // verify the same.
-func fill(p []byte, id ID) {
-	x := id.Seq*0x9E3779B97F4A7C15 ^ uint64(id.Producer)<<32 ^ id.Run
+func fill(p []byte, x uint64) {
 	if len(p) < 8 {
 		for i := range p {
 			p[i] = byte(x >> (8 * i))
