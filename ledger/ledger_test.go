@@ -262,3 +262,69 @@ func TestNoOutcomeCommittedWithoutItsSend(t *testing.T) {
 		})
 	}
 }
+
+// TestLedgerIsNotRewritten: a ledger of many memtables' worth of events
+// stays as the tables its flushes wrote (writeOnce): Pebble's defaults
+// compact level 0 at 4 tables, and each compaction rewrote much of the
+// ledger written so far (this test fails with them). Reopened, a scan of the many overlapping tables gives
+// every event back, in order, with its fields.
+func TestLedgerIsNotRewritten(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{FlushInterval: time.Hour, NoSync: true, memTableSize: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const producers, perProducer = 4, 150_000
+	for seq := uint64(0); seq < perProducer; seq++ {
+		for p := uint32(0); p < producers; p++ {
+			if err := l.Record(Outcome, Event{Producer: p, Seq: seq, Status: OutcomeAcked, Partition: int32(seq % 16),
+				Offset: int64(seq / 16), Time: int64(seq*7919%1_000_003) + int64(p)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if seq%10_000 == 9_999 {
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(dir, Options{NoSync: true, memTableSize: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m := l.db.Metrics()
+	if m.Levels[0].TablesCount < 8 {
+		t.Fatalf("level 0 holds %d tables: too few memtables were flushed for this test to mean anything", m.Levels[0].TablesCount)
+	}
+	if m.Compact.Count != 0 {
+		t.Errorf("%d compactions rewrote the ledger (level 0 holds %d tables)", m.Compact.Count, m.Levels[0].TablesCount)
+	}
+	c, err := l.Scan(Outcome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	for p := uint32(0); p < producers; p++ {
+		for seq := uint64(0); seq < perProducer; seq++ {
+			e, ok := c.Next()
+			want := Event{Producer: p, Seq: seq, Status: OutcomeAcked, Partition: int32(seq % 16),
+				Offset: int64(seq / 16), Time: int64(seq*7919%1_000_003) + int64(p)}
+			if !ok || e != want {
+				t.Fatalf("event %d: %+v (ok %v), want %+v", n, e, ok, want)
+			}
+			n++
+		}
+	}
+	if e, ok := c.Next(); ok {
+		t.Fatalf("an event after the last: %+v", e)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d events read back from %d level-0 tables, %d compactions", n, m.Levels[0].TablesCount, m.Compact.Count)
+}
