@@ -392,6 +392,15 @@ type sender struct {
 	enc    *message.Encoder
 }
 
+// now is the time as the load's clock gives it: Start plus the monotonic
+// time since, the frame the schedule's intended times are in. It reads
+// only the monotonic clock: time.Now reads the wall clock as well, 75 ns
+// against 35 here, and the load reads the clock twice per message (the
+// send and its outcome). A step of the wall clock during the run does not
+// move it; its drift from the wall clock is the monotonic clock's (parts
+// per million).
+func (s *sender) now() time.Time { return s.start.Add(time.Since(s.start)) }
+
 // producerState is one producer of the load and what it measures.
 type producerState struct {
 	k  uint32
@@ -423,7 +432,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		// One clock read per send where it can be: at 1 KiB a read costs
 		// about a tenth of the bare client's CPU per message.
 		intended := s.start.Add(time.Duration(float64(i) * interval))
-		sentAt := time.Now()
+		sentAt := s.now()
 		if cfg.Unpaced {
 			intended = sentAt
 		} else if wait := intended.Sub(sentAt); wait > 0 {
@@ -433,7 +442,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 				return nil
 			case <-timer.C:
 			}
-			sentAt = time.Now()
+			sentAt = s.now()
 		} else if ctx.Err() != nil {
 			return nil
 		}
@@ -539,7 +548,7 @@ func (s *sender) send(ps *producerState, id message.ID, m drivers.Message, inten
 			s.stats.Late.Add(1) // ackcheck's deadline recorded it Unknown
 			return
 		}
-		now := time.Now()
+		now := s.now()
 		timed := ps.cb.sample()
 		recordOutcome(s.l, s.stats, ps.k, id.Seq, intended.UnixNano(), now, o)
 		if timed {

@@ -368,3 +368,23 @@ func TestTimerKickStops(t *testing.T) {
 		t.Fatal("a period of 0 started a kick")
 	}
 }
+
+// The load's clock (sender.now) reads the wall clock's time, from Start
+// plus the monotonic clock, and still does when Start carries no
+// monotonic reading (then time.Since reads the wall clock).
+func TestLoadClockIsTheWallClock(t *testing.T) {
+	for _, start := range []time.Time{time.Now(), time.Now().Round(0)} {
+		s := &sender{start: start}
+		time.Sleep(20 * time.Millisecond)
+		before := time.Now()
+		got := s.now()
+		after := time.Now()
+		// UnixNano: compare the wall clock's readings, not the monotonic.
+		if g := got.UnixNano(); g < before.Add(-2*time.Millisecond).UnixNano() || g > after.Add(2*time.Millisecond).UnixNano() {
+			t.Errorf("start %v: the load's clock says %v, the wall clock %v to %v", start, got, before, after)
+		}
+		if d := got.Sub(start); d < 20*time.Millisecond {
+			t.Errorf("start %v: %v since the start, after a sleep of 20ms", start, d)
+		}
+	}
+}
