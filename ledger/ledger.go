@@ -68,7 +68,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,18 +231,21 @@ type Ledger struct {
 	flushMu sync.Mutex // serialises flushes and guards fragNo, events, sentThru, commits
 	// tookKind, set by tests only, is called after Flush took one kind
 	// from a shard and before it takes the next.
-	tookKind  func()
-	fragNo    uint32
-	events    uint64 // events committed, all kinds, ever
-	commits   *commitLog
-	sentThru  map[uint32]uint64 // highest committed Send seq+1 per producer
-	pending   atomic.Int64
-	kick      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
-	flushErr  atomic.Pointer[error]
-	flushedAt atomic.Int64
-	dir       string
+	tookKind func()
+	fragNo   uint32
+	events   uint64 // events committed, all kinds, ever
+	// sortScratch and sortBounds are sortBySeq's buffers.
+	sortScratch []Event
+	sortBounds  []int
+	commits     *commitLog
+	sentThru    map[uint32]uint64 // highest committed Send seq+1 per producer
+	pending     atomic.Int64
+	kick        chan struct{}
+	stop        chan struct{}
+	done        chan struct{}
+	flushErr    atomic.Pointer[error]
+	flushedAt   atomic.Int64
+	dir         string
 	// damaged is set once Pebble reported damage or a fatal error (catch):
 	// Close then neither flushes nor lets Pebble's own invariant checks
 	// panic on the way out, nor waits on it for long.
@@ -437,9 +439,8 @@ func (l *Ledger) Flush() (err error) {
 				continue
 			}
 			n += len(evs)
-			if !slices.IsSortedFunc(evs, cmpSeq) {
-				slices.SortStableFunc(evs, cmpSeq)
-			}
+			evs, l.sortScratch, l.sortBounds = sortBySeq(evs, l.sortScratch, l.sortBounds)
+			taken[ki] = evs // the buffer that goes back to Record below
 			if kinds[ki] == Send {
 				if last := evs[len(evs)-1].Seq + 1; last > l.sentThru[p] {
 					newSentThru[p] = last
@@ -494,16 +495,6 @@ func (l *Ledger) Flush() (err error) {
 	}
 	l.flushedAt.Store(time.Now().UnixNano())
 	return nil
-}
-
-func cmpSeq(a, b Event) int {
-	switch {
-	case a.Seq < b.Seq:
-		return -1
-	case a.Seq > b.Seq:
-		return 1
-	}
-	return 0
 }
 
 // SentThrough returns, per producer, one more than the highest sequence
