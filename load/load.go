@@ -278,7 +278,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		fls[k] = &flights{}
 		states[k] = &producerState{k: uint32(k), p: p, fl: fls[k], lag: latency.New(3), cb: &callbackClock{h: latency.New(3)}}
 		if reuse {
-			states[k].values = &valueStack{}
+			states[k].values = newValueRing(cfg.MessageSize)
 		}
 	}
 	sweepStop, sweepDone := make(chan struct{}), make(chan struct{})
@@ -411,7 +411,7 @@ type producerState struct {
 	cb  *callbackClock
 	// values, when not nil, holds value buffers to reuse: the driver keeps
 	// no reference to a value once it has called done (drivers.ValueReuser).
-	values *valueStack
+	values *valueRing
 }
 
 // produce runs producer ps's share of the schedule.
@@ -453,8 +453,13 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		}
 		id := message.ID{Run: cfg.RunID, Producer: ps.k, Seq: seq}
 		seq++
+		var buf []byte
+		var inFlight *atomic.Bool
+		if ps.values != nil {
+			buf, inFlight = ps.values.get()
+		}
 		m := drivers.Message{
-			Value:     s.enc.Encode(ps.values.get(), id, intended),
+			Value:     s.enc.Encode(buf, id, intended),
 			Partition: cfg.Partitions[i%nparts],
 			SentAt:    sentAt,
 		}
@@ -463,7 +468,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 			m.Key = append([]byte(nil), keyBuf...)
 			m.Partition = -1
 		}
-		if err := s.send(ps, id, m, intended, sentAt); err != nil {
+		if err := s.send(ps, id, m, intended, sentAt, inFlight); err != nil {
 			return err
 		}
 	}
@@ -485,50 +490,17 @@ func (s *sender) waitForPlace(ctx context.Context) bool {
 	return true
 }
 
-// valueStack is one producer's value buffers that are not in flight, the
-// one freed last on top. It is a stack, not a sync.Pool: the buffer freed
-// last was read last (by the client copying it into a request, one round
-// trip before its ack) and may still be in the CPU's caches; writing a
-// value into memory last touched a whole in-flight window ago (100 MiB at
-// the default bound) was most of what encoding a value cost. A sync.Pool
-// also drops its buffers at every GC, and its Get from another P takes
-// the oldest. The stack holds at most the values in flight at the peak.
-type valueStack struct {
-	mu   sync.Mutex
-	free [][]byte
-}
-
-// get is a free buffer, or nil (Encode allocates).
-func (v *valueStack) get() []byte {
-	if v == nil {
-		return nil
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	n := len(v.free)
-	if n == 0 {
-		return nil
-	}
-	b := v.free[n-1]
-	v.free = v.free[:n-1]
-	return b
-}
-
-// put frees b. REQUIRES: the driver keeps no reference to b
-// (drivers.ValueReuser).
-func (v *valueStack) put(b []byte) {
-	v.mu.Lock()
-	v.free = append(v.free, b)
-	v.mu.Unlock()
-}
-
 // send records m's send, hands it to the driver, and records its outcome
 // when the driver gives it. The send is recorded before the publish, so
 // an outcome can never be committed without its send (see the ledger
-// package doc).
-func (s *sender) send(ps *producerState, id message.ID, m drivers.Message, intended, sentAt time.Time) error {
+// package doc). valueInFlight, when not nil, is the flag of m.Value's slot
+// in the producer's valueRing, cleared once the driver is done with it.
+func (s *sender) send(ps *producerState, id message.ID, m drivers.Message, intended, sentAt time.Time, valueInFlight *atomic.Bool) error {
 	if err := s.l.Record(ledger.Send, ledger.Event{Producer: ps.k, Seq: id.Seq, Time: intended.UnixNano(), Partition: m.Partition}); err != nil {
 		s.stats.InFlight.Add(-1)
+		if valueInFlight != nil {
+			valueInFlight.Store(false)
+		}
 		return fmt.Errorf("ledger failed, stopping the load: %w", err)
 	}
 	s.stats.Sent.Add(1)
@@ -537,12 +509,12 @@ func (s *sender) send(ps *producerState, id message.ID, m drivers.Message, inten
 	if s.cfg.OutcomeTimeout > 0 {
 		f = ps.fl.add(id.Seq, intended.UnixNano(), sentAt.UnixNano())
 	}
-	value := m.Value
 	ps.p.Publish(s.pubCtx, m, func(o drivers.Outcome) {
-		if ps.values != nil {
-			// The driver is done with the value (ValueReuser); it is not
-			// read here: the ledger keeps IDs, not values.
-			defer ps.values.put(value)
+		if valueInFlight != nil {
+			// The driver is done with the value (ValueReuser): its slot
+			// is free again. It is not read here: the ledger keeps IDs,
+			// not values.
+			defer valueInFlight.Store(false)
 		}
 		if f != nil && !f.claim(flightAnswered) {
 			s.stats.Late.Add(1) // ackcheck's deadline recorded it Unknown
