@@ -27,7 +27,7 @@ test:
 # "context deadline exceeded" when the time runs out mid-input, which
 # failed CI once with no failing input.
 FUZZTIME ?= 5000x
-FUZZ_TARGETS := faults:FuzzParseSchedule faults:FuzzLoadClusterFile message:FuzzDecode ledger:FuzzDecodeFragment
+FUZZ_TARGETS := faults:FuzzParseSchedule faults:FuzzLoadClusterFile message:FuzzDecode message:FuzzEncoder ledger:FuzzDecodeFragment
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
