@@ -168,7 +168,7 @@ const fragmentMax = 4096
 // recording took 0.65 the time and verifying 0.84 the time of the
 // compacted ledger, at about the same peak RSS (90 against 87 MiB). Pebble
 // grows a memtable to its full size only as it fills. Past ledgerL0Tables,
-// Pebble compacts level 0 in one go, a burst of CPU in a run of hours.
+// Pebble compacts level 0 while the load runs: CPU it has not spent before.
 func writeOnce(po *pebble.Options, opts Options) {
 	po.MemTableSize = cmp.Or(opts.memTableSize, 32<<20)
 	po.L0CompactionThreshold = ledgerL0Tables
