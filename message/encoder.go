@@ -44,8 +44,8 @@ type crcTables struct {
 const headerVarBytes = HeaderSize - len(Magic)
 
 // encoderTablesMax is the largest size that gets tables: building them
-// checksums the value once per variable bit (288 times), 20 µs at 1 KiB
-// and 20 ms at 1 MiB; above that a pass per value is left as it is.
+// checksums the value once per variable bit (288 times), 0.1 ms at 1 KiB
+// and 54 ms at 1 MiB here; above that a pass per value is left as it is.
 const encoderTablesMax = 1 << 20
 
 // NewEncoder returns an Encoder for values of size bytes. REQUIRES: size >=
