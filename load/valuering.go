@@ -17,8 +17,10 @@ import "sync/atomic"
 // the slot at the cursor and moves on; a slot whose value is still in
 // flight is passed over (a send not yet acked, such as one to a stalled
 // partition), and when getScan slots in a row are in flight, a new chunk
-// is added. So the ring grows to the values in flight at the peak and a
-// little more, and stays there.
+// is added. So the ring grows to what its producer had in flight at the
+// peak, plus the slots it passed over, and stays there: in one 1M-message
+// bench --peer run at the default bound of 100,000, the four producers'
+// rings held 219,136 slots.
 //
 // get is called by the producer's goroutine only; a slot's free flag is
 // set by whichever goroutine the driver calls done on, after the driver is
