@@ -114,7 +114,24 @@ func startDetached(cmd *exec.Cmd, logFile, pidFile, what string) error {
 		return fmt.Errorf("start %s: %w", what, err)
 	}
 	go cmd.Wait()
+	waitExeced(cmd.Process.Pid)
 	return os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+}
+
+// waitExeced waits, up to 2 s, until pid's command line can be read.
+// cmd.Start returns once the kernel has committed to the new program,
+// before it has set up the program's arguments: in between,
+// /proc/PID/cmdline reads empty, so runsAs (which looks for a marker in
+// it) took a server just started for one that does not run. In one CI
+// run `cluster queen up` failed that way at once, while the server went
+// on to start and serve. A process that exits meanwhile ends the wait.
+func waitExeced(pid int) {
+	path := fmt.Sprintf("/proc/%d/cmdline", pid)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile(path); err != nil || len(b) > 0 {
+			return
+		}
+	}
 }
 
 // signalPIDFile sends sig to the process in pidFile that runs as marker,

@@ -49,3 +49,23 @@ func TestPIDFileOnlyNamesOurProcess(t *testing.T) {
 		t.Fatal("stopProcess touched another process")
 	}
 }
+
+// A process startDetached has started is found by its PID file at once:
+// the callers' first health check asks pidFrom whether the node runs,
+// and a node taken for exited ends `cluster ... up` with an error.
+func TestStartedProcessIsFoundAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker")
+	pidFile := filepath.Join(dir, "pid")
+	for i := range 100 {
+		cmd := exec.Command("sh", "-c", "sleep 30; :", marker)
+		if err := startDetached(cmd, filepath.Join(dir, "log"), pidFile, "sleeper"); err != nil {
+			t.Fatal(err)
+		}
+		pid, err := pidFrom(pidFile, marker)
+		cmd.Process.Kill()
+		if pid != cmd.Process.Pid || err != nil {
+			t.Fatalf("start %d: pidFrom = %d, %v just after the start of PID %d", i, pid, err, cmd.Process.Pid)
+		}
+	}
+}

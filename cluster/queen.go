@@ -652,21 +652,15 @@ func (q *Queen) WaitReady(ctx context.Context, timeout time.Duration) error {
 	return q.waitServer(ctx, timeout)
 }
 
-// waitServer waits until the Queen server says it is healthy. A server
-// that does not run has exited, but only once it has not run for
-// serverGone: in one CI run the check made just after the start found no
-// server process (and an empty log), and the server went on to start
-// and serve; `cluster queen up` had failed at once.
+// waitServer waits until the Queen server says it is healthy.
 func (q *Queen) waitServer(ctx context.Context, timeout time.Duration) error {
-	start := time.Now()
-	deadline := start.Add(timeout)
+	deadline := time.Now().Add(timeout)
 	for {
 		err := q.Healthy(ctx, QueenServerNode)
 		if err == nil {
 			return nil
 		}
-		pid, _ := q.PID(QueenServerNode)
-		if pid == 0 && time.Since(start) > serverGone || time.Now().After(deadline) {
+		if pid, _ := q.PID(QueenServerNode); pid == 0 || time.Now().After(deadline) {
 			data, _ := os.ReadFile(q.queenLog())
 			return fmt.Errorf("the Queen server is not healthy (%v); %s says:\n%s", err, q.queenLog(), tail(data, 1500))
 		}
@@ -677,10 +671,6 @@ func (q *Queen) waitServer(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 }
-
-// serverGone is how long waitServer lets a Queen server not be found
-// before it takes it for exited.
-const serverGone = 5 * time.Second
 
 // Health implements Local.
 func (q *Queen) Health(ctx context.Context) []NodeStatus {
