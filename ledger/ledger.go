@@ -230,7 +230,7 @@ type Ledger struct {
 	// fastShards are the shards of producers 0..1023, also in shards.
 	fastShards [1024]atomic.Pointer[shard]
 
-	flushMu sync.Mutex // serialises flushes and guards fragNo, events, sentThru, commits
+	flushMu sync.Mutex // serialises flushes and guards fragNo, events, sentThru, commits, sortScratch, sortBounds
 	// tookKind, set by tests only, is called after Flush took one kind
 	// from a shard and before it takes the next.
 	tookKind func()

@@ -48,22 +48,21 @@ func (r *valueRing) slotsPerChunk() int { return max(1, (1<<20)/r.size) }
 // get returns a buffer of size bytes and its flag, which the caller
 // clears (Store(false)) once the driver is done with the buffer.
 func (r *valueRing) get() ([]byte, *atomic.Bool) {
-	for range min(getScan, r.slots()) {
-		c := &r.chunks[r.chunk]
-		i := r.slot
-		r.advance()
-		if !c.busy[i].Load() {
-			c.busy[i].Store(true)
-			return c.mem[i*r.size : (i+1)*r.size : (i+1)*r.size], &c.busy[i]
+	for {
+		for range min(getScan, r.slots()) {
+			c := &r.chunks[r.chunk]
+			i := r.slot
+			r.advance()
+			if !c.busy[i].Load() {
+				c.busy[i].Store(true)
+				return c.mem[i*r.size : (i+1)*r.size : (i+1)*r.size], &c.busy[i]
+			}
 		}
+		// The cursor goes to the new chunk's first slot, which is free.
+		n := r.slotsPerChunk()
+		r.chunks = append(r.chunks, ringChunk{mem: make([]byte, n*r.size), busy: make([]atomic.Bool, n)})
+		r.chunk, r.slot = len(r.chunks)-1, 0
 	}
-	n := r.slotsPerChunk()
-	r.chunks = append(r.chunks, ringChunk{mem: make([]byte, n*r.size), busy: make([]atomic.Bool, n)})
-	r.chunk, r.slot = len(r.chunks)-1, 0
-	c := &r.chunks[r.chunk]
-	r.advance()
-	c.busy[0].Store(true)
-	return c.mem[:r.size:r.size], &c.busy[0]
 }
 
 func (r *valueRing) slots() int { return len(r.chunks) * r.slotsPerChunk() }

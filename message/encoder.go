@@ -107,19 +107,8 @@ func (e *Encoder) Encode(dst []byte, id ID, intended time.Time) []byte {
 	if e.tables == nil {
 		return Encode(dst, id, intended, e.size)
 	}
-	size := e.size
-	if cap(dst) < size {
-		dst = make([]byte, size)
-	}
-	dst = dst[:size]
-	copy(dst, Magic)
-	t := uint64(intended.UnixNano())
-	binary.BigEndian.PutUint64(dst[4:], id.Run)
-	binary.BigEndian.PutUint32(dst[12:], id.Producer)
-	binary.BigEndian.PutUint64(dst[16:], id.Seq)
-	binary.BigEndian.PutUint64(dst[24:], t)
-	x := fillWord(id)
-	fill(dst[HeaderSize:size-4], x)
+	t, x := uint64(intended.UnixNano()), fillWord(id)
+	dst = writeBody(dst, id, t, x, e.size)
 
 	tb := &e.tables.byByte
 	sum := e.tables.zero
@@ -131,6 +120,6 @@ func (e *Encoder) Encode(dst []byte, id ID, intended time.Time) []byte {
 	for i := range 4 {
 		sum ^= tb[8+i][byte(id.Producer>>(24-8*uint(i)))]
 	}
-	binary.BigEndian.PutUint32(dst[size-4:], sum)
+	binary.BigEndian.PutUint32(dst[e.size-4:], sum)
 	return dst
 }

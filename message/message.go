@@ -74,6 +74,15 @@ func Encode(dst []byte, id ID, intended time.Time, size int) []byte {
 	if size < MinSize {
 		panic(fmt.Sprintf("message: size %d below minimum %d", size, MinSize))
 	}
+	dst = writeBody(dst, id, uint64(intended.UnixNano()), fillWord(id), size)
+	binary.BigEndian.PutUint32(dst[size-4:], crc32.Checksum(dst[:size-4], castagnoli))
+	return dst
+}
+
+// writeBody writes everything of a value but its checksum into dst (grown
+// if needed) and returns it, size bytes long: the header with intended
+// time t (Unix ns) and the filler of word x.
+func writeBody(dst []byte, id ID, t, x uint64, size int) []byte {
 	if cap(dst) < size {
 		dst = make([]byte, size)
 	}
@@ -82,9 +91,8 @@ func Encode(dst []byte, id ID, intended time.Time, size int) []byte {
 	binary.BigEndian.PutUint64(dst[4:], id.Run)
 	binary.BigEndian.PutUint32(dst[12:], id.Producer)
 	binary.BigEndian.PutUint64(dst[16:], id.Seq)
-	binary.BigEndian.PutUint64(dst[24:], uint64(intended.UnixNano()))
-	fill(dst[HeaderSize:size-4], fillWord(id))
-	binary.BigEndian.PutUint32(dst[size-4:], crc32.Checksum(dst[:size-4], castagnoli))
+	binary.BigEndian.PutUint64(dst[24:], t)
+	fill(dst[HeaderSize:size-4], x)
 	return dst
 }
 
