@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -87,6 +88,9 @@ type Cursor struct {
 	nextEvents   []Event
 	haveNext     bool
 	free         [][]Event
+	// lent is the buffer of the run NextRun returned last, if that run
+	// emptied its fragment: it goes back to free on the next call.
+	lent []Event
 }
 
 type openFrag struct {
@@ -169,32 +173,94 @@ func (c *Cursor) readAhead() {
 
 // Next returns the next event, or false at the end or on error (see Err).
 func (c *Cursor) Next() (Event, bool) {
-	for {
-		// Open every fragment that may hold an event smaller than the
-		// smallest open one.
-		for c.haveNext && c.err == nil {
-			if len(c.open) > 0 {
-				top := c.open[0].events[c.open[0].pos]
-				if top.Producer != c.nextProducer || top.Seq < c.nextFirst {
-					break
-				}
+	c.reclaimLent()
+	c.openOverlapping()
+	if c.err != nil || len(c.open) == 0 {
+		return Event{}, false
+	}
+	f := c.open[0]
+	e := f.events[f.pos]
+	f.pos++
+	if f.pos == len(f.events) {
+		heap.Pop(&c.open)
+		c.free = append(c.free, f.events)
+	} else {
+		heap.Fix(&c.open, 0)
+	}
+	return e, true
+}
+
+// NextRun returns the next events, at least one, in the order Next would
+// return them, or false at the end or on error (see Err). The slice is the
+// cursor's own and valid until the next call of Next or NextRun.
+//
+// A run is as many events of the smallest open fragment as no other
+// fragment can precede: the whole rest of a fragment when fragments do not
+// overlap, as in most of a healthy run's scan, so that a merge pays per
+// fragment what Next costs per event (a tenth of verify's own CPU went to
+// Next, bench --peer's profile).
+func (c *Cursor) NextRun() ([]Event, bool) {
+	c.reclaimLent()
+	c.openOverlapping()
+	if c.err != nil || len(c.open) == 0 {
+		return nil, false
+	}
+	f := c.open[0]
+	evs := f.events
+	// Every open fragment and the next one hold the head's producer
+	// (openOverlapping), so only sequence numbers bound the run: it stops
+	// before the smallest head of another open fragment (the root's
+	// children hold the two smallest) and before the next fragment's first.
+	bound, bounded := uint64(0), false
+	lower := func(seq uint64) {
+		if !bounded || seq < bound {
+			bound, bounded = seq, true
+		}
+	}
+	for _, child := range c.open[1:min(3, len(c.open))] {
+		lower(child.events[child.pos].Seq)
+	}
+	if c.haveNext && c.nextProducer == evs[f.pos].Producer {
+		lower(c.nextFirst)
+	}
+	end := len(evs)
+	if bounded && evs[end-1].Seq >= bound {
+		end = f.pos + sort.Search(end-f.pos, func(i int) bool { return evs[f.pos+i].Seq >= bound })
+		end = max(end, f.pos+1) // a tie: its order is unspecified
+	}
+	run := evs[f.pos:end]
+	f.pos = end
+	if f.pos == len(evs) {
+		heap.Pop(&c.open)
+		c.lent = evs
+	} else {
+		heap.Fix(&c.open, 0)
+	}
+	return run, true
+}
+
+// openOverlapping opens every fragment that may hold an event smaller than
+// the smallest open one. A fragment of another producer is opened only
+// when none is open, so every open fragment holds one producer.
+func (c *Cursor) openOverlapping() {
+	for c.haveNext && c.err == nil {
+		if len(c.open) > 0 {
+			top := c.open[0].events[c.open[0].pos]
+			if top.Producer != c.nextProducer || top.Seq < c.nextFirst {
+				return
 			}
-			heap.Push(&c.open, &openFrag{events: c.nextEvents})
-			c.readAhead()
 		}
-		if c.err != nil || len(c.open) == 0 {
-			return Event{}, false
-		}
-		f := c.open[0]
-		e := f.events[f.pos]
-		f.pos++
-		if f.pos == len(f.events) {
-			heap.Pop(&c.open)
-			c.free = append(c.free, f.events)
-		} else {
-			heap.Fix(&c.open, 0)
-		}
-		return e, true
+		heap.Push(&c.open, &openFrag{events: c.nextEvents})
+		c.readAhead()
+	}
+}
+
+// reclaimLent takes back the buffer of the last run NextRun returned, once
+// its caller may no longer read it.
+func (c *Cursor) reclaimLent() {
+	if c.lent != nil {
+		c.free = append(c.free, c.lent)
+		c.lent = nil
 	}
 }
 

@@ -32,6 +32,32 @@ func scanAll(t *testing.T, l *Ledger, k Kind) []Event {
 	return out
 }
 
+// scanRuns is scanAll by NextRun, each run copied before the next call
+// (as the merge reads it), with the number of runs.
+func scanRuns(t *testing.T, l *Ledger, k Kind) (out []Event, runs int) {
+	t.Helper()
+	c, err := l.Scan(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for {
+		run, ok := c.NextRun()
+		if !ok {
+			break
+		}
+		if len(run) == 0 {
+			t.Fatal("NextRun returned an empty run")
+		}
+		out = append(out, run...)
+		runs++
+	}
+	if err := c.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out, runs
+}
+
 func sortEvents(evs []Event) {
 	slices.SortStableFunc(evs, func(a, b Event) int {
 		if a.Producer != b.Producer {
@@ -99,20 +125,90 @@ func TestScanMergesOverlappingFragments(t *testing.T) {
 			if err := l.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			got := scanAll(t, l, Outcome)
 			sortEvents(want)
-			if len(got) != len(want) {
-				t.Fatalf("got %d events, want %d", len(got), len(want))
-			}
-			for i := range want {
-				if got[i] != want[i] {
-					t.Fatalf("event %d: got %+v, want %+v", i, got[i], want[i])
+			byRuns, runs := scanRuns(t, l, Outcome)
+			for how, got := range map[string][]Event{"Next": scanAll(t, l, Outcome), "NextRun": byRuns} {
+				if len(got) != len(want) {
+					t.Fatalf("%s: got %d events, want %d", how, len(got), len(want))
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s: event %d: got %+v, want %+v", how, i, got[i], want[i])
+					}
 				}
 			}
+			// In order, a run is the rest of a fragment: NextRun must
+			// not fall back to one event at a time where nothing
+			// overlaps.
+			if tc.disorder == 0 {
+				if fragments := tc.producers * (1 + tc.perProd/max(1, tc.flushEvery)) * 2; runs > fragments {
+					t.Errorf("%d runs for %d events in order, in at most %d fragments", runs, len(want), fragments)
+				}
+			}
+			t.Logf("%d events in %d runs", len(want), runs)
 			if n := len(scanAll(t, l, Send)); n != 0 {
 				t.Fatalf("kinds leak: %d sends", n)
 			}
 		})
+	}
+}
+
+// Copies of one ID (a duplicate read back twice) spread over overlapping
+// fragments all come back, by Next and by NextRun, next to each other in
+// (producer, seq) order: the verdict counts duplicates from them.
+func TestScanKeepsEveryCopy(t *testing.T) {
+	l, err := Open(t.TempDir(), Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	var want []Event
+	for p := range 3 {
+		for s := range 5000 {
+			for c := range 1 + rng.IntN(3) {
+				want = append(want, Event{Producer: uint32(p), Seq: uint64(s), Offset: int64(c), Partition: int32(rng.IntN(16))})
+			}
+		}
+	}
+	order := slices.Clone(want)
+	rng.Shuffle(len(order), func(i, j int) {
+		if j-i < 2000 && i-j < 2000 { // stragglers, not a full shuffle
+			order[i], order[j] = order[j], order[i]
+		}
+	})
+	for i, e := range order {
+		l.Record(Read, e)
+		if i%700 == 0 {
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	byRuns, _ := scanRuns(t, l, Read)
+	cmp := func(a, b Event) int {
+		if a.Producer != b.Producer {
+			return int(a.Producer) - int(b.Producer)
+		}
+		if a.Seq != b.Seq {
+			return cmpSeq(a, b)
+		}
+		return int(a.Offset - b.Offset)
+	}
+	for how, got := range map[string][]Event{"Next": scanAll(t, l, Read), "NextRun": byRuns} {
+		for i := 1; i < len(got); i++ {
+			if a, b := got[i-1], got[i]; a.Producer > b.Producer || (a.Producer == b.Producer && a.Seq > b.Seq) {
+				t.Fatalf("%s: event %d (%d/%d) after (%d/%d)", how, i, b.Producer, b.Seq, a.Producer, a.Seq)
+			}
+		}
+		got = slices.Clone(got)
+		slices.SortFunc(got, cmp)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: %d events came back, %d recorded, or not the same ones", how, len(got), len(want))
+		}
 	}
 }
 

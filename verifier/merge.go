@@ -25,13 +25,24 @@ type history struct {
 	e2e      int64 // earliest live read's end-to-end latency (ns); -1: none
 }
 
+// stream is one kind's cursor, read a run at a time (Cursor.NextRun).
 type stream struct {
 	c    *ledger.Cursor
+	run  []ledger.Event // head and the events after it in the current run
 	head ledger.Event
 	ok   bool
 }
 
-func (s *stream) next() { s.head, s.ok = s.c.Next() }
+func (s *stream) next() {
+	if len(s.run) > 1 {
+		s.run = s.run[1:]
+		s.head = s.run[0]
+		return
+	}
+	if s.run, s.ok = s.c.NextRun(); s.ok {
+		s.head = s.run[0]
+	}
+}
 
 func (s *stream) at(p uint32, seq uint64) bool {
 	return s.ok && s.head.Producer == p && s.head.Seq == seq
