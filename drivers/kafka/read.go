@@ -66,7 +66,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 			return rep, err
 		}
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		fetches := cl.PollRecords(pctx, 10000)
+		fetches := cl.PollFetches(pctx)
 		cancel()
 		var ferr error
 		fetches.EachError(func(_ string, _ int32, err error) {
