@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // bench --peer runs its six workloads, each in a child, against its own
@@ -84,6 +86,30 @@ func TestPeerWorkloadsOf(t *testing.T) {
 		}
 		if err != nil || strings.Join(got, ",") != strings.Join(c.want, ",") {
 			t.Errorf("%v: %v, %v; want %v", c.pairs, got, err, c.want)
+		}
+	}
+}
+
+// Every topic of a round is created alike, and in kfake every topic's
+// partition p is led by broker p mod 3, so that the two workloads of a
+// pair send to the same placement of leaders (kfake's own is random per
+// topic).
+func TestPeerTopicsAreLedAlike(t *testing.T) {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	shape := peerShape{Brokers: fake.ListenAddrs(), Partitions: 16}
+	topics := map[string]string{"bare-produce": "a", "ackcheck-produce": "b", "bare-consume": "b"}
+	if err := createPeerTopics(t.Context(), shape, fake, topics); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"a", "b"} {
+		for p := range int32(16) {
+			if got := fake.LeaderFor(topic, p); got != p%3 {
+				t.Fatalf("partition %d of %s is led by broker %d, want %d", p, topic, got, p%3)
+			}
 		}
 	}
 }
