@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/ackcheck/ackcheck/message"
@@ -96,7 +95,7 @@ func BenchmarkValueWriteOrder(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
-				enc.Encode(bufs[c.order(i)], message.ID{Run: 1, Seq: uint64(i)}, time.Unix(0, int64(i)))
+				enc.Encode(bufs[c.order(i)], message.ID{Run: 1, Seq: uint64(i)}, int64(i))
 			}
 		})
 	}

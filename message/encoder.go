@@ -18,8 +18,8 @@ import (
 // instead of a pass over the whole value. At 1 KiB the pass was a quarter
 // of encoding a value (bench --peer's profile).
 //
-// Invariant: Encoder.Encode(dst, id, t) returns exactly the bytes
-// Encode(dst, id, t, size) does (TestEncoderMatchesEncode). Decode still
+// Invariant: Encoder.Encode(dst, id, t.UnixNano()) returns exactly the
+// bytes Encode(dst, id, t, size) does (TestEncoderMatchesEncode). Decode still
 // computes the checksum over every byte it is given, so nothing about what
 // a read-back checks changes.
 type Encoder struct {
@@ -101,13 +101,14 @@ func lowestBit(b int) int {
 	return n
 }
 
-// Encode writes the value for id into dst (grown if needed) and returns it:
-// the same bytes as Encode(dst, id, intended, e.Size()).
-func (e *Encoder) Encode(dst []byte, id ID, intended time.Time) []byte {
+// Encode writes the value for id, intended at Unix ns intended, into dst
+// (grown if needed) and returns it: the same bytes as Encode(dst, id,
+// time.Unix(0, intended), e.Size()).
+func (e *Encoder) Encode(dst []byte, id ID, intended int64) []byte {
 	if e.tables == nil {
-		return Encode(dst, id, intended, e.size)
+		return Encode(dst, id, time.Unix(0, intended), e.size)
 	}
-	t, x := uint64(intended.UnixNano()), fillWord(id)
+	t, x := uint64(intended), fillWord(id)
 	dst = writeBody(dst, id, t, x, e.size)
 
 	tb := &e.tables.byByte

@@ -72,7 +72,7 @@ func BenchmarkReadBackAndCheck(b *testing.B) {
 		part := int32(i % partitions)
 		intended := start.Add(time.Duration(i) * time.Minute / ids)
 		off := int64(len(topic.parts[part]))
-		topic.parts[part] = append(topic.parts[part], enc.Encode(nil, id, intended))
+		topic.parts[part] = append(topic.parts[part], enc.Encode(nil, id, intended.UnixNano()))
 		l.Record(ledger.Send, ledger.Event{Producer: id.Producer, Seq: id.Seq, Time: intended.UnixNano(), Partition: part})
 		if err := l.Record(ledger.Outcome, ledger.Event{Producer: id.Producer, Seq: id.Seq, Status: ledger.OutcomeAcked,
 			Partition: part, Offset: off, Time: int64(2 * time.Millisecond)}); err != nil {
