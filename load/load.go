@@ -424,14 +424,13 @@ type sender struct {
 	enc     *message.Encoder
 }
 
-// now is the time as the load's clock gives it: Start plus the monotonic
-// time since, the frame the schedule's intended times are in. It reads
-// only the monotonic clock: time.Now reads the wall clock as well, 75 ns
-// against 35 here, and the load reads the clock twice per message (the
-// send and its outcome). A step of the wall clock during the run does not
-// move it; its drift from the wall clock is the monotonic clock's (parts
-// per million).
-// It is in Unix ns.
+// now is the time as the load's clock gives it, in Unix ns: Start plus
+// the monotonic time since, the frame the schedule's intended times are
+// in. It reads only the monotonic clock: time.Now reads the wall clock as
+// well, 75 ns against 35 here, and the load reads the clock twice per
+// message (the send and its outcome). A step of the wall clock during the
+// run does not move it; its drift from the wall clock is the monotonic
+// clock's (parts per million).
 func (s *sender) now() int64 { return s.startNs + int64(time.Since(s.start)) }
 
 // producerState is one producer of the load and what it measures.
