@@ -337,11 +337,12 @@ func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures, ru
 // createPeerTopics creates a round's topics, ackcheck's too (its run then
 // finds the topic there and uses it as it is), all alike. In kfake, which
 // gives each partition a leader at random, partition p of every topic is
-// then led by broker p mod 3: a producer sends one request per leader, and
-// with leaders placed at random per topic the two producers of a pair
-// differed by up to 1.6 times in CPU per message with the code unchanged
-// (bare franz-go 1.7-2.0 CPU-s per 1M in one invocation, 2.5-2.9 in the
-// next).
+// then led by broker p mod 3. A producer sends one request per leader, so
+// its CPU per message depends on the placement, and with leaders placed at
+// random per topic the two producers of a pair did not meet the same
+// broker. With the code unchanged, bare franz-go took 1.7-2.0 CPU-s per 1M
+// in one invocation and 2.5-2.9 in the next; the placement is one cause
+// of such swings this removes, not shown to be the only one.
 func createPeerTopics(ctx context.Context, shape peerShape, fake *kfake.Cluster, topics map[string]string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(shape.Brokers...))
 	if err != nil {
