@@ -643,9 +643,7 @@ func recordOutcome(l *ledger.Ledger, stats *Stats, k uint32, seq uint64, intende
 				pl.Store(now)
 			}
 		}
-		if int(k) < len(stats.windows) {
-			stats.windows[k].record(lat)
-		}
+		stats.windows[k].record(lat) // Run made one per producer
 		if stats.OnAck != nil {
 			stats.OnAck(lat)
 		}

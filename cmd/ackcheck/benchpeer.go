@@ -142,9 +142,6 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 		// The reads read what ackcheck's unpaced produce wrote.
 		"bare-consume": "peer-ackcheck-" + tag, "ackcheck-verify": "peer-ackcheck-" + tag,
 	}
-	if err := createPeerTopics(ctx, shape, fake, topics); err != nil {
-		return err
-	}
 	runs := map[string][]peerFigures{}
 	for round := 1; round <= repeat; round++ {
 		if repeat > 1 {
@@ -156,14 +153,15 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 			for k, t := range topics {
 				topics[k] = strings.TrimSuffix(t, old) + tag
 			}
-			if err := createPeerTopics(ctx, shape, fake, topics); err != nil {
-				return err
-			}
+		}
+		if err := createPeerTopics(ctx, shape, fake, topicNames(topics, workloads)); err != nil {
+			return err
 		}
 		for i, kind := range workloads {
 			// The broker holds what the workloads before this one
 			// left, the same for both of a pair: a topic no later
-			// workload reads is deleted when its workload is done, and
+			// workload reads is deleted when its workload is done (so
+			// every topic of the round is gone at its end), and
 			// kfake's garbage of it collected here. Before, ackcheck's
 			// unpaced produce ran against a kfake that still held the
 			// bare produce's 1 GiB, and the bare produce against an
@@ -177,13 +175,10 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 			runs[kind] = append(runs[kind], f)
 			fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB  steal %4.1f%%\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024, f.StealPct)
 			if !slices.ContainsFunc(workloads[i+1:], func(later string) bool { return topics[later] == topics[kind] }) {
-				if err := deletePeerTopics(ctx, shape, map[string]string{kind: topics[kind]}); err != nil {
+				if err := deletePeerTopics(ctx, shape, []string{topics[kind]}); err != nil {
 					return fmt.Errorf("delete %s's topic: %w", kind, err)
 				}
 			}
-		}
-		if err := deletePeerTopics(ctx, shape, topics); err != nil {
-			return fmt.Errorf("delete the round's topics: %w", err)
 		}
 		os.RemoveAll(filepath.Join(dir, "ackcheck-"+tag))
 		os.RemoveAll(filepath.Join(dir, "ackcheck-"+tag+"-paced"))
@@ -260,22 +255,26 @@ func runPeerWorkload(ctx context.Context, self, kind string, shape peerShape, to
 	return f, nil
 }
 
-// deletePeerTopics removes a round's topics: kfake keeps every record in
-// memory, and three rounds of four 1 GiB topics filled this machine.
-func deletePeerTopics(ctx context.Context, shape peerShape, topics map[string]string) error {
+// topicNames are the topics of kinds in topics (workload to topic), each
+// once.
+func topicNames(topics map[string]string, kinds []string) []string {
+	var names []string
+	for _, k := range kinds {
+		if t := topics[k]; !slices.Contains(names, t) {
+			names = append(names, t)
+		}
+	}
+	return names
+}
+
+// deletePeerTopics removes topics: kfake keeps every record in memory, and
+// three rounds of four 1 GiB topics filled this machine.
+func deletePeerTopics(ctx context.Context, shape peerShape, names []string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(shape.Brokers...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	var names []string
-	seen := map[string]bool{}
-	for _, t := range topics {
-		if !seen[t] {
-			seen[t] = true
-			names = append(names, t)
-		}
-	}
 	_, err = kadm.NewClient(cl).DeleteTopics(ctx, names...)
 	return err
 }
@@ -343,7 +342,7 @@ func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures, ru
 // broker. With the code unchanged, bare franz-go took 1.7-2.0 CPU-s per 1M
 // in one invocation and 2.5-2.9 in the next; the placement is one cause
 // of such swings this removes, not shown to be the only one.
-func createPeerTopics(ctx context.Context, shape peerShape, fake *kfake.Cluster, topics map[string]string) error {
+func createPeerTopics(ctx context.Context, shape peerShape, fake *kfake.Cluster, names []string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(shape.Brokers...))
 	if err != nil {
 		return err
@@ -352,12 +351,6 @@ func createPeerTopics(ctx context.Context, shape peerShape, fake *kfake.Cluster,
 	rf := int16(3)
 	if len(shape.Brokers) < 3 {
 		rf = int16(len(shape.Brokers))
-	}
-	var names []string
-	for _, t := range topics {
-		if !slices.Contains(names, t) {
-			names = append(names, t)
-		}
 	}
 	resp, err := kadm.NewClient(cl).CreateTopics(ctx, int32(shape.Partitions), rf, nil, names...)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,7 +103,11 @@ func TestPeerTopicsAreLedAlike(t *testing.T) {
 	defer fake.Close()
 	shape := peerShape{Brokers: fake.ListenAddrs(), Partitions: 16}
 	topics := map[string]string{"bare-produce": "a", "ackcheck-produce": "b", "bare-consume": "b"}
-	if err := createPeerTopics(t.Context(), shape, fake, topics); err != nil {
+	names := topicNames(topics, []string{"bare-produce", "ackcheck-produce", "bare-consume"})
+	if !slices.Equal(names, []string{"a", "b"}) {
+		t.Fatalf("the topics of three workloads, two of them sharing one: %v", names)
+	}
+	if err := createPeerTopics(t.Context(), shape, fake, names); err != nil {
 		t.Fatal(err)
 	}
 	for _, topic := range []string{"a", "b"} {
