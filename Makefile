@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/ackcheck
 
-.PHONY: build demo test test-short fuzz bench bench-peer vet fmt-check clean
+.PHONY: build demo test test-short fuzz bench bench-peer vet fmt-check clean mutate
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ackcheck
@@ -33,6 +33,30 @@ fuzz:
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
 		$(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
+# Mutation testing of the verdict path (docs/testing.md): gremlins, pinned
+# in go.mod as a tool, one package at a time, niced and with few workers
+# (each mutant is a compile and link of the package's tests: about 5
+# CPU-s). Results as JSON in bin/mutate/<pkg>.json. CI runs
+# make mutate MUTATE_PKGS=verifier MUTATE_FLAGS=--threshold-efficacy=85
+# Never --test-cpu: gremlins 0.6.0 passes it as one argument "-cpu N",
+# go test fails on it with exit 1 and every mutant reads KILLED. A
+# mutant's time limit is the coverage run's time times the coefficient,
+# and it includes the mutant's build: under load the default 3 timed out
+# mutants that tests would have killed. -count=1: a cached coverage run
+# would make that limit a second or two.
+MUTATE_PKGS ?= verifier ledger faults load
+MUTATE_WORKERS ?= 2
+MUTATE_TIMEOUT_COEFFICIENT ?= 20
+MUTATE_FLAGS ?=
+mutate:
+	@mkdir -p bin/mutate
+	@for p in $(MUTATE_PKGS); do \
+		echo "mutate ./$$p"; \
+		GOFLAGS="$$GOFLAGS -count=1" nice -n 15 $(GO) tool gremlins unleash --workers $(MUTATE_WORKERS) \
+			--timeout-coefficient $(MUTATE_TIMEOUT_COEFFICIENT) \
+			--output bin/mutate/$$p.json $(MUTATE_FLAGS) ./$$p || exit 1; \
 	done
 
 test-short:

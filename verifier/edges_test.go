@@ -322,6 +322,7 @@ func TestGapsEdges(t *testing.T) {
 		{"past the bitmap", bits(0), 130, 100, "[[1 130]]"},
 		{"across words", bits(60, 70), 71, 9, "[[0 60] [61 70]]"},
 		{"none", bits(0, 1, 2), 3, 1, "[]"},
+		{"n 0", nil, 0, 1, "[]"},
 		{"min 1, every hole", bits(1, 3), 5, 1, "[[0 1] [2 3] [4 5]]"},
 	}
 	for _, tc := range tests {
@@ -508,5 +509,35 @@ func TestReadBackEndOffsetsError(t *testing.T) {
 	d := &spyTopic{err: errors.New("no broker answered")}
 	if _, err := ReadBack(context.Background(), d, l, ledger.RunInfo{StartOffsets: map[int32]int64{0: 0}}, time.Second); err == nil || d.read {
 		t.Fatalf("err %v, read %v: a failed EndOffsets must fail the read-back before reading", err, d.read)
+	}
+}
+
+// A copy of a run that died, never recorded sent: unrecorded only when
+// its producer is one of the run's and its sequence is at or past that
+// producer's last committed send; any other is a phantom.
+func TestUnrecordedOrPhantom(t *testing.T) {
+	valid := ledger.Event{Partition: 0, Offset: 1, Status: uint8(message.Valid)}
+	tests := []struct {
+		name      string
+		clean     bool
+		producer  uint32
+		seq       uint64
+		unrecorded int64
+	}{
+		{"at sent-through", false, 1, 4, 1},
+		{"past sent-through", false, 1, 9, 1},
+		{"below sent-through", false, 1, 3, 0},
+		{"the first producer past the run's", false, 2, 4, 0},
+		{"a clean run", true, 1, 4, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &Result{Samples: map[string][]Sample{}}
+			c := newClassifier(res, ledger.RunInfo{RunID: 1, Producers: 2, Clean: tc.clean}, map[uint32]uint64{1: 4, 2: 0}, 10)
+			c.add(&history{producer: tc.producer, seq: tc.seq, reads: []ledger.Event{valid}})
+			if res.Unrecorded != tc.unrecorded || res.Phantom != 1-tc.unrecorded || res.Sent != 0 {
+				t.Fatalf("unrecorded %d, phantom %d, sent %d", res.Unrecorded, res.Phantom, res.Sent)
+			}
+		})
 	}
 }
