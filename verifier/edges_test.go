@@ -518,10 +518,10 @@ func TestReadBackEndOffsetsError(t *testing.T) {
 func TestUnrecordedOrPhantom(t *testing.T) {
 	valid := ledger.Event{Partition: 0, Offset: 1, Status: uint8(message.Valid)}
 	tests := []struct {
-		name      string
-		clean     bool
-		producer  uint32
-		seq       uint64
+		name       string
+		clean      bool
+		producer   uint32
+		seq        uint64
 		unrecorded int64
 	}{
 		{"at sent-through", false, 1, 4, 1},
