@@ -372,3 +372,12 @@ func TestMsText(t *testing.T) {
 		}
 	}
 }
+
+// longestGap's fast path skips whole empty words only from a word's first
+// bit: a set bit at the start of the next word must still end the
+// stretch.
+func TestLongestGapWordAligned(t *testing.T) {
+	if l, at := longestGap([]uint64{0, 1}, 200); l != 135 || at != 65 {
+		t.Fatalf("longestGap = %d at %d, want 135 at 65", l, at)
+	}
+}
