@@ -543,3 +543,17 @@ func TestUnrecordedOrPhantom(t *testing.T) {
 		})
 	}
 }
+
+// An ID never recorded sent whose only copies are corrupt is counted
+// corrupt, and neither phantom nor unrecorded: no intact copy says it was
+// written.
+func TestUnsentCorruptOnly(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		res := &Result{Samples: map[string][]Sample{}}
+		c := newClassifier(res, ledger.RunInfo{RunID: 1, Producers: 1, Clean: clean}, map[uint32]uint64{}, 10)
+		sent, lost := c.add(&history{seq: 3, reads: []ledger.Event{{Partition: 0, Offset: 1, Status: uint8(message.Corrupt)}}})
+		if sent || lost || res.Corrupt != 1 || res.Phantom != 0 || res.Unrecorded != 0 {
+			t.Fatalf("clean %v: sent %v, lost %v, corrupt %d, phantom %d, unrecorded %d", clean, sent, lost, res.Corrupt, res.Phantom, res.Unrecorded)
+		}
+	}
+}
