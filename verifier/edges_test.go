@@ -425,6 +425,9 @@ func TestPartitionGapAtMinimum(t *testing.T) {
 			if strings.Join(got, ",") != tc.want {
 				t.Fatalf("partition 0 gaps %q, want %q", got, tc.want)
 			}
+			if r.GapMinMs != 500 {
+				t.Fatalf("GapMinMs %v, want 500", r.GapMinMs)
+			}
 			if g, ok := r.PartitionGaps[1]; !ok || len(g) != 0 {
 				t.Fatalf("partition 1 gaps %v (listed %v), want listed with none", g, ok)
 			}
