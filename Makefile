@@ -49,7 +49,7 @@ fuzz:
 # CPU per mutant, and a mutant that only upsets vet is not killed by a test.
 MUTATE_PKGS ?= verifier ledger faults load
 MUTATE_WORKERS ?= 2
-MUTATE_TIMEOUT_COEFFICIENT ?= 20
+MUTATE_TIMEOUT_COEFFICIENT ?= 10
 MUTATE_FLAGS ?=
 mutate:
 	@mkdir -p bin/mutate
