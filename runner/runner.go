@@ -118,8 +118,14 @@ type FaultSource struct {
 // JournalPath is a run directory's heal journal.
 func JournalPath(out string) string { return filepath.Join(out, "heal.jsonl") }
 
-// LedgerDir is where a run directory keeps its ledger.
+// LedgerDir is where a run directory keeps its ledger: what the load
+// recorded, written once by the run and only read after it.
 func LedgerDir(out string) string { return filepath.Join(out, "ledger") }
+
+// ReadsDir is where a run directory keeps the ledger of its last
+// read-back, replaced by each verify. Run directories from before it kept
+// their reads in the run's ledger.
+func ReadsDir(out string) string { return filepath.Join(out, "reads") }
 
 // clearLine returns to the start of the terminal line and clears it.
 const clearLine = "\r\033[K"
@@ -182,7 +188,8 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer l.Close()
+	closeLedger := sync.OnceValue(l.Close)
+	defer closeLedger()
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
 		StartOffsets: lc.StartOffsets, LoadStart: time.Now(),
@@ -228,6 +235,11 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
 	}
+	// The load's ledger is complete: it is closed here and judged, like
+	// any run directory, opened read-only and proven whole (Verify).
+	if err := closeLedger(); err != nil {
+		return nil, fmt.Errorf("close the run's ledger: %w", err)
+	}
 	if lres.LiveReadErr != nil {
 		cfg.logf("warning: the live consumer stopped early: %v (end-to-end latency covers part of the run)", lres.LiveReadErr)
 	}
@@ -238,7 +250,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		cfg.logf("load done; --no-verify: check it later with `ackcheck verify --out %s`", cfg.Out)
 		return nil, nil
 	}
-	return verify(ctx, cfg.Out, cfg.Driver, l, run, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+	return Verify(ctx, cfg.Out, cfg.Driver, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
 }
 
 // claimOut claims the run directory before anything else happens:
@@ -469,7 +481,10 @@ func ReadSettings(out string) (Settings, error) {
 	return s, nil
 }
 
-// Verify reads back and judges an existing run directory again.
+// Verify reads back and judges an existing run directory again. It opens
+// the run's ledger read-only (ledger.OpenReadOnly: a damaged ledger is
+// refused, byte for byte as it was) and records the read-back in a fresh
+// ledger at ReadsDir.
 func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
 	l, run, err := openRun(out)
 	if err != nil {
@@ -495,7 +510,7 @@ func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 	if _, err := os.Stat(LedgerDir(out)); err != nil {
 		return nil, run, fmt.Errorf("%s has no ledger: pass the --out of an earlier run", out)
 	}
-	l, err := ledger.Open(LedgerDir(out), ledger.Options{})
+	l, err := ledger.OpenReadOnly(LedgerDir(out), ledger.Options{})
 	if err != nil {
 		return nil, run, err
 	}
@@ -515,14 +530,22 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if !run.Clean {
 		logf("note: this run's ackcheck did not finish its load; up to the last %s of its ledger may be missing (see the ledger package doc)", ledger.Options{}.FlushIntervalOrDefault())
 	}
+	if p := l.Proof(); !p.Whole {
+		logf("note: %s", p.Reason)
+	}
+	reads, err := freshReads(out)
+	if err != nil {
+		return nil, err
+	}
+	defer reads.Close()
 	logf("reading back %s ...", run.Topic)
 	start := time.Now()
-	rb, err := verifier.ReadBack(ctx, d, l, run, idle)
+	rb, err := verifier.ReadBack(ctx, d, reads, run, idle)
 	if err != nil {
 		return nil, err
 	}
 	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
-	res, err := verifier.Check(ctx, l, opts)
+	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -530,6 +553,34 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 		return nil, err
 	}
 	return res, nil
+}
+
+// freshReads replaces the run directory's reads ledger with an empty one.
+func freshReads(out string) (*ledger.Ledger, error) {
+	dir := ReadsDir(out)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("remove the last read-back's ledger %s: %w", dir, err)
+	}
+	l, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("ledger for the read-back: %w", err)
+	}
+	return l, nil
+}
+
+// openReads opens, read-only, the reads ledger of a run directory's last
+// verify; nil without error for a run directory from before such ledgers,
+// whose reads are in its run ledger.
+func openReads(out string) (*ledger.Ledger, error) {
+	dir := ReadsDir(out)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	l, err := ledger.OpenReadOnly(dir, ledger.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("the last read-back's ledger: %w (run `ackcheck verify --out %s` to read back again)", err, out)
+	}
+	return l, nil
 }
 
 func writeJSON(path string, v any) error {

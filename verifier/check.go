@@ -42,6 +42,28 @@ type Options struct {
 // bounded by the number of partitions and windows, not by the number of
 // messages.
 func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error) {
+	return CheckLedgers(ctx, Ledgers{Run: l, Reads: l}, opts)
+}
+
+// Ledgers are what a verdict reads: the run's ledger as the load left it
+// (sends, outcomes, live reads, faults, the run's description), and the
+// ledger of the read-back being judged (reads and the ReadBackReport).
+// verify opens Run read-only, so that judging a run again never changes
+// the evidence, and writes a fresh Reads beside it; a run directory from
+// before that kept its reads in Run, and Reads is then Run too.
+type Ledgers struct {
+	Run, Reads *ledger.Ledger
+}
+
+// CheckLedgers is Check on a run's ledger and a read-back's ledger of its
+// own. When Run was opened read-only, the result states what its proof
+// established (Result.Ledger), and a ledger that cannot be proven whole
+// gives no PASS.
+func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error) {
+	l := lg.Run
+	if lg.Reads == nil {
+		lg.Reads = l
+	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 100
 	}
@@ -56,13 +78,16 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		}
 	}
 	var rb ReadBackReport
-	if err := l.GetMeta(MetaReadBack, &rb); err != nil {
+	if err := lg.Reads.GetMeta(MetaReadBack, &rb); err != nil {
 		if errors.Is(err, ledger.ErrNoMeta) {
 			return nil, fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
 		}
 		return nil, err
 	}
 	if err := l.Flush(); err != nil {
+		return nil, err
+	}
+	if err := lg.Reads.Flush(); err != nil {
 		return nil, err
 	}
 	ft, err := loadFaults(l, run.LoadStart)
@@ -87,7 +112,11 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		Notes:            run.Notes,
 	}
 
-	m, err := openMerger(l)
+	if l.ReadOnly() {
+		p := l.Proof()
+		res.Ledger = &p
+	}
+	m, err := openMerger(lg)
 	if err != nil {
 		return nil, err
 	}

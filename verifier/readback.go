@@ -51,8 +51,11 @@ type ReadBackReport struct {
 }
 
 // ReadBack reads the run's partitions from run.StartOffsets to the current
-// end offsets, replacing any earlier read-back in l.
-func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
+// end offsets and records every copy of the run's messages in into, with
+// the ReadBackReport. REQUIRES: into holds no earlier read-back (each
+// verify writes a fresh reads ledger beside the run's, which it never
+// changes: see runner).
+func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
 	rep := ReadBackReport{At: time.Now(), Notes: map[int32]string{}}
 	ends, err := d.EndOffsets(ctx, run.Topic)
 	switch {
@@ -66,9 +69,6 @@ func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledge
 		return rep, fmt.Errorf("read-back: %w", err)
 	}
 	rep.Ends = ends
-	if err := l.DeleteKind(ledger.Read); err != nil {
-		return rep, err
-	}
 	from := make(map[int32]int64, len(run.StartOffsets))
 	to := make(map[int32]int64, len(run.StartOffsets))
 	for p, start := range run.StartOffsets {
@@ -103,7 +103,7 @@ func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledge
 			rep.OtherRun++
 			return nil
 		}
-		recErr = l.Record(ledger.Read, ledger.Event{
+		recErr = into.Record(ledger.Read, ledger.Event{
 			Producer: dm.ID.Producer, Seq: dm.ID.Seq, Partition: r.Pos.Partition, Offset: r.Pos.Offset,
 			Time: readAt, Status: uint8(dm.Status),
 		})
@@ -118,10 +118,10 @@ func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledge
 			rep.Notes[p] = pr.Note
 		}
 	}
-	if err := l.Flush(); err != nil {
+	if err := into.Flush(); err != nil {
 		return rep, err
 	}
-	if err := l.PutMeta(MetaReadBack, rep); err != nil {
+	if err := into.PutMeta(MetaReadBack, rep); err != nil {
 		return rep, err
 	}
 	return rep, nil

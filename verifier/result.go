@@ -3,6 +3,7 @@ package verifier
 import (
 	"fmt"
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/ledger"
 	"io"
 	"sort"
 	"strings"
@@ -107,9 +108,12 @@ type Result struct {
 	AckedByClass map[string]int64 `json:"acked_by_class,omitempty"`
 	Windows      []Window         `json:"windows"`
 
-	LoadStart        time.Time        `json:"load_start"`
-	LoadEnd          time.Time        `json:"load_end"`
-	CleanLedger      bool             `json:"clean_ledger"`
+	LoadStart   time.Time `json:"load_start"`
+	LoadEnd     time.Time `json:"load_end"`
+	CleanLedger bool      `json:"clean_ledger"`
+	// Ledger is what opening the run's ledger read-only proved about it
+	// (nil when the ledger was judged open for writing, as tests do).
+	Ledger           *ledger.Proof    `json:"ledger,omitempty"`
 	ReadBackComplete bool             `json:"read_back_complete"`
 	ReadBackNotes    map[int32]string `json:"read_back_notes,omitempty"`
 	Errors           map[string]int64 `json:"errors,omitempty"`
