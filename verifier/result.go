@@ -10,10 +10,14 @@ import (
 	"time"
 )
 
-// Verdicts.
+// Verdicts. Incomplete is neither: the read-back could not finish and
+// nothing it did read proves a failure, so the run is not judged yet
+// (`ackcheck verify` finishes it). A failure the reads made so far prove
+// (a corrupt copy, a phantom, a missed deadline) is Fail all the same.
 const (
-	Pass = "pass"
-	Fail = "fail"
+	Pass       = "pass"
+	Fail       = "fail"
+	Incomplete = "incomplete"
 )
 
 // Latency summarises one histogram in milliseconds.
@@ -82,6 +86,16 @@ type Result struct {
 	// Failures are the reasons with the check each belongs to, so that
 	// tools (JUnit) group them without parsing sentences.
 	Failures []Failure `json:"failures,omitempty"`
+	// Checks are the checks the verdict was judged by (nil in a
+	// result.json written before they were recorded).
+	Checks *Checks `json:"checks,omitempty"`
+	// CheckChanges says how a re-read's checks differ from the run's
+	// ("--max-no-ack: 1ms at the run, none at this verify"), or that the
+	// run's are unknown (ChecksUnknown).
+	CheckChanges  []string `json:"check_changes,omitempty"`
+	ChecksUnknown bool     `json:"checks_unknown,omitempty"`
+	// Resume is the command that finishes an incomplete verdict.
+	Resume string `json:"resume,omitempty"`
 
 	LongestNoAckMs float64 `json:"longest_no_ack_ms"`
 	LongestNoAckAt float64 `json:"longest_no_ack_start_s"`
@@ -110,8 +124,19 @@ type Result struct {
 	LoadStart        time.Time        `json:"load_start"`
 	LoadEnd          time.Time        `json:"load_end"`
 	CleanLedger      bool             `json:"clean_ledger"`
+	// ReadBackComplete: every partition was read to the end the broker
+	// reported after the load. False when a request failed
+	// (ReadBackError), a partition made no progress, or the topic is gone.
 	ReadBackComplete bool             `json:"read_back_complete"`
 	ReadBackNotes    map[int32]string `json:"read_back_notes,omitempty"`
+	// ReadBackError names the request that failed when the read-back
+	// could not finish.
+	ReadBackError string `json:"read_back_error,omitempty"`
+	// TopicGone: the broker answered that the topic does not exist any
+	// more (what was acked in it is lost, not unread).
+	TopicGone bool `json:"topic_gone,omitempty"`
+	// ReadBackS is how long the read-back took, in seconds.
+	ReadBackS float64 `json:"read_back_s"`
 	Errors           map[string]int64 `json:"errors,omitempty"`
 
 	Samples map[string][]Sample `json:"samples,omitempty"`

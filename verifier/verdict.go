@@ -10,16 +10,28 @@ import (
 
 // Stage 4 of Check: the verdict. Each rule reads the counts and figures
 // the earlier stages wrote into res and fails the verdict with a reason
-// and the check it belongs to (Result.Failures, for JUnit and tools).
+// and the check it belongs to (Result.Failures, for JUnit and tools). It
+// records the checks it judged by (Result.Checks) and how a re-read
+// changed them.
+//
+// A read-back that did not finish (Result.Unfinished) proves no loss: an
+// acked message not read may be in what was not read. Its lost count is
+// then no failure, and unless another check fails on what was read, the
+// verdict is Incomplete, never Pass.
 func applyVerdict(res *Result, opts Options) {
 	res.Verdict = Pass
+	checks := ChecksOf(opts)
+	res.Checks = &checks
+	res.CheckChanges, res.ChecksUnknown = opts.Changes, opts.ChecksUnknown
+	res.Notes = append(slices.Clip(res.Notes), opts.Changes...)
 	fail := func(check, format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		res.Verdict = Fail
 		res.Reasons = append(res.Reasons, msg)
 		res.Failures = append(res.Failures, Failure{Check: check, Message: msg})
 	}
-	if res.Lost > 0 {
+	unfinished := res.Unfinished()
+	if res.Lost > 0 && !unfinished {
 		fail(CheckLost, "%d acked messages were not read back", res.Lost)
 	}
 	if res.Corrupt > 0 {
@@ -34,8 +46,16 @@ func applyVerdict(res *Result, opts Options) {
 	if opts.Ordered && res.Reordered > 0 {
 		fail(CheckReordered, "%d messages out of order (--ordered)", res.Reordered)
 	}
-	if !res.ReadBackComplete {
-		fail(CheckReadBack, "the read-back did not reach every partition's end; rerun `ackcheck verify` when the brokers are back")
+	switch {
+	case res.TopicGone:
+		fail(CheckReadBack, "topic %s does not exist any more: the %d acked messages in it cannot be read", res.Topic, res.Lost)
+	case unfinished:
+		// Not a failure of the broker's: no verdict yet. Recorded as the
+		// read-back check's failure so that tools see which check is open.
+		msg := "the read-back did not finish" + res.readBackWhy() +
+			fmt.Sprintf("; %d acked messages are not read so far; run `ackcheck verify` on this run directory when the brokers answer", res.Lost)
+		res.Reasons = append(res.Reasons, msg)
+		res.Failures = append(res.Failures, Failure{Check: CheckReadBack, Message: msg})
 	}
 	if res.Sent == 0 {
 		fail(CheckSent, "nothing was sent: there is nothing to judge")
@@ -75,6 +95,39 @@ func applyVerdict(res *Result, opts Options) {
 			fail(CheckUnexpectedDeath, "node %d died at %.1fs and no fault killed it", f.Node, f.AtS)
 		}
 	}
+	if unfinished && res.Verdict == Pass {
+		res.Verdict = Incomplete
+	}
+}
+
+// Unfinished reports whether the read-back ended before every partition's
+// end without the broker saying the data is gone: what was not read is
+// not judged.
+func (r *Result) Unfinished() bool { return !r.ReadBackComplete && !r.TopicGone }
+
+// readBackWhy says which request or partitions stopped the read-back,
+// partitions in order: ": reading ...; partition 3: stopped at ...".
+func (r *Result) readBackWhy() string {
+	var parts []string
+	if r.ReadBackError != "" {
+		parts = append(parts, r.ReadBackError)
+	}
+	ps := make([]int32, 0, len(r.ReadBackNotes))
+	for p := range r.ReadBackNotes {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	for i, p := range ps {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more partitions", len(ps)-5))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("partition %d: %s", p, r.ReadBackNotes[p]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
 }
 
 // topErrors names the n most frequent failure texts, for a reason.
