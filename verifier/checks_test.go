@@ -14,7 +14,9 @@ import (
 func TestRejudge(t *testing.T) {
 	run := Checks{Ordered: true, NoDuplicates: true, MaxNoAck: Duration(time.Millisecond), MaxReady: Duration(2 * time.Second), MaxInSync: Duration(3 * time.Second)}
 	none := func(string) bool { return false }
-	given := func(flags ...string) func(string) bool { return func(f string) bool { return slices.Contains(flags, f) } }
+	given := func(flags ...string) func(string) bool {
+		return func(f string) bool { return slices.Contains(flags, f) }
+	}
 	tests := []struct {
 		name    string
 		saved   *Checks

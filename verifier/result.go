@@ -121,9 +121,9 @@ type Result struct {
 	AckedByClass map[string]int64 `json:"acked_by_class,omitempty"`
 	Windows      []Window         `json:"windows"`
 
-	LoadStart        time.Time        `json:"load_start"`
-	LoadEnd          time.Time        `json:"load_end"`
-	CleanLedger      bool             `json:"clean_ledger"`
+	LoadStart   time.Time `json:"load_start"`
+	LoadEnd     time.Time `json:"load_end"`
+	CleanLedger bool      `json:"clean_ledger"`
 	// ReadBackComplete: every partition was read to the end the broker
 	// reported after the load. False when a request failed
 	// (ReadBackError), a partition made no progress, or the topic is gone.
@@ -136,8 +136,8 @@ type Result struct {
 	// more (what was acked in it is lost, not unread).
 	TopicGone bool `json:"topic_gone,omitempty"`
 	// ReadBackS is how long the read-back took, in seconds.
-	ReadBackS float64 `json:"read_back_s"`
-	Errors           map[string]int64 `json:"errors,omitempty"`
+	ReadBackS float64          `json:"read_back_s"`
+	Errors    map[string]int64 `json:"errors,omitempty"`
 
 	Samples map[string][]Sample `json:"samples,omitempty"`
 
