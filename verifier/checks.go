@@ -30,6 +30,9 @@ type Checks struct {
 // It also reads a plain number of nanoseconds.
 type Duration time.Duration
 
+// String writes d as Go writes durations ("1ms").
+func (d Duration) String() string { return time.Duration(d).String() }
+
 // MarshalJSON writes the duration as text.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
