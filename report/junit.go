@@ -175,7 +175,7 @@ func Checks(r *verifier.Result) []Check {
 		switch {
 		case c.check == verifier.CheckReadBack && unfinished:
 			k.Status, k.Message = Errored, m
-			if r.Resume != "" {
+			if r.Resume != "" && !strings.Contains(m, r.Resume) {
 				k.Message += "; finish it with: " + r.Resume
 			}
 		case m != "":

@@ -618,6 +618,13 @@ func settle(out string, res *verifier.Result, logf func(string, ...any)) {
 		return
 	}
 	res.Resume = "ackcheck verify --out " + shellQuote(out)
+	finish := "finish it with `" + res.Resume + "` when the brokers answer"
+	for i := range res.Reasons {
+		res.Reasons[i] = strings.Replace(res.Reasons[i], verifier.ResumeHint, finish, 1)
+	}
+	for i := range res.Failures {
+		res.Failures[i].Message = strings.Replace(res.Failures[i].Message, verifier.ResumeHint, finish, 1)
+	}
 	logf("the read-back did not finish (%d of %d acked messages read so far): verdict %s; finish it with `%s` when the brokers answer",
 		res.Acked-res.Lost, res.Acked, res.Verdict, res.Resume)
 }

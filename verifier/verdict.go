@@ -53,7 +53,7 @@ func applyVerdict(res *Result, opts Options) {
 		// Not a failure of the broker's: no verdict yet. Recorded as the
 		// read-back check's failure so that tools see which check is open.
 		msg := "the read-back did not finish" + res.readBackWhy() +
-			fmt.Sprintf("; %d acked messages are not read so far; run `ackcheck verify` on this run directory when the brokers answer", res.Lost)
+			fmt.Sprintf("; %d acked messages are not read so far; %s", res.Lost, ResumeHint)
 		res.Reasons = append(res.Reasons, msg)
 		res.Failures = append(res.Failures, Failure{Check: CheckReadBack, Message: msg})
 	}
@@ -99,6 +99,10 @@ func applyVerdict(res *Result, opts Options) {
 		res.Verdict = Incomplete
 	}
 }
+
+// ResumeHint ends the reason of an unfinished read-back; a caller that
+// knows the run directory replaces it with the command itself.
+const ResumeHint = "run `ackcheck verify` on this run directory when the brokers answer"
 
 // Unfinished reports whether the read-back ended before every partition's
 // end without the broker saying the data is gone: what was not read is

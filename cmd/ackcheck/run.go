@@ -426,7 +426,7 @@ func report(cmd *cobra.Command, res *verifier.Result, out, junit string) error {
 				why = f.Message
 			}
 		}
-		return fmt.Errorf("no verdict (result.json: incomplete): %s. Finish it with `%s` when the brokers answer", why, res.Resume)
+		return fmt.Errorf("no verdict (result.json: incomplete): %s", why)
 	}
 	return errVerdictFailed
 }
