@@ -11,14 +11,26 @@ import (
 
 // junitSuite is the JUnit XML format CI systems read.
 type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	XMLName  xml.Name `xml:"testsuite"`
+	Name     string   `xml:"name,attr"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	Skipped  int      `xml:"skipped,attr"`
+	Time     string   `xml:"time,attr"`
+	// Properties carry what identifies this run (its run ID): the suite's
+	// and cases' names stay the same from run to run, for CI histories.
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -190,15 +202,35 @@ func Checks(r *verifier.Result) []Check {
 	return cs
 }
 
-// JUnit renders the verdict's checks as JUnit XML: one suite, one case per
-// check (Checks).
+// JUnit renders the verdict's checks as JUnit XML: one suite named for the
+// driver (the run ID, topic and verdict are properties), one case per check
+// (Checks). The suite's time is the load's and the read-back's.
 func JUnit(r *verifier.Result) ([]byte, error) {
-	return Suite("ackcheck "+r.RunID, "ackcheck."+r.Driver, Checks(r))
+	s, err := suite("ackcheck "+r.Driver, "ackcheck."+r.Driver, Checks(r))
+	if err != nil {
+		return nil, err
+	}
+	total := r.ReadBackS
+	if !r.LoadStart.IsZero() && r.LoadEnd.After(r.LoadStart) {
+		total += r.LoadEnd.Sub(r.LoadStart).Seconds()
+	}
+	s.Time = seconds(total)
+	s.Properties = &junitProperties{Property: []junitProperty{{"run_id", r.RunID}, {"topic", r.Topic}, {"verdict", r.Verdict}}}
+	return marshal(s)
 }
 
 // Suite renders cases as one JUnit test suite, each case of the given
-// class, with the suite's time the sum of its cases'.
+// class, the suite's time the sum of its cases' (cases that ran one after
+// another).
 func Suite(name, classname string, cases []Check) ([]byte, error) {
+	s, err := suite(name, classname, cases)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(s)
+}
+
+func suite(name, classname string, cases []Check) (junitSuite, error) {
 	s := junitSuite{Name: name}
 	total := 0.0
 	for _, c := range cases {
@@ -216,13 +248,17 @@ func Suite(name, classname string, cases []Check) ([]byte, error) {
 			jc.Skipped = &junitMessage{Message: c.Message}
 			s.Skipped++
 		default:
-			return nil, fmt.Errorf("junit case %q: unknown status %q", c.Name, c.Status)
+			return s, fmt.Errorf("junit case %q: unknown status %q", c.Name, c.Status)
 		}
 		total += c.Seconds
 		s.Cases = append(s.Cases, jc)
 	}
 	s.Tests = len(s.Cases)
 	s.Time = seconds(total)
+	return s, nil
+}
+
+func marshal(s junitSuite) ([]byte, error) {
 	out, err := xml.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, err

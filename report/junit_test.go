@@ -21,6 +21,7 @@ import (
 )
 
 type junitDoc struct {
+	Name     string `xml:"name,attr"`
 	Tests    int    `xml:"tests,attr"`
 	Failures int    `xml:"failures,attr"`
 	Errors   int    `xml:"errors,attr"`
@@ -61,6 +62,9 @@ func statuses(t *testing.T, data []byte) map[string]string {
 		}
 		got[c.Name] = st
 		counts[st]++
+	}
+	if s.Name != "ackcheck kafka" {
+		t.Errorf("suite name %q: want the same name for every run of a driver", s.Name)
 	}
 	if s.Tests != len(s.Cases) || s.Failures != counts["failed"] || s.Errors != counts["error"] || s.Skipped != counts["skipped"] || s.Time == "" {
 		t.Errorf("suite counts %+v, cases %v", s, counts)
