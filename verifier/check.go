@@ -101,6 +101,7 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	}
 	defer m.close()
 	cls := newClassifier(res, run, l.SentThrough(), opts.MaxSamples)
+	cls.unread = unreadPartitions(rb)
 	tl := newTimelines(run, opts.Window, ft)
 	var h history
 	for n := 0; m.next(&h); n++ {

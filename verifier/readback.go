@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -57,6 +58,25 @@ type ReadBackReport struct {
 	TopicGone bool `json:"topic_gone,omitempty"`
 	// Took is how long the read-back ran.
 	Took time.Duration `json:"took_ns"`
+	// Unread are the partitions not read to their end (a topic gone is
+	// not unread: the broker said what is left). Null in a report from
+	// before it was kept: then every partition of an incomplete read-back
+	// counts as unread (unreadPartitions).
+	Unread []int32 `json:"unread"`
+}
+
+// unreadPartitions reports whether rb did not read a partition to its
+// end. A report from before Unread was kept that is incomplete counts
+// every partition as unread: it cannot say which were.
+func unreadPartitions(rb ReadBackReport) func(int32) bool {
+	if rb.Unread == nil && !rb.Complete && !rb.TopicGone {
+		return func(int32) bool { return true }
+	}
+	set := map[int32]bool{}
+	for _, p := range rb.Unread {
+		set[p] = true
+	}
+	return func(p int32) bool { return set[p] }
 }
 
 // ReadBack reads the run's partitions from run.StartOffsets to the current
@@ -153,6 +173,13 @@ func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledge
 			rep.Complete, rep.TopicGone = false, true
 		}
 	}
+	rep.Unread = []int32{}
+	for p := range run.StartOffsets {
+		if _, bounded := to[p]; !rep.TopicGone && (!bounded || !reads.Partitions[p].Complete) {
+			rep.Unread = append(rep.Unread, p)
+		}
+	}
+	slices.Sort(rep.Unread)
 	rep.Took = time.Since(rep.At)
 	if err := l.Flush(); err != nil {
 		return rep, err

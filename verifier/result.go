@@ -55,16 +55,19 @@ type Result struct {
 	Driver string `json:"driver"`
 	Topic  string `json:"topic"`
 
-	Sent          int64 `json:"sent"`
-	Acked         int64 `json:"acked"`
-	Failed        int64 `json:"failed"`
-	Rejected      int64 `json:"rejected"`
-	Unknown       int64 `json:"unknown"`
-	NoOutcome     int64 `json:"no_outcome"`
-	Shed          int64 `json:"shed"`
-	Read          int64 `json:"read"`
-	RecordsRead   int64 `json:"records_read"`
-	Lost          int64 `json:"lost"`
+	Sent        int64 `json:"sent"`
+	Acked       int64 `json:"acked"`
+	Failed      int64 `json:"failed"`
+	Rejected    int64 `json:"rejected"`
+	Unknown     int64 `json:"unknown"`
+	NoOutcome   int64 `json:"no_outcome"`
+	Shed        int64 `json:"shed"`
+	Read        int64 `json:"read"`
+	RecordsRead int64 `json:"records_read"`
+	Lost        int64 `json:"lost"`
+	// LostUnread counts, of Lost, the acked messages whose partition the
+	// read-back did not read to its end: not shown lost, only not read.
+	LostUnread    int64 `json:"lost_unread,omitempty"`
 	Corrupt       int64 `json:"corrupt"`
 	Phantom       int64 `json:"phantom"`
 	Duplicates    int64 `json:"duplicates"`

@@ -14,10 +14,11 @@ import (
 // records the checks it judged by (Result.Checks) and how a re-read
 // changed them.
 //
-// A read-back that did not finish (Result.Unfinished) proves no loss: an
-// acked message not read may be in what was not read. Its lost count is
-// then no failure, and unless another check fails on what was read, the
-// verdict is Incomplete, never Pass.
+// A read-back that did not finish (Result.Unfinished) proves no loss in
+// the partitions it did not read to their end: an acked message not read
+// there may be in what was not read (LostUnread). Those are no failure;
+// a loss in a partition read to its end is. Unless a check fails on what
+// was read, the verdict is then Incomplete, never Pass.
 func applyVerdict(res *Result, opts Options) {
 	res.Verdict = Pass
 	checks := ChecksOf(opts)
@@ -31,8 +32,11 @@ func applyVerdict(res *Result, opts Options) {
 		res.Failures = append(res.Failures, Failure{Check: check, Message: msg})
 	}
 	unfinished := res.Unfinished()
-	if res.Lost > 0 && !unfinished {
+	switch proven := res.Lost - res.LostUnread; {
+	case !unfinished && res.Lost > 0:
 		fail(CheckLost, "%d acked messages were not read back", res.Lost)
+	case unfinished && proven > 0:
+		fail(CheckLost, "%d acked messages were not read back from partitions read to their end (%d more in partitions not read to their end are not judged)", proven, res.LostUnread)
 	}
 	if res.Corrupt > 0 {
 		fail(CheckCorrupt, "%d copies failed their checksum", res.Corrupt)
@@ -53,7 +57,7 @@ func applyVerdict(res *Result, opts Options) {
 		// Not a failure of the broker's: no verdict yet. Recorded as the
 		// read-back check's failure so that tools see which check is open.
 		msg := "the read-back did not finish" + res.readBackWhy() +
-			fmt.Sprintf("; %d acked messages are not read so far; %s", res.Lost, ResumeHint)
+			fmt.Sprintf("; %d acked messages are not read so far; %s", res.LostUnread, ResumeHint)
 		res.Reasons = append(res.Reasons, msg)
 		res.Failures = append(res.Failures, Failure{Check: CheckReadBack, Message: msg})
 	}
