@@ -90,6 +90,7 @@ func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.R
 	if err != nil {
 		return nil, err
 	}
+	settle(out, res, func(string, ...any) {})
 	return res, writeOutputs(out, res, run)
 }
 

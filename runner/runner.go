@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,11 @@ type Settings struct {
 	MaxInFlight int               `json:"max_in_flight"`
 	CreatedAt   time.Time         `json:"created_at"`
 	Faults      *FaultSource      `json:"faults,omitempty"`
+	// Checks are the checks the run's verdict was judged by; verify and
+	// report judge by them again unless a check flag is given (see
+	// verifier.Rejudge). Nil in run.json of runs from before they were
+	// saved: their checks are unknown.
+	Checks *verifier.Checks `json:"checks,omitempty"`
 }
 
 // Config is one run.
@@ -455,6 +461,8 @@ func writeSettings(cfg Config, lc load.Config, runID uint64) error {
 		Topic: cfg.Topic, Rate: lc.Rate, Duration: lc.Duration.String(), Producers: lc.Producers,
 		MessageSize: lc.MessageSize, Keys: lc.Keys, MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
 	}
+	checks := verifier.ChecksOf(cfg.Check)
+	s.Checks = &checks
 	if sd, ok := cfg.Driver.(drivers.SettingsDescriber); ok {
 		s.DriverRows = sd.SettingsRows()
 	}
@@ -549,6 +557,7 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if err != nil {
 		return nil, err
 	}
+	settle(out, res, logf)
 	if err := writeOutputs(out, res, run); err != nil {
 		return nil, err
 	}
@@ -650,4 +659,31 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 			}
 		}
 	}
+}
+
+// settle completes a judged result before it is written: a read-back that
+// did not finish names, in result.json and on the progress writer, the
+// command that finishes it.
+func settle(out string, res *verifier.Result, logf func(string, ...any)) {
+	if !res.Unfinished() {
+		return
+	}
+	res.Resume = "ackcheck verify --out " + shellQuote(out)
+	finish := "finish it with `" + res.Resume + "` when the brokers answer"
+	for i := range res.Reasons {
+		res.Reasons[i] = strings.Replace(res.Reasons[i], verifier.ResumeHint, finish, 1)
+	}
+	for i := range res.Failures {
+		res.Failures[i].Message = strings.Replace(res.Failures[i].Message, verifier.ResumeHint, finish, 1)
+	}
+	logf("the read-back did not finish (%d of %d acked messages read so far): verdict %s; finish it with `%s` when the brokers answer",
+		res.Acked-res.Lost, res.Acked, res.Verdict, res.Resume)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+:=@%,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

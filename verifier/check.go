@@ -30,6 +30,11 @@ type Options struct {
 	// took a node away, the time until it answered again and until every
 	// replica was back in sync (never observed counts as missed).
 	MaxNoAck, MaxReady, MaxInSync time.Duration
+	// Changes are the checks a re-read changed from the run's own, and
+	// ChecksUnknown says the run's own are not known (see Rejudge);
+	// result.json states both.
+	Changes       []string
+	ChecksUnknown bool
 }
 
 // Check judges the run recorded in l. It needs a completed ReadBack.
@@ -106,6 +111,9 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		LoadEnd:          run.LoadEnd,
 		CleanLedger:      run.Clean,
 		ReadBackComplete: rb.Complete,
+		ReadBackError:    rb.Error,
+		TopicGone:        rb.TopicGone,
+		ReadBackS:        rb.Took.Seconds(),
 		ReadBackNotes:    rb.Notes,
 		Errors:           run.Errors,
 		Samples:          map[string][]Sample{},
@@ -122,6 +130,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	}
 	defer m.close()
 	cls := newClassifier(res, run, l.SentThrough(), opts.MaxSamples)
+	cls.unread = unreadPartitions(rb)
 	tl := newTimelines(run, opts.Window, ft)
 	var h history
 	for n := 0; m.next(&h); n++ {

@@ -16,6 +16,9 @@ type classifier struct {
 	run        ledger.RunInfo
 	sentThru   map[uint32]uint64 // per producer, one past the highest committed Send
 	maxSamples int
+	// unread are the partitions the read-back did not read to their end:
+	// a message acked there and not read is not shown lost (LostUnread).
+	unread func(partition int32) bool
 
 	started    bool
 	producer   uint32
@@ -99,6 +102,9 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 	if valid == 0 {
 		if h.acked {
 			res.Lost++
+			if c.unread != nil && c.unread(h.ack.Partition) {
+				res.LostUnread++
+			}
 			c.sample("lost", Sample{ID: id.String(), Partition: h.ack.Partition, Offset: h.ack.Offset})
 			return true, true
 		}

@@ -43,6 +43,17 @@ func (c *checkFlags) options() verifier.Options {
 		MaxNoAck: c.maxNoAck, MaxReady: c.maxReady, MaxInSync: c.maxInSync}
 }
 
+// rejudge is the options a re-read (command: verify, report) judges the
+// run of s by: the run's own checks, except those given on this command
+// line. Each change, and checks that are unknown, is printed.
+func (c *checkFlags) rejudge(cmd *cobra.Command, s runner.Settings, command string) verifier.Options {
+	o := verifier.Rejudge(s.Checks, c.options(), cmd.Flags().Changed, command)
+	for _, ch := range o.Changes {
+		fmt.Fprintf(cmd.OutOrStdout(), "note: %s\n", ch)
+	}
+	return o
+}
+
 // runFlags are the flags of every command that runs a load.
 type runFlags struct {
 	driverName    string
@@ -352,7 +363,12 @@ func newVerifyCmd() *cobra.Command {
 		Long: `verify repeats the read-back and the verdict of an existing run directory:
 after ackcheck itself died, after --no-verify, or when the brokers are back.
 Connection settings come from the run's run.json; flags given here override
-them (the SASL password is never stored: pass it again).`,
+them (the SASL password is never stored: pass it again).
+
+The verdict is judged by the run's own checks (--ordered, --no-duplicates,
+--max-no-ack, --max-ready, --max-in-sync, saved in run.json). A check flag
+given here replaces the run's; the change is printed and recorded in
+result.json (check_changes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -367,7 +383,8 @@ them (the SASL password is never stored: pass it again).`,
 				return err
 			}
 			defer d.Close()
-			res, err := runner.Verify(cmd.Context(), out, d, cf.options(), cf.readIdle, cmd.OutOrStdout())
+			opts := cf.rejudge(cmd, s, "verify")
+			res, err := runner.Verify(cmd.Context(), out, d, opts, cf.readIdle, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
@@ -398,10 +415,22 @@ func report(cmd *cobra.Command, res *verifier.Result, out, junit string) error {
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "junit: %s\n", junit)
 	}
-	if res.Verdict != verifier.Pass {
-		return errVerdictFailed
+	switch res.Verdict {
+	case verifier.Pass:
+		return nil
+	case verifier.Incomplete:
+		// No verdict yet: an error (exit 2), not a failure of the broker.
+		why := "the read-back did not finish"
+		for _, f := range res.Failures {
+			if f.Check == verifier.CheckReadBack {
+				why = f.Message
+			}
+		}
+		return fmt.Errorf("no verdict (result.json: incomplete): %s", why)
+	case verifier.Unproven:
+		return fmt.Errorf("no verdict (result.json: unproven): the run's ledger cannot be proven whole: %s", res.Ledger.Reason)
 	}
-	return nil
+	return errVerdictFailed
 }
 
 func isTerminal(f *os.File) bool {
