@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -111,14 +110,6 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		return runner.Config{}, nil, err
 	}
 	r.lc.LiveRead = !r.noLiveRead
-	probe := r.lc
-	probe.Partitions = []int32{0} // known once the topic is; check the rest now
-	if err := probe.Validate(); err != nil {
-		return runner.Config{}, nil, err
-	}
-	if r.topic.Partitions < 1 || r.topic.ReplicationFactor < 1 {
-		return runner.Config{}, nil, fmt.Errorf("--partitions and --replication-factor must be at least 1")
-	}
 	r.topic.Configs = r.topicCfg
 	var plan *runner.FaultPlan
 	var fsync *bool
@@ -217,10 +208,6 @@ func (r *runFlags) startMetrics(cmd *cobra.Command) (*metrics.Server, error) {
 	return srv, nil
 }
 
-// refuse rejects, before any broker is touched or file written, values
-// that the load would otherwise replace with a default or act on wrongly:
-// a flag given explicitly as 0 is the user's mistake, not a request for the
-// default.
 // openDriver picks the run's driver (--driver, or the broker the cluster
 // runs), fills the driver flags the user did not give from the cluster's
 // own addresses, and connects it.
@@ -240,6 +227,9 @@ func (r *runFlags) openDriver(cmd *cobra.Command) (drivers.Driver, any, error) {
 		return nil, nil, err
 	}
 	r.profile = p
+	if err := checkMessageSize(p, r.lc.MessageSize); err != nil {
+		return nil, nil, err
+	}
 	// The user's own flags first: the cluster's addresses, set below, are
 	// the right driver's by construction.
 	if err := flagsBelongTo(p.Name(), fs); err != nil {
@@ -273,6 +263,13 @@ func (r *runFlags) applyFiles(cmd *cobra.Command) error {
 	return nil
 }
 
+// refuse is where a run's settings are checked, all of them before any
+// broker is touched or file written (issue 24, point 7); only the message
+// size's bound waits for the driver to be known (openDriver), still
+// before it connects. It refuses values out of bounds (see inputs.go) and
+// values the load would otherwise replace with a default or act on
+// wrongly: a flag given explicitly as 0 is the user's mistake, not a
+// request for the default.
 func (r *runFlags) refuse(cmd *cobra.Command) error {
 	fs := cmd.Flags()
 	given := func(name string) bool { return fs.Changed(name) }
@@ -285,10 +282,37 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 		return fmt.Errorf("--producers 0: use 1 to 1024")
 	case given("max-in-flight") && r.lc.MaxInFlight == 0:
 		return fmt.Errorf("--max-in-flight 0: use at least 1")
+	case r.topic.Partitions < 1 || r.topic.Partitions > maxPartitions:
+		return fmt.Errorf("--partitions %d: use 1 to %d for a topic ackcheck creates (a topic that exists is used with its own count)", r.topic.Partitions, maxPartitions)
+	case r.topic.ReplicationFactor < 1:
+		return fmt.Errorf("--replication-factor %d: use at least 1", r.topic.ReplicationFactor)
 	}
-	if j := r.cf.junit; j != "" {
-		if st, err := os.Stat(filepath.Dir(j)); err != nil || !st.IsDir() {
-			return fmt.Errorf("--junit %s: its directory %s does not exist; create it first", j, filepath.Dir(j))
+	if err := refuseDurations(fs); err != nil {
+		return err
+	}
+	if given("progress-interval") && r.progress < minProgressInterval {
+		return fmt.Errorf("--progress-interval %s: use at least %s, or leave the flag out for 1s on a terminal, 10s otherwise", r.progress, minProgressInterval)
+	}
+	if err := checkOut(r.out); err != nil {
+		return err
+	}
+	if err := checkJunit(r.cf.junit, r.out); err != nil {
+		return err
+	}
+	// The driver's own bound waits for the driver (a cluster's broker),
+	// but no driver takes more than the largest, and the memory estimate
+	// of a size no driver sends would only mislead.
+	if err := checkMessageSize(nil, r.lc.MessageSize); err != nil {
+		return err
+	}
+	probe := r.lc
+	probe.Partitions = []int32{0} // known once the topic is; check the rest now
+	if err := probe.Validate(); err != nil {
+		return err
+	}
+	if avail, from, ok := availableMemory(); ok {
+		if err := checkMemory(probe, avail, from); err != nil {
+			return err
 		}
 	}
 	return nil
