@@ -65,6 +65,7 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 		{"workload message size of 2 GiB", []string{"--workload", workload("big", "name: big\nmessageSize: 2147483648\n")}, "--message-size 2147483648: no driver sends more than"},
 		{"in flight beyond memory", []string{"--message-size", "999000", "--rate", "10000", "--duration", "60s"}, "could take about"},
 		{"partitions beyond the bound", []string{"--partitions", "1000000000"}, "--partitions 1000000000: use 1 to 10000"},
+		{"partitions one beyond the bound", []string{"--partitions", "10001"}, "--partitions 10001: use 1 to 10000"},
 		{"workload partitions beyond the bound", []string{"--workload", workload("wide", "name: wide\npartitionsPerTopic: 1000000000\n")}, "--partitions 1000000000: use 1 to 10000"},
 		{"progress every 1ns", []string{"--progress-interval", "1ns"}, "--progress-interval 1ns: use at least 100ms"},
 		{"progress 0", []string{"--progress-interval", "0"}, "--progress-interval 0s: must be above 0"},
@@ -114,7 +115,7 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, "runs", "inw", "r", "junit.xml")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "runs", "inx", "r", "junit.xml")); err != nil {
 		t.Errorf("--junit in the run directory: %v", err)
 	}
 }
