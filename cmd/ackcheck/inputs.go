@@ -37,6 +37,11 @@ const minProgressInterval = 100 * time.Millisecond
 // the absence of the check: given as 0 they would turn the check off.
 var deadlineFlags = map[string]bool{"max-no-ack": true, "max-ready": true, "max-in-sync": true}
 
+// zeroMeans are the duration flags whose 0 is a value of its own, never
+// replaced: lazyfs lose --wait-closed 0 loses at once, without waiting
+// for files to be closed.
+var zeroMeans = map[string]bool{"wait-closed": true}
+
 // refuseDurations refuses every duration flag given on the command line
 // (or by a scenario or workload file) as zero or negative. Left as they
 // are, ackcheck and its drivers replace such a value with the default
@@ -50,7 +55,7 @@ func refuseDurations(fs *pflag.FlagSet) error {
 			return
 		}
 		d, perr := time.ParseDuration(f.Value.String())
-		if perr != nil || d > 0 {
+		if perr != nil || d > 0 || (d == 0 && zeroMeans[f.Name]) {
 			return
 		}
 		switch {

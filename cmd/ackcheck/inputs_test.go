@@ -75,6 +75,7 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 		{"max-in-sync negative", []string{"--max-in-sync", "-5s"}, "--max-in-sync -5s: a deadline must be above 0"},
 		{"recovery 0", []string{"--recovery-timeout", "0s"}, "--recovery-timeout 0s: must be above 0"},
 		{"a driver's duration 0", []string{"--linger", "0s"}, "--linger 0s: must be above 0"},
+		{"scenario file's read idle 0", []string{"--file", workload("idle0", "read-idle-timeout: 0s\n")}, "--read-idle-timeout 0s: must be above 0"},
 		{"junit is a directory", []string{"--junit", aDir}, "--junit " + aDir + " is a directory"},
 		{"junit in a missing directory", []string{"--junit", filepath.Join(dir, "nope", "j.xml")}, "does not exist; create it first"},
 		{"junit under a file", []string{"--junit", filepath.Join(aFile, "j.xml")}, aFile + " is a file, not a directory"},
@@ -115,7 +116,7 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, "runs", "inx", "r", "junit.xml")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "runs", "iny", "r", "junit.xml")); err != nil {
 		t.Errorf("--junit in the run directory: %v", err)
 	}
 }
@@ -220,8 +221,20 @@ func TestCheckMemory(t *testing.T) {
 }
 
 // refuseDurations refuses every duration flag given as 0 or below, and
-// leaves alone those not given or given above 0.
+// leaves alone those not given or given above 0. Every command checks its
+// own (verify, report, leader-kill, ...), before anything else.
 func TestRefuseDurations(t *testing.T) {
+	for _, args := range [][]string{
+		{"verify", "--out", t.TempDir(), "--read-idle-timeout", "0"},
+		{"report", "--out", t.TempDir(), "--max-no-ack", "-1s"},
+		{"leader-kill", "--kill-at", "0s", "--out", t.TempDir() + "/r"},
+		{"fsync-audit", "--loss-at", "-2s", "--out", t.TempDir() + "/r"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := execute(context.Background(), args, &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "must be above 0") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
 	for _, tc := range []struct {
 		args   []string
 		refuse string
@@ -234,8 +247,11 @@ func TestRefuseDurations(t *testing.T) {
 		{[]string{"--max-ready", "0"}, "--max-ready 0s: a deadline must be above 0 (0 would mean no deadline at all"},
 		{[]string{"--max-ready", "2s"}, ""},
 		{[]string{"--count", "0"}, ""}, // not a duration
+		{[]string{"--wait-closed", "0"}, ""},
+		{[]string{"--wait-closed", "-1s"}, "--wait-closed -1s: must be above 0"},
 	} {
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		fs.Duration("wait-closed", 10*time.Second, "")
 		fs.Duration("idle", time.Minute, "")
 		fs.Duration("at", 0, "")
 		fs.Duration("max-ready", 0, "")
