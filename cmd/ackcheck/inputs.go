@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/message"
 	"github.com/spf13/pflag"
 )
 
@@ -221,4 +223,34 @@ func availableMemory() (bytes uint64, from string, ok bool) {
 		return total, "MemTotal in /proc/meminfo", true
 	}
 	return 0, "", false
+}
+
+// validate bounds bench --peer's workloads as refuse bounds a run's:
+// Kafka's message size, the partitions, and the memory of the values in
+// flight, plus, with the in-process kfake (no --brokers), every record,
+// which kfake keeps in memory.
+func (s peerShape) validate(available uint64, from string) error {
+	switch {
+	case s.Messages < 1:
+		return fmt.Errorf("--messages %d: use at least 1", s.Messages)
+	case s.Partitions < 1 || s.Partitions > maxPartitions:
+		return fmt.Errorf("--partitions %d: use 1 to %d", s.Partitions, maxPartitions)
+	case s.Producers < 1 || s.MaxInFlight < 1:
+		return fmt.Errorf("--producers %d, --max-in-flight %d: use at least 1 of each", s.Producers, s.MaxInFlight)
+	case s.Size < message.MinSize:
+		return fmt.Errorf("--message-size must be at least %d bytes (ID, send time and checksum)", message.MinSize)
+	}
+	if err := checkMessageSize(kafka.Profile{}, s.Size); err != nil {
+		return err
+	}
+	lc := load.Config{Rate: float64(s.Messages), Duration: time.Second, MessageSize: s.Size, MaxInFlight: s.MaxInFlight}
+	if len(s.Brokers) == 0 {
+		held := uint64(s.Messages) * uint64(s.Size)
+		if held > available {
+			return fmt.Errorf("--messages %d x --message-size %d: the in-process kfake would hold about %s, more than the %s of memory available (%s): lower --messages or --message-size, or give --brokers",
+				s.Messages, s.Size, drivers.ApproxBytes(held), drivers.ApproxBytes(available), from)
+		}
+		available -= held
+	}
+	return checkMemory(lc, available, from)
 }

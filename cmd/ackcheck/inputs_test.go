@@ -268,3 +268,35 @@ func TestRefuseDurations(t *testing.T) {
 		}
 	}
 }
+
+// bench --peer's workloads are bounded like a run's.
+func TestPeerShapeBounds(t *testing.T) {
+	ok := peerShape{Messages: 1_000_000, Size: 1024, Producers: 4, Partitions: 16, MaxInFlight: 100_000}
+	const avail = 24 << 30
+	for _, tc := range []struct {
+		name   string
+		mut    func(*peerShape)
+		refuse string
+	}{
+		{"defaults", func(*peerShape) {}, ""},
+		{"kafka's largest message, few messages", func(s *peerShape) { s.Size = 999_000; s.Messages = 1000; s.MaxInFlight = 1000 }, ""},
+		{"above kafka's message size", func(s *peerShape) { s.Size = 999_001 }, "the kafka driver sends at most 999000"},
+		{"2 GiB values", func(s *peerShape) { s.Size = 1 << 31 }, "the kafka driver sends at most"},
+		{"kfake holds every record", func(s *peerShape) { s.Size = 64 << 10 }, "the in-process kfake would hold about 61.0 GiB"},
+		{"a broker of its own holds them", func(s *peerShape) { s.Size = 64 << 10; s.Brokers = []string{"b:9092"}; s.MaxInFlight = 1000 }, ""},
+		{"in flight beyond memory", func(s *peerShape) { s.Size = 512 << 10; s.Messages = 40_000; s.MaxInFlight = 40_000 }, "could take about 58.6 GiB"},
+		{"partitions", func(s *peerShape) { s.Partitions = 1_000_000_000 }, "--partitions 1000000000: use 1 to 10000"},
+		{"no messages", func(s *peerShape) { s.Messages = 0 }, "--messages 0"},
+		{"tiny values", func(s *peerShape) { s.Size = 8 }, "--message-size must be at least"},
+	} {
+		s := ok
+		tc.mut(&s)
+		err := s.validate(avail, "test")
+		switch {
+		case tc.refuse == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.refuse != "" && (err == nil || !strings.Contains(err.Error(), tc.refuse)):
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.refuse)
+		}
+	}
+}
