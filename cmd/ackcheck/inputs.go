@@ -72,6 +72,23 @@ func refuseDurations(fs *pflag.FlagSet) error {
 	return err
 }
 
+// refuseEveryCommand is what every command checks before it does
+// anything: its duration flags, and a --junit it would write only at its
+// end (verify's after the whole read-back).
+func refuseEveryCommand(fs *pflag.FlagSet) error {
+	if err := refuseDurations(fs); err != nil {
+		return err
+	}
+	if j := fs.Lookup("junit"); j != nil && j.Changed {
+		out := ""
+		if o := fs.Lookup("out"); o != nil {
+			out = o.Value.String()
+		}
+		return checkJunit(j.Value.String(), out)
+	}
+	return nil
+}
+
 // checkOut refuses an --out that cannot become a new run directory: a
 // file, a directory already holding a run, or a place ackcheck cannot
 // write. The runner claims the directory for real (runner.claimOut); this

@@ -235,6 +235,12 @@ func TestRefuseDurations(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
 		}
 	}
+	// verify's --junit, too, is checked before its read-back.
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := execute(context.Background(), []string{"verify", "--out", dir, "--junit", dir}, &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "--junit "+dir+" is a directory") {
+		t.Errorf("verify --junit DIR: exit %d, stderr %q", code, stderr.String())
+	}
 	for _, tc := range []struct {
 		args   []string
 		refuse string
