@@ -202,10 +202,12 @@ func checkMemory(lc load.Config, available uint64, from string) error {
 		return nil
 	}
 	lc = lc.WithDefaults()
-	fits := available / load.ValueCopies / uint64(max(lc.MessageSize, 1))
-	return fmt.Errorf("--max-in-flight %d x --message-size %d: the values in flight could take about %s (%d copies of each), more than the %s of memory available (%s): "+
-		"lower --max-in-flight to at most %d, or --message-size",
-		lc.MaxInFlight, lc.MessageSize, drivers.ApproxBytes(est), load.ValueCopies, drivers.ApproxBytes(available), from, fits)
+	fix := "lower --message-size: not even one value fits"
+	if fits := available / load.ValueCopies / uint64(max(lc.MessageSize, 1)); fits > 0 {
+		fix = fmt.Sprintf("lower --max-in-flight to at most %d, or --message-size", fits)
+	}
+	return fmt.Errorf("--max-in-flight %d x --message-size %d: the values in flight could take about %s (%d copies of each), more than the %s of memory available (%s): %s",
+		lc.MaxInFlight, lc.MessageSize, drivers.ApproxBytes(est), load.ValueCopies, drivers.ApproxBytes(available), from, fix)
 }
 
 // availableMemory is what the machine can give a new process without

@@ -202,6 +202,7 @@ func TestCheckMemory(t *testing.T) {
 		{"default bound", func(*load.Config) {}, 24 << 30, "--max-in-flight 100000 x --message-size 1048576: the values in flight could take about 175.8 GiB (3 copies of each), more than the 24.0 GiB of memory available (test): lower --max-in-flight to at most 8192"},
 		{"short schedule", func(c *load.Config) { c.Rate = 1; c.Duration = 10 * time.Second }, 24 << 30, ""},
 		{"2 GiB values", func(c *load.Config) { c.MessageSize = 1 << 31 }, 24 << 30, "could take about"},
+		{"not one value fits", func(c *load.Config) { c.MaxInFlight = 1 }, 1 << 20, "lower --message-size: not even one value fits"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base
