@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -160,19 +161,28 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	defer func() {
 		if errors.Is(err, ledger.ErrDiskFull) {
 			l := cfg.Load.WithDefaults()
-			need := l.Rate * l.Duration.Seconds() * ledgerBytesPerMessage
 			err = fmt.Errorf("%w; the load stopped there. A run of %.0f msg/s for %s needs about %.0f MiB free for its ledger "+
-				"(up to %d bytes a message): free space or give --out on a larger disk", err, l.Rate, l.Duration, need/(1<<20), ledgerBytesPerMessage)
+				"(up to %d bytes a message): free space or give --out on a larger disk", err, l.Rate, l.Duration, float64(diskNeed(l))/(1<<20), ledgerBytesPerMessage)
 		}
 	}()
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 10 * time.Second
 	}
-	release, err := claimOut(cfg.Out)
+	// The load's settings are checked again here, for callers other than
+	// the command line, before anything exists; prepareLoad checks them
+	// whole once the topic's partitions are known.
+	probe := cfg.Load
+	probe.Partitions = []int32{0}
+	if err := probe.Validate(); err != nil {
+		return nil, err
+	}
+	release, err := claimOut(cfg.Out, diskNeed(cfg.Load.WithDefaults()))
 	if err != nil {
 		return nil, err
 	}
-	claimed := false // the load is about to start: the directory is the run's
+	// Until the ledger holds the run, a failure undoes the claim: no
+	// directory is left that a rerun calls a run and verify does not.
+	claimed := false
 	defer func() {
 		if !claimed {
 			release()
@@ -181,12 +191,13 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	var b [8]byte
 	rand.Read(b[:])
 	runID := binary.BigEndian.Uint64(b[:])
-	info, lc, err := prepareLoad(ctx, cfg, runID)
-	if err != nil {
+	// run.json first: a disk that cannot hold it fails the run before the
+	// topic is made.
+	if err := writeSettings(cfg, cfg.Load.WithDefaults(), runID); err != nil {
 		return nil, err
 	}
-	claimed = true
-	if err := writeSettings(cfg, lc, runID); err != nil {
+	info, lc, err := prepareLoad(ctx, cfg, runID)
+	if err != nil {
 		return nil, err
 	}
 
@@ -203,6 +214,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
 	}
+	claimed = true // the ledger holds the run: the directory is the run's
 	cfg.logf("run %016x: %.0f msg/s for %s, %s messages, %d producers -> %s", runID, lc.Rate, drivers.HumanDuration(lc.Duration), drivers.HumanBytes(int64(lc.MessageSize)), run.Producers, cfg.Out)
 	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run)
 	if err != nil {
@@ -262,28 +274,81 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 // claimOut claims the run directory before anything else happens:
 // creating the ledger directory is atomic, so of two runs started on one
 // --out exactly one goes on, and the other touches neither the broker nor
-// the winner's run.json. release undoes the claim, for a run that ends
-// before its load starts.
-func claimOut(out string) (release func(), err error) {
-	createdOut := false
-	if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) {
-		createdOut = true
+// the winner's run.json. It refuses a disk with less than need bytes free
+// (diskNeed), saying how much the run needs. release undoes the claim, for
+// a run that ends before its load starts: it removes what the claim and
+// run.json made, and the directories the claim created.
+func claimOut(out string, need uint64) (release func(), err error) {
+	top := topMissing(out)
+	undoMkdir := func() {
+		if top != "" {
+			os.RemoveAll(top)
+		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
+		undoMkdir()
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	if err := os.Mkdir(LedgerDir(out), 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", out, out)
 		}
+		undoMkdir()
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	return func() {
-		os.Remove(LedgerDir(out))
-		if createdOut {
-			os.RemoveAll(out)
+	release = func() {
+		os.RemoveAll(LedgerDir(out))
+		settings := filepath.Join(out, "run.json")
+		os.Remove(settings)
+		os.Remove(settings + ".tmp")
+		undoMkdir()
+	}
+	if free, ok := freeBytes(out); ok && free < need {
+		release()
+		return nil, fmt.Errorf("the disk of --out %s has %s free, and this run needs about %s (%d bytes a message for its ledger, %s for its reports): free space or give --out on a larger disk",
+			out, drivers.ApproxBytes(free), drivers.ApproxBytes(need), ledgerBytesPerMessage, drivers.ApproxBytes(outputBytes))
+	}
+	return release, nil
+}
+
+// outputBytes is room for run.json, result.json, the reports and the
+// ledger's own files, which do not grow with the run: about 120 KB
+// measured after a 2,000-message run, rounded up.
+const outputBytes = 1 << 20
+
+// diskNeed is the free space a run of lc needs in its directory: its
+// ledger at ledgerBytesPerMessage a scheduled message, and outputBytes.
+// Pebble's WAL preallocation (110% of the memtable) is not counted: it
+// asks for it and goes on without it.
+func diskNeed(lc load.Config) uint64 {
+	return outputBytes + lc.Scheduled()*ledgerBytesPerMessage
+}
+
+// freeBytes is what an unprivileged writer may still write on the
+// filesystem of dir; ok is false where that cannot be read.
+func freeBytes(dir string) (uint64, bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return uint64(st.Bavail) * uint64(st.Bsize), true
+}
+
+// topMissing is the outermost directory of out's path that does not exist
+// yet ("" when out exists): what creating out creates.
+func topMissing(out string) string {
+	top := ""
+	for p := filepath.Clean(out); ; {
+		if _, err := os.Lstat(p); err == nil {
+			return top
 		}
-	}, nil
+		top = p
+		next := filepath.Dir(p)
+		if next == p {
+			return top
+		}
+		p = next
+	}
 }
 
 // prepareLoad makes sure of the topic, reads where its partitions end,
@@ -602,17 +667,23 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
+	// A temporary file that could not be finished is removed: left behind
+	// (an empty run.json.tmp on a full disk) it only confuses.
+	fail := func(err error) error {
 		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+		os.Remove(tmp)
+		return err
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		return fail(fmt.Errorf("write %s: %w", path, err))
 	}
 	// fsync before rename: a result that survives a crash is a whole one.
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
+		return fail(fmt.Errorf("sync %s: %w", path, err))
 	}
 	if err := f.Close(); err != nil {
-		return err
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return os.Rename(tmp, path)
 }

@@ -103,7 +103,7 @@ func TestExitCodes(t *testing.T) {
 		{"empty topic", []string{"run", "--brokers", brokers, "--out", dir + "/r2", "--topic", ""}, exitError, "--topic is empty", ""},
 		{"producers 0", []string{"run", "--brokers", brokers, "--out", dir + "/r3", "--producers", "0"}, exitError, "--producers 0: use 1 to 1024", ""},
 		{"max-in-flight 0", []string{"run", "--brokers", brokers, "--out", dir + "/r4", "--max-in-flight", "0"}, exitError, "--max-in-flight 0", ""},
-		{"delivery-timeout 0", []string{"run", "--brokers", brokers, "--out", dir + "/r5", "--delivery-timeout", "0s"}, exitError, "--delivery-timeout 0s: use at least 1s", ""},
+		{"delivery-timeout 0", []string{"run", "--brokers", brokers, "--out", dir + "/r5", "--delivery-timeout", "0s"}, exitError, "--delivery-timeout 0s: must be above 0", ""},
 		{"sasl user without mechanism", []string{"run", "--brokers", brokers, "--out", dir + "/r6", "--sasl-username", "u", "--sasl-password", "p"}, exitError, "need --sasl-mechanism", ""},
 		{"junit into a missing dir", []string{"run", "--brokers", brokers, "--out", dir + "/r7", "--junit", dir + "/nope/j.xml"}, exitError, "does not exist; create it first", ""},
 		{"pass", []string{"run", "--brokers", brokers, "--out", dir + "/ok", "--partitions", "4", "--rate", "500", "--duration", "2s"}, exitPass, "", "verdict: PASS"},
