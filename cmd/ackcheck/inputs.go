@@ -35,9 +35,37 @@ const maxPartitions = 10_000
 // progress goroutine printed 200,000 lines in 2 s.
 const minProgressInterval = 100 * time.Millisecond
 
-// deadlineFlags are the duration flags where 0 is not "none allowed" but
-// the absence of the check: given as 0 they would turn the check off.
-var deadlineFlags = map[string]bool{"max-no-ack": true, "max-ready": true, "max-in-sync": true}
+// deadline is the value of a deadline flag (--max-no-ack, --max-ready,
+// --max-in-sync): a positive duration, or "none" for no deadline. 0 and
+// negative durations are refused rather than read as "none": a user who
+// typed 0 asked for something stricter than any deadline, not for none.
+// "none" is how verify and report drop a deadline the run was judged by.
+type deadline struct{ d *time.Duration }
+
+func (v deadline) Set(s string) error {
+	if strings.EqualFold(strings.TrimSpace(s), "none") {
+		*v.d = 0
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 30s, or none: %w", err)
+	}
+	if d <= 0 {
+		return fmt.Errorf("%s: a deadline must be above 0 (0 is no deadline, not a strict one): give the longest you accept, such as 1s, or none for no deadline", s)
+	}
+	*v.d = d
+	return nil
+}
+
+func (v deadline) String() string {
+	if v.d == nil || *v.d == 0 {
+		return "none"
+	}
+	return v.d.String()
+}
+
+func (v deadline) Type() string { return "deadline" }
 
 // zeroMeans are the duration flags whose 0 is a value of its own, never
 // replaced: lazyfs lose --wait-closed 0 loses at once, without waiting
@@ -61,8 +89,6 @@ func refuseDurations(fs *pflag.FlagSet) error {
 			return
 		}
 		switch {
-		case deadlineFlags[f.Name]:
-			err = fmt.Errorf("--%s %s: a deadline must be above 0 (0 would mean no deadline at all, not a strict one): give the longest you accept, such as 1s, or leave the flag out for none", f.Name, f.Value)
 		case f.DefValue != "" && f.DefValue != "0s":
 			err = fmt.Errorf("--%s %s: must be above 0: give a positive duration such as 1s, or leave the flag out for its default, %s", f.Name, f.Value, f.DefValue)
 		default:

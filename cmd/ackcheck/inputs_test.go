@@ -71,8 +71,8 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 		{"progress 0", []string{"--progress-interval", "0"}, "--progress-interval 0s: must be above 0"},
 		{"read idle 0", []string{"--read-idle-timeout", "0"}, "--read-idle-timeout 0s: must be above 0: give a positive duration such as 1s, or leave the flag out for its default, 1m0s"},
 		{"read idle negative", []string{"--read-idle-timeout", "-1s"}, "--read-idle-timeout -1s: must be above 0"},
-		{"max-no-ack 0", []string{"--max-no-ack", "0"}, "--max-no-ack 0s: a deadline must be above 0"},
-		{"max-in-sync negative", []string{"--max-in-sync", "-5s"}, "--max-in-sync -5s: a deadline must be above 0"},
+		{"max-no-ack 0", []string{"--max-no-ack", "0"}, "0: a deadline must be above 0"},
+		{"max-in-sync negative", []string{"--max-in-sync", "-5s"}, "-5s: a deadline must be above 0"},
 		{"recovery 0", []string{"--recovery-timeout", "0s"}, "--recovery-timeout 0s: must be above 0"},
 		{"a driver's duration 0", []string{"--linger", "0s"}, "--linger 0s: must be above 0"},
 		{"scenario file's read idle 0", []string{"--file", workload("idle0", "read-idle-timeout: 0s\n")}, "--read-idle-timeout 0s: must be above 0"},
@@ -251,8 +251,6 @@ func TestRefuseDurations(t *testing.T) {
 		{[]string{"--idle", "0"}, "--idle 0s: must be above 0: give a positive duration such as 1s, or leave the flag out for its default, 1m0s"},
 		{[]string{"--idle", "-1s"}, "--idle -1s: must be above 0"},
 		{[]string{"--at", "0s"}, "--at 0s: must be above 0: give a positive duration such as 1s, or leave the flag out for its default"},
-		{[]string{"--max-ready", "0"}, "--max-ready 0s: a deadline must be above 0 (0 would mean no deadline at all"},
-		{[]string{"--max-ready", "2s"}, ""},
 		{[]string{"--count", "0"}, ""}, // not a duration
 		{[]string{"--wait-closed", "0"}, ""},
 		{[]string{"--wait-closed", "-1s"}, "--wait-closed -1s: must be above 0"},
@@ -261,7 +259,6 @@ func TestRefuseDurations(t *testing.T) {
 		fs.Duration("wait-closed", 10*time.Second, "")
 		fs.Duration("idle", time.Minute, "")
 		fs.Duration("at", 0, "")
-		fs.Duration("max-ready", 0, "")
 		fs.Int("count", 1, "")
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
@@ -304,6 +301,35 @@ func TestPeerShapeBounds(t *testing.T) {
 			t.Errorf("%s: refused: %v", tc.name, err)
 		case tc.refuse != "" && (err == nil || !strings.Contains(err.Error(), tc.refuse)):
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.refuse)
+		}
+	}
+}
+
+// A deadline flag takes a positive duration or none; 0 and below are
+// refused at parse time, never read as none.
+func TestDeadlineFlag(t *testing.T) {
+	for _, tc := range []struct {
+		arg, want, refuse string
+	}{
+		{"2s", "2s", ""},
+		{"none", "none", ""},
+		{"None", "none", ""},
+		{"0", "", "0: a deadline must be above 0"},
+		{"0s", "", "0s: a deadline must be above 0"},
+		{"-1s", "", "-1s: a deadline must be above 0"},
+		{"soon", "", "want a duration such as 30s, or none"},
+	} {
+		d := 5 * time.Second
+		err := deadline{&d}.Set(tc.arg)
+		switch {
+		case tc.refuse == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.arg, err)
+		case tc.refuse != "" && (err == nil || !strings.Contains(err.Error(), tc.refuse)):
+			t.Errorf("%s: got %v, want %q", tc.arg, err, tc.refuse)
+		case tc.refuse == "" && (deadline{&d}).String() != tc.want:
+			t.Errorf("%s: reads back as %s", tc.arg, deadline{&d})
+		case tc.refuse != "" && d != 5*time.Second:
+			t.Errorf("%s: refused but changed the value to %s", tc.arg, d)
 		}
 	}
 }

@@ -60,7 +60,7 @@ func junitStatuses(t *testing.T, path string) map[string]string {
 
 // The issue's case: `run --ordered --max-no-ack 1ms` fails; verify and
 // report without flags fail the same way (they used to pass); verify
-// --max-no-ack 0 passes, prints the change and records it.
+// --max-no-ack none passes, prints the change and records it.
 func TestRereadFromTheCommandLine(t *testing.T) {
 	c := kfakeCluster(t)
 	brokers := strings.Join(c.ListenAddrs(), ",")
@@ -99,11 +99,11 @@ func TestRereadFromTheCommandLine(t *testing.T) {
 			}
 		}
 	}
-	code, stdout, stderr = exec("verify", "--out", out, "--max-no-ack", "0")
+	code, stdout, stderr = exec("verify", "--out", out, "--max-no-ack", "none")
 	change := "--max-no-ack: 1ms at the run, none at this verify"
 	r := readResult(t, out)
 	if code != exitPass || !strings.Contains(stdout, "note: "+change) || !slices.Equal(r.CheckChanges, []string{change}) || !r.Checks.Ordered {
-		t.Fatalf("verify --max-no-ack 0: exit %d, changes %q, checks %+v\n%s\n%s", code, r.CheckChanges, r.Checks, stdout, stderr)
+		t.Fatalf("verify --max-no-ack none: exit %d, changes %q, checks %+v\n%s\n%s", code, r.CheckChanges, r.Checks, stdout, stderr)
 	}
 }
 

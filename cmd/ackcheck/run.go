@@ -31,9 +31,9 @@ func (c *checkFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&c.noDuplicates, "no-duplicates", false, "fail the verdict on any duplicate (for idempotent producers)")
 	cmd.Flags().BoolVar(&c.ordered, "ordered", false, "fail the verdict on any reordering within a partition")
 	cmd.Flags().DurationVar(&c.readIdle, "read-idle-timeout", 60*time.Second, "give up reading back a partition that makes no progress for this long")
-	cmd.Flags().DurationVar(&c.maxNoAck, "max-no-ack", 0, "deadline: fail if acks stop for longer than this (unset: none)")
-	cmd.Flags().DurationVar(&c.maxReady, "max-ready", 0, "deadline: fail if a node taken away by a fault answers again later than this after it (unset: none)")
-	cmd.Flags().DurationVar(&c.maxInSync, "max-in-sync", 0, "deadline: fail if replicas are not all in sync this long after a fault (unset: none)")
+	cmd.Flags().Var(deadline{&c.maxNoAck}, "max-no-ack", "deadline: fail if acks stop for longer than this (none: no deadline; at verify and report, none drops the run's)")
+	cmd.Flags().Var(deadline{&c.maxReady}, "max-ready", "deadline: fail if a node taken away by a fault answers again later than this after it (none: no deadline)")
+	cmd.Flags().Var(deadline{&c.maxInSync}, "max-in-sync", "deadline: fail if replicas are not all in sync this long after a fault (none: no deadline)")
 	cmd.Flags().StringVar(&c.junit, "junit", "", "also write the checks as JUnit XML to this file, for CI systems")
 }
 
