@@ -79,6 +79,7 @@ func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.R
 		return nil, err
 	}
 	defer l.Close()
+	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
 	res, err := verifier.Check(ctx, l, opts)
 	if err != nil {
 		return nil, err

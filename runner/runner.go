@@ -522,6 +522,7 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 		return nil, err
 	}
 	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
+	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
 	res, err := verifier.Check(ctx, l, opts)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,11 @@ type Options struct {
 	// took a node away, the time until it answered again and until every
 	// replica was back in sync (never observed counts as missed).
 	MaxNoAck, MaxReady, MaxInSync time.Duration
+	// ListDir, if set, is where Check writes lost.jsonl, duplicates.jsonl
+	// and reordered.jsonl (the run directory); "" writes none.
+	ListDir string
+	// ListMax caps the lines of each list; 0, the default, lists all.
+	ListMax int
 }
 
 // Check judges the run recorded in l. It needs a completed ReadBack.
@@ -92,7 +97,13 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		return nil, err
 	}
 	defer m.close()
+	inv, err := newInvestigation(opts.ListDir, opts.ListMax, run.LoadStart, ft.records)
+	if err != nil {
+		return nil, err
+	}
+	defer inv.abort() // no-op once finished
 	cls := newClassifier(res, run, l.SentThrough(), opts.MaxSamples)
+	cls.inv = inv
 	tl := newTimelines(run, opts.Window, ft)
 	var h history
 	for n := 0; m.next(&h); n++ {
@@ -113,6 +124,9 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	}
 	slices.Sort(parts)
 	tl.finish(res, parts)
+	if err := inv.finish(opts.ListDir, res); err != nil {
+		return nil, err
+	}
 	if run.AckMeaning != "" {
 		res.AckMeanings = append(res.AckMeanings, Phase{FromS: 0, Since: "the start", Meaning: run.AckMeaning})
 	}

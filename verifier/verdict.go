@@ -13,6 +13,7 @@ import (
 // and the check it belongs to (Result.Failures, for JUnit and tools).
 func applyVerdict(res *Result, opts Options) {
 	res.Verdict = Pass
+	slipWarnings(res)
 	fail := func(check, format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		res.Verdict = Fail

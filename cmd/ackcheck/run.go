@@ -26,6 +26,7 @@ type checkFlags struct {
 	maxReady     time.Duration
 	maxInSync    time.Duration
 	junit        string
+	listMax      int
 }
 
 func (c *checkFlags) register(cmd *cobra.Command) {
@@ -35,12 +36,13 @@ func (c *checkFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&c.maxNoAck, "max-no-ack", 0, "deadline: fail if acks stop for longer than this (0: none)")
 	cmd.Flags().DurationVar(&c.maxReady, "max-ready", 0, "deadline: fail if a node taken away by a fault answers again later than this after it (0: none)")
 	cmd.Flags().DurationVar(&c.maxInSync, "max-in-sync", 0, "deadline: fail if replicas are not all in sync this long after a fault (0: none)")
+	cmd.Flags().IntVar(&c.listMax, "list-max", 0, "list at most this many messages in each of lost.jsonl, duplicates.jsonl and reordered.jsonl in the run directory (0: all; a capped list says so)")
 	cmd.Flags().StringVar(&c.junit, "junit", "", "also write the checks as JUnit XML to this file, for CI systems")
 }
 
 func (c *checkFlags) options() verifier.Options {
 	return verifier.Options{NoDuplicates: c.noDuplicates, Ordered: c.ordered,
-		MaxNoAck: c.maxNoAck, MaxReady: c.maxReady, MaxInSync: c.maxInSync}
+		MaxNoAck: c.maxNoAck, MaxReady: c.maxReady, MaxInSync: c.maxInSync, ListMax: c.listMax}
 }
 
 // runFlags are the flags of every command that runs a load.
