@@ -293,6 +293,11 @@ func TestRealUncleanElectionOracle(t *testing.T) {
 					if l.AckedOffset < to {
 						t.Errorf("partition %d: lost message %s acked at offset %d, below the %d the old leader truncated to", p, l.ID, l.AckedOffset, to)
 					}
+					// Node 3 led alone only while node 1 was away: the
+					// summary must put the loss next to that fault.
+					if !slices.ContainsFunc(l.InForce, func(s string) bool { return strings.HasPrefix(s, "node 1 paused") }) {
+						t.Errorf("partition %d: lost message %s acked at %.3f s with %v in force, not the pause of node 1", p, l.ID, l.AckedS, l.InForce)
+					}
 					if l.AckedAt.After(e.At) {
 						t.Errorf("partition %d: lost message %s acked at %s, after the unclean election at %s", p, l.ID, l.AckedAt.Format("15:04:05.000"), e.At.Format("15:04:05.000"))
 					}
