@@ -143,10 +143,18 @@ func (in *Injector) Run(ctx context.Context, start time.Time, steps []Step) {
 	defer wg.Wait()
 	pctx, stopPrefetch := context.WithCancel(ctx)
 	defer stopPrefetch()
+	first := true
 	for _, st := range steps {
-		if st.Target.needsTopology() || st.Action.TakesNodeAway() {
-			in.prefetch(pctx, start.Add(st.At), &wg)
+		if !st.Target.needsTopology() && !st.Action.TakesNodeAway() {
+			continue
 		}
+		if first && in.Driver != nil {
+			// A read now, for steps due sooner than the first lead.
+			first = false
+			wg.Add(1)
+			go func() { defer wg.Done(); in.topology(pctx) }() //nolint:errcheck // fills the cache or not
+		}
+		in.prefetch(pctx, start.Add(st.At), &wg)
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
