@@ -86,6 +86,7 @@ func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.R
 	if reads != nil {
 		defer reads.Close()
 	}
+	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
 	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)
 	if err != nil {
 		return nil, err

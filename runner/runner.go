@@ -618,6 +618,7 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 		return nil, err
 	}
 	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
+	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
 	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,11 @@ type Options struct {
 	// result.json states both.
 	Changes       []string
 	ChecksUnknown bool
+	// ListDir, if set, is where Check writes lost.jsonl, duplicates.jsonl
+	// and reordered.jsonl (the run directory); "" writes none.
+	ListDir string
+	// ListMax caps the lines of each list; 0, the default, lists all.
+	ListMax int
 }
 
 // Check judges the run recorded in l. It needs a completed ReadBack.
@@ -129,8 +134,14 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		return nil, err
 	}
 	defer m.close()
+	inv, err := newInvestigation(opts.ListDir, opts.ListMax, run.LoadStart, ft.records)
+	if err != nil {
+		return nil, err
+	}
+	defer inv.abort() // no-op once finished
 	cls := newClassifier(res, run, l.SentThrough(), opts.MaxSamples)
 	cls.unread = unreadPartitions(rb)
+	cls.inv = inv
 	tl := newTimelines(run, opts.Window, ft)
 	var h history
 	for n := 0; m.next(&h); n++ {
@@ -151,6 +162,9 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	}
 	slices.Sort(parts)
 	tl.finish(res, parts)
+	if err := inv.finish(opts.ListDir, res); err != nil {
+		return nil, err
+	}
 	if run.AckMeaning != "" {
 		res.AckMeanings = append(res.AckMeanings, Phase{FromS: 0, Since: "the start", Meaning: run.AckMeaning})
 	}

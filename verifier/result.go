@@ -151,6 +151,14 @@ type Result struct {
 	Errors    map[string]int64 `json:"errors,omitempty"`
 
 	Samples map[string][]Sample `json:"samples,omitempty"`
+	// LostByPartition sums the lost messages of each partition that lost
+	// any (see investigate.go); Listings say which files in the run
+	// directory list every lost, duplicate and reordered message.
+	LostByPartition map[int32]*PartitionLoss `json:"lost_by_partition,omitempty"`
+	Listings        []Listing                `json:"listings,omitempty"`
+	// Warnings do not fail the verdict but say the run was not quite the
+	// one asked for (a fault that fired over a second late).
+	Warnings []string `json:"warnings,omitempty"`
 
 	// Faults are the faults injected during the run, in order, with their
 	// recovery figures.
@@ -321,11 +329,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, "    %8d  %s\n", e.v, e.k)
 		}
 	}
+	r.writeInvestigation(w)
 	for _, f := range r.Faults {
 		if f.Node >= 0 {
-			fmt.Fprintf(w, "  fault at %.1fs: %s %s -> node %d: %s", f.AtS, f.Action, f.Target, f.Node, f.Result)
+			fmt.Fprintf(w, "  fault at %s: %s %s -> node %d: %s", f.FaultWhen(), f.Action, f.Target, f.Node, f.Result)
 		} else {
-			fmt.Fprintf(w, "  fault at %.1fs: %s %s: %s", f.AtS, f.Action, f.Target, f.Result)
+			fmt.Fprintf(w, "  fault at %s: %s %s: %s", f.FaultWhen(), f.Action, f.Target, f.Result)
 		}
 		if f.Error != "" {
 			fmt.Fprintf(w, " (%s)", f.Error)
@@ -361,6 +370,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(r.Verdict))
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)
+	}
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warning)
 	}
 }
 

@@ -25,6 +25,7 @@ type checkFlags struct {
 	maxReady     time.Duration
 	maxInSync    time.Duration
 	junit        string
+	listMax      int
 }
 
 func (c *checkFlags) register(cmd *cobra.Command) {
@@ -34,12 +35,13 @@ func (c *checkFlags) register(cmd *cobra.Command) {
 	cmd.Flags().Var(deadline{&c.maxNoAck}, "max-no-ack", "deadline: fail if acks stop for longer than this (none: no deadline; at verify and report, none drops the run's)")
 	cmd.Flags().Var(deadline{&c.maxReady}, "max-ready", "deadline: fail if a node taken away by a fault answers again later than this after it (none: no deadline)")
 	cmd.Flags().Var(deadline{&c.maxInSync}, "max-in-sync", "deadline: fail if replicas are not all in sync this long after a fault (none: no deadline)")
+	cmd.Flags().IntVar(&c.listMax, "list-max", 0, "list at most this many messages in each of lost.jsonl, duplicates.jsonl and reordered.jsonl in the run directory (0: all; a capped list says so)")
 	cmd.Flags().StringVar(&c.junit, "junit", "", "also write the checks as JUnit XML to this file, for CI systems")
 }
 
 func (c *checkFlags) options() verifier.Options {
 	return verifier.Options{NoDuplicates: c.noDuplicates, Ordered: c.ordered,
-		MaxNoAck: c.maxNoAck, MaxReady: c.maxReady, MaxInSync: c.maxInSync}
+		MaxNoAck: c.maxNoAck, MaxReady: c.maxReady, MaxInSync: c.maxInSync, ListMax: c.listMax}
 }
 
 // rejudge is the options a re-read (command: verify, report) judges the
