@@ -9,12 +9,15 @@ import (
 	"github.com/ackcheck/ackcheck/lazyfs"
 )
 
-// lazyDir mounts a lazyfs (strict entries: a new name is durable only once
-// its directory is fsynced, the harshest legal filesystem) for one test
-// and returns it with its mountpoint. It skips the test when FUSE cannot
-// be mounted here, and fails it instead when ACKCHECK_REQUIRE_FUSE is set
+// lazyDir mounts a lazyfs for one test and returns it with its
+// mountpoint. entries is its directory-entry mode: lazyfs.EntriesStrict (a
+// new name is durable only once its directory is fsynced, the harshest
+// legal filesystem: what ackcheck's own writes must survive) or
+// lazyfs.EntriesJournal (as ext4 and XFS: for a broker, such as
+// PostgreSQL, that relies on it). It skips the test when FUSE cannot be
+// mounted here, and fails it instead when ACKCHECK_REQUIRE_FUSE is set
 // (.ci/run sets it).
-func lazyDir(t *testing.T) (*lazyfs.FS, string) {
+func lazyDir(t *testing.T, entries string) (*lazyfs.FS, string) {
 	t.Helper()
 	// Not t.TempDir: the user postgres must be able to enter it (see
 	// TestCreateSurvivesPowerLoss), and t.TempDir's parent is mode 0700.
@@ -27,7 +30,7 @@ func lazyDir(t *testing.T) (*lazyfs.FS, string) {
 	if err := os.Mkdir(backing, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l, err := lazyfs.Mount(backing, mnt, lazyfs.Options{})
+	l, err := lazyfs.Mount(backing, mnt, lazyfs.Options{Entries: entries})
 	if err != nil {
 		os.RemoveAll(dir)
 		if os.Getenv("ACKCHECK_REQUIRE_FUSE") != "" {
@@ -76,7 +79,7 @@ func TestDurableWritesSurvivePowerLoss(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l, mnt := lazyDir(t)
+			l, mnt := lazyDir(t, lazyfs.EntriesStrict)
 			// An existing, durable file that setup replaces (a setting
 			// rewritten for an fsync toggle).
 			conf := filepath.Join(mnt, "node1", "server.conf")

@@ -255,11 +255,18 @@ func (n *NATS) create() error {
 		if err := mkdirAllDurable(n.DataDir(id), 0o755); err != nil {
 			return err
 		}
+	}
+	return n.writeFiles()
+}
+
+// writeFiles writes every node's nats.conf and then cluster.json, each
+// durably: once cluster.json is, so is everything it describes.
+func (n *NATS) writeFiles() error {
+	for _, id := range n.Nodes() {
 		if err := writeFileDurable(n.confFile(id), []byte(n.conf(id)), 0o644, nil); err != nil {
 			return err
 		}
 	}
-	// cluster.json last: once it is durable, so is everything above.
 	return n.writeClusterJSON()
 }
 
@@ -283,12 +290,7 @@ func (n *NATS) SetSyncAlways(ctx context.Context, always bool) error {
 	}
 	err := restartClean(ctx, n, 30*time.Second, "change sync_interval", func() error {
 		n.opts.SyncAlways = always
-		for _, id := range n.Nodes() {
-			if err := writeFileDurable(n.confFile(id), []byte(n.conf(id)), 0o644, nil); err != nil {
-				return err
-			}
-		}
-		return n.writeClusterJSON()
+		return n.writeFiles()
 	})
 	if err != nil {
 		return err

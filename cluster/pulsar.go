@@ -315,13 +315,18 @@ func (p *Pulsar) create(ctx context.Context) error {
 	if err := mkdirAllDurable(p.DataDir(), 0o755); err != nil {
 		return err
 	}
-	if err := writeFileDurable(p.confFile(), []byte(p.standaloneConf()), 0o644, nil); err != nil {
-		return err
-	}
 	if err := writeFileDurable(filepath.Join(p.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644, nil); err != nil {
 		return err
 	}
-	// cluster.json last: once it is durable, so is everything above.
+	return p.writeFiles()
+}
+
+// writeFiles writes standalone.conf and then cluster.json, each durably:
+// once cluster.json is, so is everything it describes.
+func (p *Pulsar) writeFiles() error {
+	if err := writeFileDurable(p.confFile(), []byte(p.standaloneConf()), 0o644, nil); err != nil {
+		return err
+	}
 	return p.writeClusterJSON()
 }
 
@@ -360,10 +365,7 @@ func (p *Pulsar) SetJournalSyncData(ctx context.Context, sync bool) error {
 	}
 	err := restartClean(ctx, p, 60*time.Second, "change journalSyncData", func() error {
 		p.opts.JournalSyncData = &sync
-		if err := writeFileDurable(p.confFile(), []byte(p.standaloneConf()), 0o644, nil); err != nil {
-			return err
-		}
-		return p.writeClusterJSON()
+		return p.writeFiles()
 	})
 	if err != nil {
 		return err

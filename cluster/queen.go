@@ -410,6 +410,16 @@ synchronous_commit = %s
 	return writeFileDurable(q.pgConf(), []byte(conf), 0o644, ownedByPostgres)
 }
 
+// writeSettings rewrites ackcheck.conf and then cluster.json after a
+// setting changed, each durably (a power loss right after an fsync toggle
+// keeps the setting toggled).
+func (q *Queen) writeSettings() error {
+	if err := q.writePGConf(); err != nil {
+		return err
+	}
+	return q.writeClusterJSON()
+}
+
 func (q *Queen) writeClusterJSON() error {
 	qf := queenFile{Kind: queenKind, Home: q.opts.Home, BasePort: q.opts.BasePort, SynchronousCommitOff: q.opts.SynchronousCommitOff,
 		LazyFS: q.opts.LazyFS, LazyFSBin: q.opts.LazyFSBinary, LazyFSMode: q.opts.LazyFSEntries}
@@ -772,10 +782,7 @@ func (q *Queen) SetFsync(ctx context.Context, on bool) error {
 		}
 	}
 	q.opts.SynchronousCommitOff = !on
-	if err := q.writePGConf(); err != nil {
-		return err
-	}
-	if err := q.writeClusterJSON(); err != nil {
+	if err := q.writeSettings(); err != nil {
 		return err
 	}
 	if err := q.StartNode(ctx, QueenDBNode); err != nil {
