@@ -361,13 +361,13 @@ func (q *Queen) create(ctx context.Context) error {
 	if err := q.writePGConf(); err != nil {
 		return err
 	}
-	main := filepath.Join(q.dataDir(QueenDBNode), "postgresql.conf")
-	conf, err := os.ReadFile(main)
+	mainConf := filepath.Join(q.dataDir(QueenDBNode), "postgresql.conf")
+	conf, err := os.ReadFile(mainConf)
 	if err != nil {
 		return err
 	}
 	conf = append(conf, "\ninclude_if_exists = 'ackcheck.conf'\n"...)
-	if err := writeFileDurable(main, conf, 0o600, ownedByPostgres); err != nil {
+	if err := writeFileDurable(mainConf, conf, 0o600, ownedByPostgres); err != nil {
 		return err
 	}
 	if err := q.StartNode(ctx, QueenDBNode); err != nil {
