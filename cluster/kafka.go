@@ -13,6 +13,11 @@
 //
 // With LazyFS, each data dir is a lazyfs mount (see lazyfs.go).
 //
+// Every file and directory a launcher writes for a broker is durable
+// (fsynced with its directory) before the cluster counts as up, and so is
+// each rewrite of a setting: a power loss takes only what the broker did
+// not fsync (see durable.go).
+//
 // Nodes run detached (their own session), so they outlive the ackcheck
 // command that started them. Stop and Down only ever signal a PID read from
 // a node's pid file, and only after checking that the process's command
