@@ -149,7 +149,7 @@ var settingsOf = map[string]func(ctx context.Context, c cluster.Local) (map[stri
 		if err := getJSON(ctx, p.AdminURL()+"/admin/v2/brokers/configuration/runtime", &broker); err != nil {
 			return nil, err
 		}
-		out := pick(bookie, "bookie ", "journalSyncData", "bookiePort")
+		out := pick(bookie, "bookie ", "journalSyncData")
 		for k, v := range pick(broker, "broker ", "brokerServicePort", "webServicePort", "allowAutoTopicCreation", "managedLedgerDefaultAckQuorum") {
 			out[k] = v
 		}
