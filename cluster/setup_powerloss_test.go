@@ -19,8 +19,8 @@ import (
 const (
 	setupTestNATSPort   = 30600 // +100, +200 for routes and monitoring
 	setupTestKafkaPort  = 30591 // +100 for controllers
-	setupTestPulsarPort = 30650 // broker; web 30680, bookie 30681
-	setupTestQueenPort  = 30632 // PostgreSQL on +2
+	setupTestPulsarPort = 30550 // broker; web 30580, bookie 30581
+	setupTestQueenPort  = 30832 // PostgreSQL on +2
 )
 
 // snapshot reads every file under dir (or only the given ones, relative
@@ -188,7 +188,7 @@ func TestCreateSurvivesPowerLoss(t *testing.T) {
 		files := []string{"cluster.json", "node2/data/ackcheck.conf", "node2/data/postgresql.conf"}
 		before := snapshot(t, q.Dir(), files...)
 		if !strings.Contains(before["node2/data/postgresql.conf"], "include_if_exists = 'ackcheck.conf'") ||
-			!strings.Contains(before["node2/data/ackcheck.conf"], "port = 30634") {
+			!strings.Contains(before["node2/data/ackcheck.conf"], "port = 30834") {
 			t.Fatalf("setup files: %v", before)
 		}
 		// Power loss: PostgreSQL and its backends SIGKILLed, then the
