@@ -13,6 +13,11 @@
 //
 // With LazyFS, each data dir is a lazyfs mount (see lazyfs.go).
 //
+// Every file and directory a launcher writes for a broker is durable
+// (fsynced with its directory) before the cluster counts as up, and so is
+// each rewrite of a setting: a power loss takes only what the broker did
+// not fsync (see durable.go).
+//
 // Nodes run detached (their own session), so they outlive the ackcheck
 // command that started them. Stop and Down only ever signal a PID read from
 // a node's pid file, and only after checking that the process's command
@@ -191,7 +196,7 @@ func (k *Kafka) Fetch(ctx context.Context) error {
 		return errors.New("mvn not found: install Maven (and Java 17) to fetch Apache Kafka from Maven Central")
 	}
 	home := filepath.Dir(libs)
-	if err := os.MkdirAll(home, 0o755); err != nil {
+	if err := mkdirAllDurable(home, 0o755); err != nil {
 		return err
 	}
 	// log4j-slf4j-impl routes Kafka's slf4j logging into log4j2, so that
@@ -215,7 +220,9 @@ func (k *Kafka) Fetch(ctx context.Context) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("fetch Kafka %s with mvn: %w\n%s", KafkaVersion, err, tail(out, 2000))
 	}
-	return nil
+	// mvn does not fsync the jars: a power loss could leave a cut one
+	// that the check above takes for complete.
+	return syncTree(libs)
 }
 
 func tail(b []byte, n int) string {
@@ -289,7 +296,7 @@ func writeProps(path string, props map[string]string) error {
 	for _, key := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", key, props[key])
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return writeFileDurable(path, b.Bytes(), 0o644, nil)
 }
 
 // Up fetches Kafka if needed, writes and formats a new cluster (once), and
@@ -327,10 +334,10 @@ func (k *Kafka) create(ctx context.Context) error {
 			}
 		}
 	}
-	if err := os.MkdirAll(k.opts.Dir, 0o755); err != nil {
+	if err := mkdirAllDurable(k.opts.Dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(k.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644); err != nil {
+	if err := writeFileDurable(filepath.Join(k.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644, nil); err != nil {
 		return err
 	}
 	out, err := k.java(ctx, "kafka.tools.StorageTool", "random-uuid").Output()
@@ -348,7 +355,7 @@ func (k *Kafka) create(ctx context.Context) error {
 		}
 	}
 	for _, id := range k.Nodes() {
-		if err := os.MkdirAll(k.DataDir(id), 0o755); err != nil {
+		if err := mkdirAllDurable(k.DataDir(id), 0o755); err != nil {
 			return err
 		}
 		if m := k.mount(id); m != nil {
@@ -364,15 +371,19 @@ func (k *Kafka) create(ctx context.Context) error {
 			return fmt.Errorf("format node %d storage: %w\n%s", id, err, tail(out, 2000))
 		}
 	}
-	// The formatted storage is where every node starts: durable.
-	if err := k.SyncAll(ctx); err != nil {
-		return err
+	// The formatted storage is where every node starts: durable, file by
+	// file (StorageTool does not fsync what it writes).
+	for _, id := range k.Nodes() {
+		if err := syncTree(k.DataDir(id)); err != nil {
+			return err
+		}
 	}
+	// cluster.json last: once it is durable, so is everything above.
 	cf := clusterFile{Kind: kafkaKind, Version: KafkaVersion, ClusterID: clusterID, Nodes: k.opts.Nodes,
 		BasePort: k.opts.BasePort, HeapMB: k.opts.HeapMB, CacheDir: k.opts.CacheDir,
 		LazyFS: k.opts.LazyFS, LazyFSBin: k.opts.LazyFSBinary}
 	data, _ := json.MarshalIndent(cf, "", "  ")
-	return os.WriteFile(meta, data, 0o644)
+	return writeFileDurable(meta, data, 0o644, nil)
 }
 
 // StartNode starts node id on its existing data dir, detached, and records

@@ -61,7 +61,7 @@ func (m lazyMount) start(ctx context.Context) error {
 		return fmt.Errorf("no ackcheck binary recorded to serve lazyfs: run `%s` again", m.upCmd)
 	}
 	for _, d := range []string{m.backing(), m.dataDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := mkdirAllDurable(d, 0o755); err != nil {
 			return err
 		}
 	}

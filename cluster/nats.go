@@ -183,7 +183,7 @@ func (n *NATS) Fetch(ctx context.Context) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build nats-server %s with go install: %w\n%s", NATSVersion, err, tail(out, 2000))
 	}
-	return nil
+	return syncTree(filepath.Dir(bin)) // go install does not fsync the binary
 }
 
 // mount is node id's lazyfs mount; nil when the cluster has none.
@@ -252,10 +252,18 @@ func (n *NATS) create() error {
 		}
 	}
 	for _, id := range n.Nodes() {
-		if err := os.MkdirAll(n.DataDir(id), 0o755); err != nil {
+		if err := mkdirAllDurable(n.DataDir(id), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(n.confFile(id), []byte(n.conf(id)), 0o644); err != nil {
+	}
+	return n.writeFiles()
+}
+
+// writeFiles writes every node's nats.conf and then cluster.json, each
+// durably: once cluster.json is, so is everything it describes.
+func (n *NATS) writeFiles() error {
+	for _, id := range n.Nodes() {
+		if err := writeFileDurable(n.confFile(id), []byte(n.conf(id)), 0o644, nil); err != nil {
 			return err
 		}
 	}
@@ -267,7 +275,7 @@ func (n *NATS) writeClusterJSON() error {
 	nf := natsFile{Kind: natsKind, Version: NATSVersion, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
 		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary, LazyFSMode: n.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(nf, "", "  ")
-	return os.WriteFile(filepath.Join(n.opts.Dir, "cluster.json"), data, 0o644)
+	return writeFileDurable(filepath.Join(n.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
 
 // SetSyncAlways switches every node's jetstream sync_interval between the
@@ -282,12 +290,7 @@ func (n *NATS) SetSyncAlways(ctx context.Context, always bool) error {
 	}
 	err := restartClean(ctx, n, 30*time.Second, "change sync_interval", func() error {
 		n.opts.SyncAlways = always
-		for _, id := range n.Nodes() {
-			if err := os.WriteFile(n.confFile(id), []byte(n.conf(id)), 0o644); err != nil {
-				return err
-			}
-		}
-		return n.writeClusterJSON()
+		return n.writeFiles()
 	})
 	if err != nil {
 		return err

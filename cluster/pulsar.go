@@ -192,7 +192,7 @@ func (p *Pulsar) Fetch(ctx context.Context) error {
 	if _, err := exec.LookPath("mvn"); err != nil {
 		return errors.New("mvn not found: install Maven (and Java 17) to fetch Apache Pulsar from Maven Central")
 	}
-	if err := os.MkdirAll(home, 0o755); err != nil {
+	if err := mkdirAllDurable(home, 0o755); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(libs); err != nil {
@@ -207,7 +207,12 @@ func (p *Pulsar) Fetch(ctx context.Context) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("fetch Pulsar %s with mvn: %w\n%s", PulsarVersion, err, tail(out, 2000))
 	}
-	return os.WriteFile(filepath.Join(home, "fetched.pom.xml"), []byte(pom), 0o644)
+	// mvn does not fsync the jars: they are durable before the record
+	// that says the cache is complete.
+	if err := syncTree(libs); err != nil {
+		return err
+	}
+	return writeFileDurable(filepath.Join(home, "fetched.pom.xml"), []byte(pom), 0o644, nil)
 }
 
 // standaloneConf is the broker's and the bookie's configuration: the
@@ -307,13 +312,19 @@ func (p *Pulsar) create(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(p.DataDir(), 0o755); err != nil {
+	if err := mkdirAllDurable(p.DataDir(), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(p.confFile(), []byte(p.standaloneConf()), 0o644); err != nil {
+	if err := writeFileDurable(filepath.Join(p.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644, nil); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(p.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644); err != nil {
+	return p.writeFiles()
+}
+
+// writeFiles writes standalone.conf and then cluster.json, each durably:
+// once cluster.json is, so is everything it describes.
+func (p *Pulsar) writeFiles() error {
+	if err := writeFileDurable(p.confFile(), []byte(p.standaloneConf()), 0o644, nil); err != nil {
 		return err
 	}
 	return p.writeClusterJSON()
@@ -325,7 +336,7 @@ func (p *Pulsar) writeClusterJSON() error {
 		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData,
 		LazyFS: p.opts.LazyFS, LazyFSBin: p.opts.LazyFSBinary, LazyFSMode: p.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(pf, "", "  ")
-	return os.WriteFile(filepath.Join(p.opts.Dir, "cluster.json"), data, 0o644)
+	return writeFileDurable(filepath.Join(p.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
 
 // mount is the data dir's lazyfs mount; nil when the standalone has none.
@@ -354,10 +365,7 @@ func (p *Pulsar) SetJournalSyncData(ctx context.Context, sync bool) error {
 	}
 	err := restartClean(ctx, p, 60*time.Second, "change journalSyncData", func() error {
 		p.opts.JournalSyncData = &sync
-		if err := os.WriteFile(p.confFile(), []byte(p.standaloneConf()), 0o644); err != nil {
-			return err
-		}
-		return p.writeClusterJSON()
+		return p.writeFiles()
 	})
 	if err != nil {
 		return err

@@ -193,24 +193,48 @@ func asPostgres(ctx context.Context, prog string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, prog, args...)
 }
 
-// chownPostgres gives paths to the user postgres, when ackcheck runs as
-// root.
-func chownPostgres(paths ...string) error {
+// postgresIDs are the user and group IDs of the user postgres; ok is
+// false when ackcheck does not run as root (and nothing needs giving).
+func postgresIDs() (uid, gid int, ok bool, err error) {
 	if os.Geteuid() != 0 {
-		return nil
+		return 0, 0, false, nil
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return fmt.Errorf("no user postgres (install Debian's postgresql): %w", err)
+		return 0, 0, false, fmt.Errorf("no user postgres (install Debian's postgresql): %w", err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, true, nil
+}
+
+// chownPostgres gives paths to the user postgres, when ackcheck runs as
+// root, durably: PostgreSQL refuses a data dir that is not its own, so a
+// power loss must not take the change back.
+func chownPostgres(paths ...string) error {
+	uid, gid, ok, err := postgresIDs()
+	if !ok {
+		return err
+	}
 	for _, p := range paths {
 		if err := os.Chown(p, uid, gid); err != nil {
 			return err
 		}
+		if err := syncPath(p); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// ownedByPostgres gives a file being written to the user postgres (see
+// writeFileDurable), when ackcheck runs as root.
+func ownedByPostgres(f *os.File) error {
+	uid, gid, ok, err := postgresIDs()
+	if !ok {
+		return err
+	}
+	return f.Chown(uid, gid)
 }
 
 // reachableByPostgres fails, naming the directory to open, when the user
@@ -293,7 +317,7 @@ func (q *Queen) create(ctx context.Context) error {
 		}
 	}
 	for _, d := range []string{q.nodeDir(QueenServerNode), q.nodeDir(QueenDBNode), q.pgSocketDir(), q.dataDir(QueenServerNode), q.dataDir(QueenDBNode)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := mkdirAllDurable(d, 0o755); err != nil {
 			return err
 		}
 	}
@@ -304,7 +328,7 @@ func (q *Queen) create(ctx context.Context) error {
 	if m := q.mount(QueenDBNode); m != nil {
 		// The mount's root is its backing directory: it must be
 		// postgres's, mode 0700, as PostgreSQL demands of its data dir.
-		if err := os.MkdirAll(m.backing(), 0o700); err != nil {
+		if err := mkdirAllDurable(m.backing(), 0o700); err != nil {
 			return err
 		}
 		pgDirs = append(pgDirs, m.backing())
@@ -330,16 +354,20 @@ func (q *Queen) create(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("initdb %s: %v\n%s", q.dataDir(QueenDBNode), err, tail(out, 1500))
 	}
-	f, err := os.OpenFile(filepath.Join(q.dataDir(QueenDBNode), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString("\ninclude_if_exists = 'ackcheck.conf'\n")
-	f.Close()
-	if err != nil {
-		return err
-	}
+	// initdb fsynced what it wrote; what ackcheck adds to the data dir
+	// must be as durable, or a power loss brings PostgreSQL back on its
+	// default port and socket dir, where the Queen server never finds it.
+	// ackcheck.conf first: postgresql.conf includes it if it exists.
 	if err := q.writePGConf(); err != nil {
+		return err
+	}
+	mainConf := filepath.Join(q.dataDir(QueenDBNode), "postgresql.conf")
+	conf, err := os.ReadFile(mainConf)
+	if err != nil {
+		return err
+	}
+	conf = append(conf, "\ninclude_if_exists = 'ackcheck.conf'\n"...)
+	if err := writeFileDurable(mainConf, conf, 0o600, ownedByPostgres); err != nil {
 		return err
 	}
 	if err := q.StartNode(ctx, QueenDBNode); err != nil {
@@ -353,8 +381,16 @@ func (q *Queen) create(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE DATABASE queen")
-	return err
+	if _, err := conn.Exec(ctx, "CREATE DATABASE queen"); err != nil {
+		return fmt.Errorf("create the database queen: %w", err)
+	}
+	// With synchronous_commit off the database's commit may still be in
+	// memory: a checkpoint makes it durable before the cluster counts as
+	// created.
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("checkpoint after creating the database queen: %w", err)
+	}
+	return nil
 }
 
 // writePGConf writes the settings ackcheck owns in PostgreSQL's
@@ -371,17 +407,24 @@ unix_socket_directories = '%s'
 max_connections = 200
 synchronous_commit = %s
 `, q.pgPort(), q.pgSocketDir(), sc)
-	if err := os.WriteFile(q.pgConf(), []byte(conf), 0o644); err != nil {
+	return writeFileDurable(q.pgConf(), []byte(conf), 0o644, ownedByPostgres)
+}
+
+// writeSettings rewrites ackcheck.conf and then cluster.json after a
+// setting changed, each durably (a power loss right after an fsync toggle
+// keeps the setting toggled).
+func (q *Queen) writeSettings() error {
+	if err := q.writePGConf(); err != nil {
 		return err
 	}
-	return chownPostgres(q.pgConf())
+	return q.writeClusterJSON()
 }
 
 func (q *Queen) writeClusterJSON() error {
 	qf := queenFile{Kind: queenKind, Home: q.opts.Home, BasePort: q.opts.BasePort, SynchronousCommitOff: q.opts.SynchronousCommitOff,
 		LazyFS: q.opts.LazyFS, LazyFSBin: q.opts.LazyFSBinary, LazyFSMode: q.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(qf, "", "  ")
-	return os.WriteFile(filepath.Join(q.opts.Dir, "cluster.json"), data, 0o644)
+	return writeFileDurable(filepath.Join(q.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
 
 // StartNode implements Local. It does not wait for the node to answer.
@@ -739,10 +782,7 @@ func (q *Queen) SetFsync(ctx context.Context, on bool) error {
 		}
 	}
 	q.opts.SynchronousCommitOff = !on
-	if err := q.writePGConf(); err != nil {
-		return err
-	}
-	if err := q.writeClusterJSON(); err != nil {
+	if err := q.writeSettings(); err != nil {
 		return err
 	}
 	if err := q.StartNode(ctx, QueenDBNode); err != nil {

@@ -33,3 +33,20 @@ func HumanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d %s", n, units[i])
 }
+
+// ApproxBytes is n in the largest binary unit it reaches, to one decimal
+// ("1.5 GiB", "300.0 MiB", "512 B"): for estimates and free space, where
+// HumanBytes's exact form would print 314572799 B.
+func ApproxBytes(n uint64) string {
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	i := -1
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}

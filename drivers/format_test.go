@@ -31,3 +31,14 @@ func TestHumanUnits(t *testing.T) {
 		}
 	}
 }
+
+func TestApproxBytes(t *testing.T) {
+	for n, want := range map[uint64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 300<<20 - 1: "300.0 MiB", 176 << 30: "176.0 GiB",
+		1<<64 - 1: "16.0 EiB",
+	} {
+		if got := ApproxBytes(n); got != want {
+			t.Errorf("ApproxBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

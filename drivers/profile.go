@@ -37,6 +37,11 @@ type Profile interface {
 	// fsync-before-ack on or off (fsync-on brokers); nil when the broker
 	// has none.
 	ConfigFsync() *ConfigEdit
+	// MaxMessageSize is the largest --message-size (value bytes) the
+	// driver sends under the broker's and its client's default limits;
+	// the command line refuses a larger one before anything is created,
+	// since every send would be rejected, or worse, held in memory.
+	MaxMessageSize() int
 }
 
 // Flags are one broker's command-line flags, bound to one command.

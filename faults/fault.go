@@ -25,8 +25,9 @@ type fault interface {
 	// available reports what would stop st from running in env, checked
 	// without applying anything; nil when it can run.
 	available(ctx context.Context, env Env, st Step) error
-	// fire applies st now and returns its record.
-	fire(ctx context.Context, in *Injector, st Step, rec Record) Record
+	// fire resolves st's target now, in schedule order, without waiting on
+	// any node, and returns the plan that applies it.
+	fire(ctx context.Context, in *Injector, st Step, rec Record) plan
 }
 
 // faultOf is the fault a step schedules.
@@ -77,22 +78,22 @@ type (
 	powerLossNode struct{} // SIGKILL and lose what was not fsynced
 )
 
-func (f kill) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
+func (f kill) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
 	return in.onNode(ctx, st, rec, f)
 }
-func (f stop) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
+func (f stop) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
 	return in.onNode(ctx, st, rec, f)
 }
-func (f pause) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
+func (f pause) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
 	return in.onNode(ctx, st, rec, f)
 }
-func (f resume) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
+func (f resume) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
 	return in.onNode(ctx, st, rec, f)
 }
-func (f restart) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
+func (f restart) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
 	return in.onNode(ctx, st, rec, f)
 }
-func (f powerLossNode) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
+func (f powerLossNode) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
 	return in.onNode(ctx, st, rec, f)
 }
 
@@ -214,27 +215,30 @@ func (powerLossAll) available(ctx context.Context, env Env, st Step) error {
 	return canLoseUnsynced(env.Nodes, env.Nodes.IDs())
 }
 
-func (powerLossAll) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
+func (powerLossAll) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
 	if in.Nodes == nil {
 		rec.Result, rec.Error = Skipped, "no cluster to act on: give --cluster-dir or --cluster-file"
 		in.add(rec)
-		return rec
+		return plan{rec: rec}
 	}
 	ids := in.Nodes.IDs()
-	before := in.topologyBefore(ctx)
-	err := in.powerLoss(ctx, ids, &rec)
-	if err != nil {
-		rec.Result, rec.Error = Failed, err.Error()
-		in.logf("fault power-loss all failed: %v", err)
-	} else {
-		rec.Result = Applied
-		in.logf("fault power-loss all: nodes %v lost what they had not fsynced and started again", ids)
-	}
-	i := in.add(rec)
-	if err == nil && in.Driver != nil {
-		in.watch(ctx, i, ids, before)
-	}
-	return rec
+	before := in.cachedBefore()
+	return plan{rec: rec, nodes: ids, act: func(ctx context.Context, rec Record) Record {
+		rec.At = time.Now()
+		err := in.powerLoss(ctx, ids, &rec)
+		if err != nil {
+			rec.Result, rec.Error = Failed, err.Error()
+			in.logf("fault power-loss all failed: %v", err)
+		} else {
+			rec.Result = Applied
+			in.logf("fault power-loss all: nodes %v lost what they had not fsynced and started again%s", ids, slipText(rec))
+		}
+		i := in.add(rec)
+		if err == nil && in.Driver != nil {
+			in.watch(ctx, i, ids, before)
+		}
+		return rec
+	}}
 }
 
 // fsyncTopic switches a topic's fsync-before-ack through the admin API.
@@ -247,8 +251,8 @@ func (fsyncTopic) available(ctx context.Context, env Env, st Step) error {
 	return nil
 }
 
-func (fsyncTopic) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
-	return in.fsyncRecord(ctx, st, rec, in.fsyncTopic)
+func (fsyncTopic) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
+	return plan{rec: rec, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.fsyncTopic) }}
 }
 
 // fsyncBrokers switches every node's configuration file and restarts the
@@ -276,8 +280,12 @@ func (fsyncBrokers) available(ctx context.Context, env Env, st Step) error {
 	return nil
 }
 
-func (fsyncBrokers) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
-	return in.fsyncRecord(ctx, st, rec, in.fsyncBrokers)
+func (fsyncBrokers) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
+	var ids []int32
+	if in.Nodes != nil {
+		ids = in.Nodes.IDs() // a rolling restart: after every earlier action on any node
+	}
+	return plan{rec: rec, nodes: ids, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.fsyncBrokers) }}
 }
 
 // switchMode turns a broker-wide mode on or off through the broker's own
@@ -296,6 +304,6 @@ func (switchMode) available(ctx context.Context, env Env, st Step) error {
 	return nil
 }
 
-func (switchMode) fire(ctx context.Context, in *Injector, st Step, rec Record) Record {
-	return in.fsyncRecord(ctx, st, rec, in.switchMode)
+func (switchMode) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
+	return plan{rec: rec, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.switchMode) }}
 }

@@ -58,11 +58,18 @@ type Injector struct {
 	// has none.
 	ConfigFsync *drivers.ConfigEdit
 
+	// ResolveWait bounds how long a fault whose target is chosen by role
+	// (leader, controller) waits at its due time for a fresh topology read
+	// before it uses the newest one read in advance. Default 50ms.
+	ResolveWait time.Duration
+
 	mu       sync.Mutex
 	records  []Record
 	state    map[int32]nodeState
 	previous int32
 	watchers sync.WaitGroup
+	cache    topoCache
+	chain    chain
 }
 
 func (in *Injector) logf(format string, args ...any) {
@@ -82,6 +89,9 @@ func (in *Injector) init() {
 		in.previous = -1
 		if in.Poll <= 0 {
 			in.Poll = 200 * time.Millisecond
+		}
+		if in.ResolveWait <= 0 {
+			in.ResolveWait = 50 * time.Millisecond
 		}
 		if in.Journal == nil {
 			in.Journal, _ = OpenJournal("")
@@ -122,37 +132,52 @@ func (in *Injector) persist() {
 	}
 }
 
-// Run applies steps at start+step.At until all ran or ctx ends. A step
-// whose target cannot be found, or whose action fails, is recorded and the
-// run goes on.
+// Run applies steps at start+step.At until all ran or ctx ends, then
+// waits for the actions it started. A step whose target cannot be found,
+// or whose action fails, is recorded and the run goes on. Each step fires
+// at its due time without waiting on earlier steps' actions on other nodes
+// or on topology reads (see ontime.go); its record says when it was due.
 func (in *Injector) Run(ctx context.Context, start time.Time, steps []Step) {
 	in.init()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	pctx, stopPrefetch := context.WithCancel(ctx)
+	defer stopPrefetch()
+	first := true
+	for _, st := range steps {
+		if !st.Target.needsTopology() && !st.Action.TakesNodeAway() {
+			continue
+		}
+		if first && in.Driver != nil {
+			// A read now, for steps due sooner than the first lead.
+			first = false
+			wg.Add(1)
+			go func() { defer wg.Done(); in.topology(pctx) }() //nolint:errcheck // fills the cache or not
+		}
+		in.prefetch(pctx, start.Add(st.At), &wg)
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for _, st := range steps {
-		timer.Reset(time.Until(start.Add(st.At)))
+		due := start.Add(st.At)
+		timer.Reset(time.Until(due))
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
-		in.Apply(ctx, st)
+		in.dispatch(ctx, st, due, &wg)
 	}
 }
 
-// Apply performs one step now and records it. A step that cannot run is
-// recorded as skipped or failed, with why, and the run goes on.
+// Apply performs one step now, outside a schedule (its record has no due
+// time), and returns its record once its action is done. A step that
+// cannot run is recorded as skipped or failed, with why.
 func (in *Injector) Apply(ctx context.Context, st Step) Record {
 	in.init()
-	rec := Record{Action: st.Action, Target: st.Target.String(), Node: -1,
-		At: time.Now(), Expect: in.expectation(st.Action)}
-	f, err := faultOf(st)
-	if err != nil {
-		rec.Result, rec.Error = Failed, err.Error()
-		in.add(rec)
-		return rec
-	}
-	return f.fire(ctx, in, st, rec)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	return <-in.dispatch(ctx, st, time.Time{}, &wg)
 }
 
 // expectation is what the broker's profile, or else the generic text,
@@ -166,28 +191,32 @@ func (in *Injector) expectation(a Action) string {
 	return a.Expectation()
 }
 
-// onNode resolves st's target to a node, applies act to it, records the
-// result, and for an action that takes the node away, watches it come
-// back.
-func (in *Injector) onNode(ctx context.Context, st Step, rec Record, act nodeAction) Record {
-	skip := func(why string) Record {
+// onNode resolves st's target to a node now, and returns the plan that
+// applies act to it, records the result, and for an action that takes the
+// node away, watches it come back. Resolving never waits on a node: a
+// target by ID or name reads nothing, one by role reads the topology with
+// a bound (resolveTopology).
+func (in *Injector) onNode(ctx context.Context, st Step, rec Record, act nodeAction) plan {
+	skip := func(why string) plan {
 		rec.Result, rec.Error = Skipped, why
 		in.logf("fault %s %s skipped: %s", st.Action, st.Target, why)
 		in.add(rec)
-		return rec
+		return plan{rec: rec}
 	}
-	// Only targets chosen by role need the topology. The others must not
-	// wait for it: a resume must not queue behind a metadata request that
-	// the paused broker it is about to resume cannot answer.
 	var topo drivers.Topology
+	var before *drivers.Topology
 	if st.Target.needsTopology() {
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var err error
-		topo, err = in.Driver.Topology(tctx, in.Topic)
-		cancel()
+		if in.Driver == nil {
+			return skip("no driver to read the topology from")
+		}
+		t, age, err := in.resolveTopology(ctx)
 		if err != nil {
 			return skip("could not read the topology: " + err.Error())
 		}
+		topo, before = t, &t
+		rec.TopologyAgeMs = float64(age) / float64(time.Millisecond)
+	} else if st.Action.TakesNodeAway() {
+		before = in.cachedBefore()
 	}
 	in.mu.Lock()
 	prev := in.previous
@@ -209,38 +238,56 @@ func (in *Injector) onNode(ctx context.Context, st Step, rec Record, act nodeAct
 	if !slices.Contains(in.Nodes.IDs(), node) {
 		return skip(fmt.Sprintf("node %d is not one this run controls (%s)", node, in.Nodes.Where()))
 	}
-	var before *drivers.Topology
-	if st.Action.TakesNodeAway() {
-		if st.Target.needsTopology() {
-			before = &topo
-		} else {
-			before = in.topologyBefore(ctx)
+	in.mu.Lock()
+	in.previous = node
+	in.mu.Unlock()
+	return plan{rec: rec, nodes: []int32{node}, act: func(ctx context.Context, rec Record) Record {
+		return in.actOn(ctx, st, rec, node, act, before)
+	}}
+}
+
+// actOn applies act to node now and records it. The kill proof (data dir
+// inode, the other nodes' PIDs) is read beside the action, not before it,
+// so that a slow PID read (over SSH) does not delay the fault.
+func (in *Injector) actOn(ctx context.Context, st Step, rec Record, node int32, act nodeAction, before *drivers.Topology) Record {
+	var proof sync.WaitGroup
+	var inode uint64
+	survivors := map[int32]int{}
+	proof.Add(1)
+	go func() {
+		defer proof.Done()
+		inode, _ = in.Nodes.DataDirInode(ctx, node)
+		for _, id := range in.Nodes.IDs() {
+			if id != node {
+				survivors[id], _ = in.Nodes.PID(ctx, id)
+			}
 		}
-	}
-	rec.Inode, _ = in.Nodes.DataDirInode(ctx, node)
-	rec.Survivors = map[int32]int{}
-	for _, id := range in.Nodes.IDs() {
-		if id != node {
-			rec.Survivors[id], _ = in.Nodes.PID(ctx, id)
-		}
-	}
+	}()
 	rec.At = time.Now()
-	err = act.act(ctx, in, node, &rec)
+	err := act.act(ctx, in, node, &rec)
+	proof.Wait()
+	rec.Inode, rec.Survivors = inode, survivors
 	if err != nil {
 		rec.Result, rec.Error = Failed, err.Error()
 		in.logf("fault %s %s (node %d) failed: %v", st.Action, st.Target, node, err)
 	} else {
 		rec.Result = Applied
-		in.logf("fault %s %s: node %d, PID %d", st.Action, st.Target, node, rec.PID)
+		in.logf("fault %s %s: node %d, PID %d%s", st.Action, st.Target, node, rec.PID, slipText(rec))
 	}
-	in.mu.Lock()
-	in.previous = node
-	in.mu.Unlock()
 	i := in.add(rec)
 	if err == nil && st.Action.TakesNodeAway() && in.Driver != nil {
 		in.watch(ctx, i, []int32{node}, before)
 	}
 	return rec
+}
+
+// slipText says, for progress lines, how late a scheduled fault fired
+// when that is more than SlipNote.
+func slipText(rec Record) string {
+	if s := rec.Slip(); s > SlipNote {
+		return fmt.Sprintf(" (%s after it was due)", s.Round(time.Millisecond))
+	}
+	return ""
 }
 
 // watch measures, in the background, the recovery of the nodes record i
@@ -421,6 +468,7 @@ func onOff(on bool) string {
 // apply and records it, with what an ack means afterwards as the running
 // cluster says.
 func (in *Injector) fsyncRecord(ctx context.Context, st Step, rec Record, apply func(context.Context, Step) error) Record {
+	rec.At = time.Now()
 	if err := apply(ctx, st); err != nil {
 		rec.Result, rec.Error = Failed, err.Error()
 		in.logf("fault %s %s failed: %v", st.Action, st.Target, err)

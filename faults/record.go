@@ -20,6 +20,23 @@ const (
 // vanished while no fault had taken it down; it fails the verdict.
 const UnexpectedDeath Action = "unexpected-death"
 
+// SlipNote is the slip (At after Due) above which reports print both
+// times, and SlipWarn the one above which the verdict warns that the run
+// was a different experiment from the one scheduled.
+const (
+	SlipNote = 100 * time.Millisecond
+	SlipWarn = time.Second
+)
+
+// Slip is how late the fault fired after it was due; 0 when it had no due
+// time. Negative values (early) are reported as they are.
+func (r Record) Slip() time.Duration {
+	if r.Due.IsZero() {
+		return 0
+	}
+	return r.At.Sub(r.Due)
+}
+
 // MetaKey is the ledger metadata name of the run's []Record, which the
 // injector rewrites as each fault changes.
 const MetaKey = "faults"
@@ -28,11 +45,18 @@ const MetaKey = "faults"
 // hit at that moment, the result, and what was measured around it. Times
 // are wall-clock; a zero time means "not observed".
 type Record struct {
-	Seq    int       `json:"seq"`
-	Action Action    `json:"action"`
-	Target string    `json:"target"`
-	Node   int32     `json:"node"`
-	At     time.Time `json:"at"`
+	Seq    int    `json:"seq"`
+	Action Action `json:"action"`
+	Target string `json:"target"`
+	Node   int32  `json:"node"`
+	// At is when the action itself began (the signal was sent); Due is
+	// when the schedule wanted it (zero for a fault applied outside a
+	// schedule, and for what was observed rather than done).
+	At  time.Time `json:"at"`
+	Due time.Time `json:"due,omitzero"`
+	// TopologyAgeMs, for a target chosen by role: how long before the
+	// fault the read of the topology it was chosen from began.
+	TopologyAgeMs float64 `json:"topology_age_ms,omitempty"`
 	// Result is "applied", "skipped" (the target could not be found; the
 	// run went on) or "failed" (the action itself failed).
 	Result Result `json:"result"`

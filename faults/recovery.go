@@ -293,10 +293,17 @@ func (in *Injector) topologyBefore(ctx context.Context) *drivers.Topology {
 }
 
 // topology reads the topic's topology with a short deadline of its own.
+// Every successful read also fills the cache that faults are resolved
+// from (ontime.go).
 func (in *Injector) topology(ctx context.Context) (drivers.Topology, error) {
-	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	tctx, cancel := context.WithTimeout(ctx, topologyTimeout)
 	defer cancel()
-	return in.Driver.Topology(tctx, in.Topic)
+	start := time.Now()
+	t, err := in.Driver.Topology(tctx, in.Topic)
+	if err == nil {
+		in.cache.put(t, start)
+	}
+	return t, err
 }
 
 // allAnswer reports whether every node is in topo's node list and serves

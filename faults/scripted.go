@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -238,8 +239,12 @@ func (s *Scripted) ReadConfig(ctx context.Context, id int32) (string, error) {
 	return r.Run(ctx, "cat "+remote.Quote(n.ConfigFile))
 }
 
-// WriteConfig replaces node id's configuration file atomically (a
-// temporary file renamed over it, keeping its mode).
+// WriteConfig replaces node id's configuration file atomically and
+// durably: a temporary file, with the old one's mode, fsynced and renamed
+// over it, then its directory fsynced (coreutils sync with file operands
+// fsyncs each). A power loss of the node at any moment leaves the old
+// configuration or the new one, whole: the fsync-toggle edits, and their
+// restore, are never what a power-loss fault takes.
 func (s *Scripted) WriteConfig(ctx context.Context, id int32, content string) error {
 	n, r, err := s.node(id)
 	if err != nil {
@@ -250,10 +255,11 @@ func (s *Scripted) WriteConfig(ctx context.Context, id int32, content string) er
 	}
 	f := remote.Quote(n.ConfigFile)
 	tmp := remote.Quote(n.ConfigFile + ".ackcheck.tmp")
-	cmd := fmt.Sprintf("printf %%s %s | base64 -d > %s && chmod --reference=%s %s && mv %s %s",
-		remote.Quote(base64.StdEncoding.EncodeToString([]byte(content))), tmp, f, tmp, tmp, f)
+	dir := remote.Quote(path.Dir(n.ConfigFile))
+	cmd := fmt.Sprintf("printf %%s %s | base64 -d > %s && chmod --reference=%s %s && sync -- %s && mv %s %s && sync -- %s",
+		remote.Quote(base64.StdEncoding.EncodeToString([]byte(content))), tmp, f, tmp, tmp, tmp, f, dir)
 	if _, err := r.Run(ctx, cmd); err != nil {
-		return fmt.Errorf("write node %d's config: %w", id, err)
+		return fmt.Errorf("write node %d's config %s durably: %w (the node needs coreutils' sync, 8.24 or newer)", id, n.ConfigFile, err)
 	}
 	return nil
 }

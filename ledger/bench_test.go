@@ -106,3 +106,57 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkProveWhole measures what OpenReadOnly's proof (checkWhole: one
+// pass over every key, each fragment's count read) costs next to what a
+// verdict's scan of the same ledger costs, in one run: proof/scan is the
+// share of verify's ledger reading that the proof adds.
+func BenchmarkProveWhole(b *testing.B) {
+	dir := b.TempDir()
+	l, err := Open(dir, Options{FlushInterval: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 2 << 20 // messages: a send and an outcome each
+	for i := 0; i < n; i++ {
+		p, seq := uint32(i&3), uint64(i>>2)
+		l.Record(Send, Event{Producer: p, Seq: seq, Time: int64(i)})
+		l.Record(Outcome, Event{Producer: p, Seq: seq, Offset: int64(i), Time: int64(i), Status: OutcomeAcked})
+		if i%20000 == 19999 {
+			l.Flush()
+		}
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	var prove, scan time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		r, err := OpenReadOnly(dir, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !r.Proof().Whole {
+			b.Fatal("not whole")
+		}
+		opened := time.Now()
+		for _, k := range []Kind{Send, Outcome} {
+			c, err := r.Scan(k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, ok := c.NextRun(); !ok {
+					break
+				}
+			}
+			c.Close()
+		}
+		prove += opened.Sub(start)
+		scan += time.Since(opened)
+		r.Close()
+	}
+	b.ReportMetric(float64(prove.Milliseconds())/float64(b.N), "open+prove-ms")
+	b.ReportMetric(float64(scan.Milliseconds())/float64(b.N), "scan-ms")
+	b.ReportMetric(float64(prove)/float64(scan), "prove/scan")
+}

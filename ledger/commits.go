@@ -34,7 +34,7 @@ const commitFile = "COMMITTED"
 
 const (
 	commitMagic   = 0xac4c0301
-	commitEntrySz = 24 // magic(4) fragNo(4) events(8) reserved(4) crc32(4)
+	commitEntrySz = 24 // magic(4) fragNo(4) events(8) flushes(4) crc32(4)
 )
 
 // ErrDamaged is returned (wrapped, with the file and what is missing) when
@@ -42,9 +42,14 @@ const (
 // given from it.
 var ErrDamaged = errors.New("the ledger is damaged")
 
+// commitEntry is the state after a committed flush: fragments and events
+// written so far, and flushes, the number of flush records (see whole.go)
+// so far. Ledgers written before flush records existed left flushes 0 in
+// what was then a reserved field.
 type commitEntry struct {
-	fragNo uint32
-	events uint64
+	fragNo  uint32
+	events  uint64
+	flushes uint32
 }
 
 func (e commitEntry) encode() []byte {
@@ -52,6 +57,7 @@ func (e commitEntry) encode() []byte {
 	binary.LittleEndian.PutUint32(b[0:], commitMagic)
 	binary.LittleEndian.PutUint32(b[4:], e.fragNo)
 	binary.LittleEndian.PutUint64(b[8:], e.events)
+	binary.LittleEndian.PutUint32(b[16:], e.flushes)
 	binary.LittleEndian.PutUint32(b[20:], crc32.ChecksumIEEE(b[:20]))
 	return b
 }
@@ -70,7 +76,7 @@ func decodeCommits(data []byte) (last commitEntry, ok bool, damagedAt int) {
 			}
 			continue
 		}
-		last = commitEntry{fragNo: binary.LittleEndian.Uint32(b[4:]), events: binary.LittleEndian.Uint64(b[8:])}
+		last = commitEntry{fragNo: binary.LittleEndian.Uint32(b[4:]), events: binary.LittleEndian.Uint64(b[8:]), flushes: binary.LittleEndian.Uint32(b[16:])}
 		ok = true
 	}
 	return last, ok, damagedAt
@@ -86,7 +92,9 @@ type commitLog struct {
 func openCommitLog(fs vfs.FS, dir string, sync bool) (*commitLog, []byte, error) {
 	path := fs.PathJoin(dir, commitFile)
 	var data []byte
+	existed := false
 	if f, err := fs.Open(path); err == nil {
+		existed = true
 		data, err = io.ReadAll(f)
 		f.Close()
 		if err != nil {
@@ -99,15 +107,22 @@ func openCommitLog(fs vfs.FS, dir string, sync bool) (*commitLog, []byte, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if len(data) == 0 {
-		// A new file: make its directory entry durable too.
+	c := &commitLog{f: f, off: int64(len(data) / commitEntrySz * commitEntrySz), sync: sync}
+	if !existed {
+		// A new record starts with an entry for the empty ledger, synced
+		// with its directory entry before anything is committed: a record
+		// found empty later was emptied, never one ackcheck left so.
+		if err := c.append(commitEntry{}); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
 		if d, err := fs.OpenDir(dir); err == nil {
 			d.Sync()
 			d.Close()
 		}
 	}
 	// Append after the last whole entry: a torn tail is overwritten.
-	return &commitLog{f: f, off: int64(len(data) / commitEntrySz * commitEntrySz), sync: sync}, data, nil
+	return c, data, nil
 }
 
 func (c *commitLog) append(e commitEntry) error {

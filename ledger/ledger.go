@@ -51,12 +51,23 @@
 // # Damage is not a crash
 //
 // Pebble replays its write-ahead log up to the first record it cannot read
-// and takes the rest for the torn tail of a crash. A log cut short or
-// altered in the middle would therefore silently become a shorter ledger,
-// and a shorter ledger a wrong verdict. Each committed flush also appends a
-// synced, checksummed entry to the COMMITTED file (commits.go); Open
-// refuses, with ErrDamaged and the files named, a database that holds less
-// than that record vouches for. The cost: one more fsync per flush.
+// and takes the rest for the torn tail of a crash; a log emptied or deleted
+// before the last one it does not notice at all. Either would silently
+// become a shorter ledger, and a shorter ledger a wrong verdict: missing
+// sends read back as phantoms blamed on the broker, missing acks are never
+// checked. Two witnesses stop that:
+//
+//   - each committed flush (and each PutMeta) appends a synced, checksummed
+//     entry to the COMMITTED file (commits.go), which vouches for the tail;
+//   - each commit also writes a numbered flush record in the same batch
+//     (whole.go), which makes a hole anywhere before the tail visible.
+//
+// OpenReadOnly, which verify and report use, proves the ledger whole
+// against both before a verdict reads it, or refuses it with ErrDamaged
+// naming what is missing and the files as they are; it changes no byte
+// of the directory. Open (for writing) checks the commit record as before.
+// The cost: one more fsync per flush, and at verify one pass over the
+// ledger's keys.
 package ledger
 
 import (
@@ -135,8 +146,10 @@ type Options struct {
 	FS vfs.FS
 
 	// memTableSize replaces the 32 MiB memtable (writeOnce), for tests that
-	// need many tables from few events.
-	memTableSize uint64
+	// need many tables from few events; memTablesQueued replaces how
+	// many full memtables may wait for their flush before writes stall.
+	memTableSize    uint64
+	memTablesQueued int
 }
 
 func (o *Options) ensureDefaults() {
@@ -174,6 +187,9 @@ func writeOnce(po *pebble.Options, opts Options) {
 	po.L0CompactionThreshold = ledgerL0Tables
 	po.L0CompactionFileThreshold = ledgerL0Tables
 	po.L0StopWritesThreshold = math.MaxInt32
+	if opts.memTablesQueued > 0 {
+		po.MemTableStopWritesThreshold = opts.memTablesQueued
+	}
 }
 
 // ledgerL0Tables is how many level-0 tables a ledger holds before Pebble
@@ -230,11 +246,12 @@ type Ledger struct {
 	// fastShards are the shards of producers 0..1023, also in shards.
 	fastShards [1024]atomic.Pointer[shard]
 
-	flushMu sync.Mutex // serialises flushes and guards fragNo, events, sentThru, commits, sortScratch, sortBounds
+	flushMu sync.Mutex // serialises flushes and guards fragNo, flushes, events, sentThru, commits, sortScratch, sortBounds
 	// tookKind, set by tests only, is called after Flush took one kind
 	// from a shard and before it takes the next.
 	tookKind func()
 	fragNo   uint32
+	flushes  uint32 // flush records committed (whole.go)
 	events   uint64 // events committed, all kinds, ever
 	// sortScratch and sortBounds are sortBySeq's buffers.
 	sortScratch []Event
@@ -248,6 +265,9 @@ type Ledger struct {
 	flushErr    atomic.Pointer[error]
 	flushedAt   atomic.Int64
 	dir         string
+	// readOnly: opened by OpenReadOnly; proof is what it proved.
+	readOnly bool
+	proof    Proof
 	// damaged is set once Pebble reported damage or a fatal error (catch):
 	// Close then neither flushes nor lets Pebble's own invariant checks
 	// panic on the way out, nor waits on it for long.
@@ -306,8 +326,11 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		},
 	}}
 	writeOnce(po, opts)
-	db, err := pebble.Open(dir, po)
+	db, err := openPebble(dir, po, l)
 	if err != nil {
+		if errors.Is(err, ErrDiskFull) {
+			return nil, err
+		}
 		return nil, openError(dir, err)
 	}
 	l.db = db
@@ -320,6 +343,10 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		return nil, err
 	}
 	if err := l.GetMeta(metaEvents, &l.events); err != nil && !errors.Is(err, ErrNoMeta) {
+		db.Close()
+		return nil, err
+	}
+	if l.flushes, err = lastFlush(db); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -369,6 +396,9 @@ func (l *Ledger) shard(p uint32) *shard {
 // error of an earlier failed flush, if any: the ledger is then no longer
 // complete and the run must stop.
 func (l *Ledger) Record(k Kind, e Event) error {
+	if l.readOnly {
+		return ErrReadOnly
+	}
 	kl := &l.shard(e.Producer).kinds[kindIndex(k)]
 	kl.mu.Lock()
 	kl.events = append(kl.events, e)
@@ -416,8 +446,12 @@ func (l *Ledger) Flush() (err error) {
 		producers = append(producers, p)
 	}
 	l.shardsMu.RUnlock()
+	if l.readOnly {
+		return nil // Record refused every event: nothing is buffered
+	}
 
 	b := l.db.NewBatch()
+	fragNoBefore := l.fragNo
 	defer b.Close()
 	var key [17]byte
 	var buf []byte
@@ -472,6 +506,7 @@ func (l *Ledger) Flush() (err error) {
 	if n == 0 {
 		return nil
 	}
+	firstFrag := fragNoBefore
 	for p, v := range newSentThru {
 		l.sentThru[p] = v
 	}
@@ -484,19 +519,50 @@ func (l *Ledger) Flush() (err error) {
 	if err := l.setMetaIn(b, metaEvents, l.events+uint64(n)); err != nil {
 		return err
 	}
+	if err := l.commit(b, flushRecord{firstFrag: firstFrag, frags: l.fragNo - firstFrag, events: uint64(n), total: l.events + uint64(n)}); err != nil {
+		return fmt.Errorf("commit ledger batch of %d events: %w", n, err)
+	}
+	l.flushedAt.Store(time.Now().UnixNano())
+	return nil
+}
+
+// commit adds the flush record r to b, commits b (synced unless NoSync)
+// and then appends the state after it to the commit record.
+// REQUIRES: flushMu held; r.firstFrag+r.frags == l.fragNo.
+func (l *Ledger) commit(b *pebble.Batch, r flushRecord) error {
+	if err := b.Set(flushKey(l.flushes), r.encode(), nil); err != nil {
+		return fmt.Errorf("ledger batch: %w", err)
+	}
 	wo := pebble.Sync
 	if l.opts.NoSync {
 		wo = pebble.NoSync
 	}
 	if err := b.Commit(wo); err != nil {
-		return l.diskFull(fmt.Errorf("commit ledger batch of %d events: %w", n, err))
-	}
-	l.events += uint64(n)
-	if err := l.commits.append(commitEntry{fragNo: l.fragNo, events: l.events}); err != nil {
 		return l.diskFull(err)
 	}
-	l.flushedAt.Store(time.Now().UnixNano())
+	l.events = r.total
+	l.flushes++
+	if err := l.commits.append(commitEntry{fragNo: l.fragNo, events: l.events, flushes: l.flushes}); err != nil {
+		return l.diskFull(err)
+	}
 	return nil
+}
+
+// lastFlush returns how many flush records db holds: one more than the
+// last one's number.
+func lastFlush(db *pebble.DB) (uint32, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{flushPrefix}, UpperBound: []byte{flushPrefix + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("read the ledger's flush records: %w", err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	if k := it.Key(); len(k) == 5 {
+		return binary.BigEndian.Uint32(k[1:]) + 1, nil
+	}
+	return 0, fmt.Errorf("%w: flush record key %x is not one ackcheck wrote", ErrDamaged, it.Key())
 }
 
 // SentThrough returns, per producer, one more than the highest sequence
@@ -514,6 +580,9 @@ func (l *Ledger) SentThrough() map[uint32]uint64 {
 
 // Close flushes what is buffered and closes the database.
 func (l *Ledger) Close() (err error) {
+	if l.readOnly {
+		return l.closeDB()
+	}
 	close(l.stop)
 	<-l.done
 	if !l.damaged.Load() {
@@ -549,19 +618,6 @@ func (l *Ledger) closeDB() error {
 	}
 }
 
-// DeleteKind removes every event of kind k (used before a fresh read-back,
-// so that reading twice does not look like duplicates).
-func (l *Ledger) DeleteKind(k Kind) (err error) {
-	defer l.catch(&err)
-	if err := l.Flush(); err != nil {
-		return err
-	}
-	if err := l.db.DeleteRange([]byte{byte(k)}, []byte{byte(k) + 1}, pebble.Sync); err != nil {
-		return fmt.Errorf("clear %c events: %w", k, err)
-	}
-	return nil
-}
-
 // ErrNoMeta is returned by GetMeta for a name never set.
 var ErrNoMeta = errors.New("ledger: no such metadata")
 
@@ -575,15 +631,23 @@ func (l *Ledger) setMetaIn(b *pebble.Batch, name string, v any) error {
 	return b.Set(metaKey(name), data, nil)
 }
 
-// PutMeta stores v (JSON) under name, durably.
+// PutMeta stores v (JSON) under name, durably. It is a commit of its
+// own, with a flush record and a commit record entry, so that metadata
+// lost from the database is seen as damage like lost events.
 func (l *Ledger) PutMeta(name string, v any) (err error) {
-	defer l.catch(&err)
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode ledger metadata %q: %w", name, err)
+	if l.readOnly {
+		return ErrReadOnly
 	}
-	if err := l.db.Set(metaKey(name), data, pebble.Sync); err != nil {
-		return l.diskFull(fmt.Errorf("write ledger metadata %q: %w", name, err))
+	defer l.catch(&err)
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	b := l.db.NewBatch()
+	defer b.Close()
+	if err := l.setMetaIn(b, name, v); err != nil {
+		return err
+	}
+	if err := l.commit(b, flushRecord{firstFrag: l.fragNo, total: l.events}); err != nil {
+		return fmt.Errorf("write ledger metadata %q: %w", name, err)
 	}
 	return nil
 }

@@ -109,10 +109,47 @@ func (c Config) Validate() error {
 	case len(c.Partitions) == 0:
 		return fmt.Errorf("the topic has no partitions")
 	}
-	if n := c.Rate * c.Duration.Seconds(); n > 1e12 {
+	switch n := c.Rate * c.Duration.Seconds(); {
+	case n > 1e12:
 		return fmt.Errorf("--rate x --duration schedules %.0f messages; keep it under 10^12", n)
+	case n < 1:
+		// The schedule sends message i at i/Rate for i < Rate x Duration:
+		// below one, nothing would be sent and the run would only end in
+		// "nothing was sent" after creating its topic and directory.
+		return fmt.Errorf("--rate %v x --duration %s schedules %.3g messages, less than one: raise --rate or --duration", c.Rate, c.Duration, n)
 	}
 	return nil
+}
+
+// Scheduled is how many messages the schedule sends at most (Rate x
+// Duration, rounded down as the producers count them).
+func (c Config) Scheduled() uint64 { return uint64(c.Rate * c.Duration.Seconds()) }
+
+// ValueCopies is how many copies of each in-flight value MemoryEstimate
+// counts: a producer's value ring grows past the in-flight bound, to the
+// slots it passed over (219,136 slots at the bound of 100,000 in a 1M
+// bench --peer run: 2.2 copies, see valueRing), and a client keeps one more
+// of what it has not yet sent or may send again (a request buffer, NATS's
+// and Queen's retries). Measured: a run of 500,000-byte values held at
+// its bound of 500 in flight (kfake stopped for 4 s) peaked at 564 MiB
+// RSS, 2.4 x the 238 MiB in flight, against the estimate's 715 MiB.
+const ValueCopies = 3
+
+// MemoryEstimate is the memory the load's values can take at its peak:
+// ValueCopies x the sends that can be in flight at once (MaxInFlight, or
+// the whole schedule if that is smaller) x MessageSize. It leaves out what
+// does not grow with the value (the ledger, histograms), which is small
+// beside it once values are large. Callers refuse a load whose estimate
+// the machine cannot hold: the kernel would kill the run halfway, leaving
+// a half run directory.
+func (c Config) MemoryEstimate() uint64 {
+	c = c.WithDefaults()
+	inFlight := min(uint64(max(c.MaxInFlight, 0)), c.Scheduled())
+	size := uint64(max(c.MessageSize, 0))
+	if inFlight > 0 && size > math.MaxUint64/ValueCopies/inFlight {
+		return math.MaxUint64 // more than any machine: refused all the same
+	}
+	return ValueCopies * inFlight * size
 }
 
 // Stats are live counters, safe to read during the load.

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -146,12 +147,36 @@ func TestValidate(t *testing.T) {
 		"keys":       func(c *Config) { c.Keys = -1 },
 		"partitions": func(c *Config) { c.Partitions = nil },
 		"too many":   func(c *Config) { c.Rate = 1e9; c.Duration = time.Hour },
+		// --rate 1e-9 once created the topic and the run directory and then
+		// failed "nothing was sent".
+		"less than one message": func(c *Config) { c.Rate = 1e-9 },
+		"0.99 messages":         func(c *Config) { c.Rate = 0.99 },
 	}
 	for name, mut := range tests {
 		c := ok
 		mut(&c)
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// MemoryEstimate counts ValueCopies values per send that can be in flight:
+// the in-flight bound, or the whole schedule when it is shorter.
+func TestMemoryEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want uint64
+	}{
+		{"bound below the schedule", Config{Rate: 1000, Duration: time.Minute, MessageSize: 1024, MaxInFlight: 100}, ValueCopies * 100 * 1024},
+		{"default bound", Config{Rate: 1e6, Duration: time.Minute, MessageSize: 1024}, ValueCopies * 100_000 * 1024},
+		{"schedule below the bound", Config{Rate: 10, Duration: time.Second, MessageSize: 1 << 20}, ValueCopies * 10 << 20},
+		{"2 GiB values", Config{Rate: 1000, Duration: time.Minute, MessageSize: 1 << 31}, ValueCopies * 60_000 << 31},
+		{"saturates", Config{Rate: 1e6, Duration: time.Hour, MessageSize: math.MaxInt, MaxInFlight: math.MaxInt}, math.MaxUint64},
+	} {
+		if got := tc.c.MemoryEstimate(); got != tc.want {
+			t.Errorf("%s: %d bytes, want %d", tc.name, got, tc.want)
 		}
 	}
 }

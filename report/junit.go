@@ -2,6 +2,8 @@ package report
 
 import (
 	"encoding/xml"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ackcheck/ackcheck/verifier"
@@ -9,76 +11,270 @@ import (
 
 // junitSuite is the JUnit XML format CI systems read.
 type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	XMLName  xml.Name `xml:"testsuite"`
+	Name     string   `xml:"name,attr"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	Skipped  int      `xml:"skipped,attr"`
+	Time     string   `xml:"time,attr"`
+	// Properties carry what identifies this run (its run ID): the suite's
+	// and cases' names stay the same from run to run, for CI histories.
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
 }
 
-type junitFailure struct {
-	Message string `xml:"message,attr"`
+type junitMessage struct {
+	Message string `xml:"message,attr,omitempty"`
 	Text    string `xml:",chardata"`
 }
 
-// Check is one JUnit test case: a name and why it failed ("" passes).
+// The status of a JUnit case.
+const (
+	Passed  = "passed"
+	Failed  = "failed"  // the check failed: the broker broke a promise
+	Errored = "error"   // the check could not be judged (read-back unfinished)
+	Skipped = "skipped" // the check was off for this run
+)
+
+// Check is one JUnit test case.
+//
+// Name is stable from run to run (CI keeps a history per name): it never
+// holds a measured value. Measured values go in Out (system-out) and, when
+// the check fails, in Message.
 type Check struct {
-	Name, Failure string
+	Name    string
+	Status  string
+	Message string  // why it failed, errored or was skipped
+	Out     string  // what was measured
+	Seconds float64 // the time spent gathering what the check judges
 }
 
-// Checks lists the verdict's checks, one JUnit case each, failing where
-// the verdict failed (from Result.Failures, never from the wording of a
-// reason). The eight standing checks are always there; each deadline
-// missed and each unexpected death is a case of its own.
-func Checks(r *verifier.Result) []Check {
-	standing := []struct{ name, check string }{
-		{"no acked message lost", verifier.CheckLost},
-		{"no corruption", verifier.CheckCorrupt},
-		{"no phantom", verifier.CheckPhantom},
-		{"read-back complete", verifier.CheckReadBack},
-		{"something sent", verifier.CheckSent},
-		{"something acked", verifier.CheckAcked},
-		{"no duplicates (--no-duplicates)", verifier.CheckDuplicates},
-		{"in order (--ordered)", verifier.CheckReordered},
+// caseOf is a standing check of a verdict: its case name, its
+// verifier.Check, whether it was on, and what was measured for it.
+type caseOf struct {
+	name  string
+	check string
+	// off says why the check was off for the verdict ("" when on).
+	off func(c *verifier.Checks) string
+	// readBack: the check judges what the read-back read.
+	readBack bool
+	out      func(r *verifier.Result) string
+}
+
+func always(*verifier.Checks) string { return "" }
+
+func optional(flag string, on func(c verifier.Checks) bool) func(*verifier.Checks) string {
+	return func(c *verifier.Checks) string {
+		switch {
+		case c == nil:
+			return "not recorded: this result.json predates recorded checks"
+		case on(*c):
+			return ""
+		}
+		return "off: --" + flag + " was not set for this verdict"
 	}
+}
+
+var standing = []caseOf{
+	{"no acked message lost", verifier.CheckLost, always, true, func(r *verifier.Result) string {
+		return fmt.Sprintf("acked %d, read back %d, lost %d", r.Acked, r.Read, r.Lost)
+	}},
+	{"no corruption", verifier.CheckCorrupt, always, true, func(r *verifier.Result) string {
+		return fmt.Sprintf("corrupt copies %d", r.Corrupt)
+	}},
+	{"no phantom", verifier.CheckPhantom, always, true, func(r *verifier.Result) string {
+		return fmt.Sprintf("phantoms %d", r.Phantom)
+	}},
+	{"no duplicates (--no-duplicates)", verifier.CheckDuplicates, optional("no-duplicates", func(c verifier.Checks) bool { return c.NoDuplicates }), true,
+		func(r *verifier.Result) string { return fmt.Sprintf("duplicate copies %d", r.Duplicates) }},
+	{"in order (--ordered)", verifier.CheckReordered, optional("ordered", func(c verifier.Checks) bool { return c.Ordered }), true,
+		func(r *verifier.Result) string { return fmt.Sprintf("reordered %d", r.Reordered) }},
+	{"read-back complete", verifier.CheckReadBack, always, true, func(r *verifier.Result) string {
+		return fmt.Sprintf("records read %d in %.1f s; complete %v", r.RecordsRead, r.ReadBackS, r.ReadBackComplete)
+	}},
+	{"something sent", verifier.CheckSent, always, false, func(r *verifier.Result) string {
+		return fmt.Sprintf("sent %d", r.Sent)
+	}},
+	{"something acked", verifier.CheckAcked, always, false, func(r *verifier.Result) string {
+		return fmt.Sprintf("acked %d of %d sent", r.Acked, r.Sent)
+	}},
+	{"deadline: acks never stop longer than --max-no-ack", verifier.CheckMaxNoAck,
+		optional("max-no-ack", func(c verifier.Checks) bool { return c.MaxNoAck > 0 }), false, func(r *verifier.Result) string {
+			return fmt.Sprintf("longest without acks: %.0f ms from %.1f s%s", r.LongestNoAckMs, r.LongestNoAckAt, deadlineText(r, func(c verifier.Checks) verifier.Duration { return c.MaxNoAck }))
+		}},
+	{"deadline: nodes ready again within --max-ready", verifier.CheckMaxReady,
+		optional("max-ready", func(c verifier.Checks) bool { return c.MaxReady > 0 }), false, func(r *verifier.Result) string {
+			return recoveryText(r, "ready", func(f verifier.FaultReport) float64 { return f.ReadyMs }) + deadlineText(r, func(c verifier.Checks) verifier.Duration { return c.MaxReady })
+		}},
+	{"deadline: replicas in sync within --max-in-sync", verifier.CheckMaxInSync,
+		optional("max-in-sync", func(c verifier.Checks) bool { return c.MaxInSync > 0 }), false, func(r *verifier.Result) string {
+			return recoveryText(r, "in sync", func(f verifier.FaultReport) float64 { return f.InSyncMs }) + deadlineText(r, func(c verifier.Checks) verifier.Duration { return c.MaxInSync })
+		}},
+	{"no unexpected node death", verifier.CheckUnexpectedDeath, always, false, func(r *verifier.Result) string {
+		return fmt.Sprintf("faults recorded %d", len(r.Faults))
+	}},
+	{"ledger proven whole", verifier.CheckLedgerWhole, always, false, func(r *verifier.Result) string {
+		if r.Ledger == nil {
+			return "not proven: the ledger was judged open for writing"
+		}
+		return fmt.Sprintf("whole %v: %d flushes, %d fragments, %d events", r.Ledger.Whole, r.Ledger.Flushes, r.Ledger.Fragments, r.Ledger.Events)
+	}},
+}
+
+func deadlineText(r *verifier.Result, of func(verifier.Checks) verifier.Duration) string {
+	if r.Checks == nil || of(*r.Checks) <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; deadline %s", of(*r.Checks).String())
+}
+
+func recoveryText(r *verifier.Result, what string, ms func(verifier.FaultReport) float64) string {
+	var parts []string
+	for _, f := range r.Faults {
+		if f.FirstAckMs == nil {
+			continue
+		}
+		v := "never"
+		if m := ms(f); m >= 0 {
+			v = fmt.Sprintf("%.0f ms", m)
+		}
+		parts = append(parts, fmt.Sprintf("%s at %.1f s: %s %s", f.Action, f.AtS, what, v))
+	}
+	if len(parts) == 0 {
+		return "no fault took a node away"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Checks lists the verdict's checks, one JUnit case each, always the same
+// cases under the same names. A case fails where the verdict failed (from
+// Result.Failures, never from the wording of a reason); a check that was
+// off is skipped; when the read-back did not finish, the read-back case is
+// an error and each check of what was read that did not fail is an error
+// too (it was not judged on everything).
+func Checks(r *verifier.Result) []Check {
 	msgs := map[string][]string{}
 	for _, f := range r.Failures {
 		msgs[f.Check] = append(msgs[f.Check], f.Message)
 	}
+	loadS := 0.0
+	if !r.LoadStart.IsZero() && r.LoadEnd.After(r.LoadStart) {
+		loadS = r.LoadEnd.Sub(r.LoadStart).Seconds()
+	}
+	unfinished := r.Unfinished()
 	var cs []Check
 	for _, c := range standing {
-		cs = append(cs, Check{c.name, strings.Join(msgs[c.check], "; ")})
-		delete(msgs, c.check)
-	}
-	for _, f := range r.Failures { // deadlines, unexpected deaths
-		if _, ok := msgs[f.Check]; ok {
-			cs = append(cs, Check{f.Message, f.Message})
+		k := Check{Name: c.name, Status: Passed, Out: c.out(r), Seconds: loadS}
+		if c.readBack {
+			k.Seconds = r.ReadBackS
 		}
+		m := strings.Join(msgs[c.check], "; ")
+		off := c.off(r.Checks)
+		switch {
+		case c.check == verifier.CheckReadBack && unfinished:
+			k.Status, k.Message = Errored, m
+			if r.Resume != "" && !strings.Contains(m, r.Resume) {
+				k.Message += "; finish it with: " + r.Resume
+			}
+		case c.check == verifier.CheckLedgerWhole && r.Ledger == nil:
+			k.Status, k.Message = Skipped, "not checked: this result was judged from a ledger open for writing, or predates the check"
+		case c.check == verifier.CheckLedgerWhole && m != "":
+			// Not the broker's failure: no verdict could be given.
+			k.Status, k.Message = Errored, m
+		case m != "":
+			k.Status, k.Message = Failed, m
+		case off != "":
+			k.Status, k.Message = Skipped, off
+		case c.readBack && unfinished:
+			k.Status, k.Message = Errored, "not judged: the read-back did not finish, so this holds only for what was read"
+		}
+		cs = append(cs, k)
 	}
 	return cs
 }
 
-// JUnit renders the checks as JUnit XML.
+// JUnit renders the verdict's checks as JUnit XML: one suite named for the
+// driver (the run ID, topic and verdict are properties), one case per check
+// (Checks). The suite's time is the load's and the read-back's.
 func JUnit(r *verifier.Result) ([]byte, error) {
-	s := junitSuite{Name: "ackcheck " + r.RunID}
-	for _, c := range Checks(r) {
-		jc := junitCase{Name: c.Name, Classname: "ackcheck." + r.Driver}
-		if c.Failure != "" {
-			jc.Failure = &junitFailure{Message: c.Failure, Text: c.Failure}
+	s, err := suite("ackcheck "+r.Driver, "ackcheck."+r.Driver, Checks(r))
+	if err != nil {
+		return nil, err
+	}
+	total := r.ReadBackS
+	if !r.LoadStart.IsZero() && r.LoadEnd.After(r.LoadStart) {
+		total += r.LoadEnd.Sub(r.LoadStart).Seconds()
+	}
+	s.Time = seconds(total)
+	s.Properties = &junitProperties{Property: []junitProperty{{"run_id", r.RunID}, {"topic", r.Topic}, {"verdict", r.Verdict}}}
+	return marshal(s)
+}
+
+// Suite renders cases as one JUnit test suite, each case of the given
+// class, the suite's time the sum of its cases' (cases that ran one after
+// another).
+func Suite(name, classname string, cases []Check) ([]byte, error) {
+	s, err := suite(name, classname, cases)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(s)
+}
+
+func suite(name, classname string, cases []Check) (junitSuite, error) {
+	s := junitSuite{Name: name}
+	total := 0.0
+	for _, c := range cases {
+		jc := junitCase{Name: c.Name, Classname: classname, Time: seconds(c.Seconds), SystemOut: c.Out}
+		msg := &junitMessage{Message: c.Message, Text: c.Message}
+		switch c.Status {
+		case Passed:
+		case Failed:
+			jc.Failure = msg
 			s.Failures++
+		case Errored:
+			jc.Error = msg
+			s.Errors++
+		case Skipped:
+			jc.Skipped = &junitMessage{Message: c.Message}
+			s.Skipped++
+		default:
+			return s, fmt.Errorf("junit case %q: unknown status %q", c.Name, c.Status)
 		}
+		total += c.Seconds
 		s.Cases = append(s.Cases, jc)
 	}
 	s.Tests = len(s.Cases)
+	s.Time = seconds(total)
+	return s, nil
+}
+
+func marshal(s junitSuite) ([]byte, error) {
 	out, err := xml.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	return append([]byte(xml.Header), append(out, '\n')...), nil
 }
+
+func seconds(s float64) string { return strconv.FormatFloat(max(s, 0), 'f', 3, 64) }

@@ -187,6 +187,28 @@ func counts(r *verifier.Result) [][3]string {
 	}
 }
 
+// lossLines are the worst partitions' losses and where every lost,
+// duplicate and reordered message is listed, a line each.
+func lossLines(r *verifier.Result) []string {
+	var out []string
+	for _, p := range r.WorstPartitions(10) {
+		out = append(out, r.PartitionLossText(p))
+	}
+	if n := len(r.LostByPartition); n > 10 {
+		out = append(out, fmt.Sprintf("and %d more partitions", n-10))
+	}
+	for _, l := range r.Listings {
+		switch {
+		case l.Total == 0:
+		case l.Capped:
+			out = append(out, fmt.Sprintf("%s lists %d of %d %s messages (capped by --list-max)", l.File, l.Listed, l.Total, l.Class))
+		default:
+			out = append(out, fmt.Sprintf("%s lists all %d %s messages", l.File, l.Listed, l.Class))
+		}
+	}
+	return out
+}
+
 func ms(v float64) string {
 	if v < 0 {
 		return "not observed"
@@ -214,7 +236,7 @@ func recovery(r *verifier.Result) [][]string {
 			}
 			proof = strings.Join(lost, "; ")
 		}
-		rows = append(rows, []string{fmt.Sprintf("%.1f s", f.AtS), string(f.Action) + " " + f.Target, node,
+		rows = append(rows, []string{f.FaultWhen(), string(f.Action) + " " + f.Target, node,
 			ms(f.SlowestFirstAckMs), ms(f.LongestStallMs), ms(f.ReadyMs), ms(f.InSyncMs), f.InSyncEvidence, proof})
 	}
 	return rows
@@ -244,6 +266,16 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}th{ba
 		b.WriteString("<ul>")
 		for _, reason := range r.Reasons {
 			fmt.Fprintf(&b, `<li class="fail">%s</li>`, e(reason))
+		}
+		b.WriteString("</ul>")
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, `<p class="fail">warning: %s</p>`, e(w))
+	}
+	if lines := lossLines(r); len(lines) > 0 {
+		b.WriteString(`<h2>Lost by partition</h2><ul id="lost-by-partition">`)
+		for _, l := range lines {
+			fmt.Fprintf(&b, "<li>%s</li>", e(l))
 		}
 		b.WriteString("</ul>")
 	}
@@ -279,7 +311,7 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}th{ba
 			if f.Error != "" {
 				res += ": " + f.Error
 			}
-			fmt.Fprintf(&b, "<tr><td>%.1f s</td><td>%s %s</td><td>%s</td><td>%s</td></tr>", f.AtS, e(string(f.Action)), e(f.Target), e(res), e(f.Expect))
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s %s</td><td>%s</td><td>%s</td></tr>", e(f.FaultWhen()), e(string(f.Action)), e(f.Target), e(res), e(f.Expect))
 		}
 		b.WriteString("</table>")
 	}
@@ -319,6 +351,19 @@ func Markdown(in Input) string {
 		fmt.Fprintf(&b, "- **%s**\n", reason)
 	}
 	if len(r.Reasons) > 0 {
+		b.WriteString("\n")
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "- warning: %s\n", w)
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	if lines := lossLines(r); len(lines) > 0 {
+		b.WriteString("### Lost by partition\n\n")
+		for _, l := range lines {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
 		b.WriteString("\n")
 	}
 	b.WriteString(mdRow("check", "count", ""))

@@ -161,51 +161,6 @@ func TestMarkdownHasTheTables(t *testing.T) {
 	}
 }
 
-func TestJUnit(t *testing.T) {
-	type suite struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-		Cases    []struct {
-			Name    string `xml:"name,attr"`
-			Failure *struct {
-				Message string `xml:"message,attr"`
-			} `xml:"failure"`
-		} `xml:"testcase"`
-	}
-	parse := func(r *verifier.Result) suite {
-		data, err := report.JUnit(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s suite
-		if err := xml.Unmarshal(data, &s); err != nil {
-			t.Fatalf("JUnit XML: %v\n%s", err, data)
-		}
-		return s
-	}
-	pass := parse(&verifier.Result{Sent: 10, Acked: 10, ReadBackComplete: true, Verdict: verifier.Pass})
-	if pass.Failures != 0 || pass.Tests != 8 || len(pass.Cases) != 8 {
-		t.Fatalf("passing run: %+v", pass)
-	}
-	failing := &verifier.Result{Sent: 10, Acked: 10, Lost: 3, Duplicates: 2, ReadBackComplete: true, Verdict: verifier.Fail,
-		Failures: []verifier.Failure{
-			{Check: verifier.CheckLost, Message: "3 acked messages were not read back"},
-			{Check: verifier.CheckDuplicates, Message: "2 duplicate copies (--no-duplicates)"},
-			{Check: verifier.CheckUnexpectedDeath, Message: "node 3 died at 4.0s and no fault killed it"},
-		}}
-	s := parse(failing)
-	failed := map[string]string{}
-	for _, c := range s.Cases {
-		if c.Failure != nil {
-			failed[c.Name] = c.Failure.Message
-		}
-	}
-	if s.Failures != 3 || failed["no acked message lost"] == "" || failed["no duplicates (--no-duplicates)"] == "" ||
-		failed["node 3 died at 4.0s and no fault killed it"] == "" {
-		t.Fatalf("failing run: %d failures %v", s.Failures, failed)
-	}
-}
-
 func TestHlogRoundTrips(t *testing.T) {
 	res, _ := realRun(t)
 	for _, publish := range []bool{true, false} {

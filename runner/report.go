@@ -79,10 +79,19 @@ func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.R
 		return nil, err
 	}
 	defer l.Close()
-	res, err := verifier.Check(ctx, l, opts)
+	reads, err := openReads(out)
 	if err != nil {
 		return nil, err
 	}
+	if reads != nil {
+		defer reads.Close()
+	}
+	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
+	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)
+	if err != nil {
+		return nil, err
+	}
+	settle(out, res, func(string, ...any) {})
 	return res, writeOutputs(out, res, run)
 }
 

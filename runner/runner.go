@@ -20,7 +20,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -48,6 +50,11 @@ type Settings struct {
 	MaxInFlight int               `json:"max_in_flight"`
 	CreatedAt   time.Time         `json:"created_at"`
 	Faults      *FaultSource      `json:"faults,omitempty"`
+	// Checks are the checks the run's verdict was judged by; verify and
+	// report judge by them again unless a check flag is given (see
+	// verifier.Rejudge). Nil in run.json of runs from before they were
+	// saved: their checks are unknown.
+	Checks *verifier.Checks `json:"checks,omitempty"`
 }
 
 // Config is one run.
@@ -118,8 +125,14 @@ type FaultSource struct {
 // JournalPath is a run directory's heal journal.
 func JournalPath(out string) string { return filepath.Join(out, "heal.jsonl") }
 
-// LedgerDir is where a run directory keeps its ledger.
+// LedgerDir is where a run directory keeps its ledger: what the load
+// recorded, written once by the run and only read after it.
 func LedgerDir(out string) string { return filepath.Join(out, "ledger") }
+
+// ReadsDir is where a run directory keeps the ledger of its last
+// read-back, replaced by each verify. Run directories from before it kept
+// their reads in the run's ledger.
+func ReadsDir(out string) string { return filepath.Join(out, "reads") }
 
 // clearLine returns to the start of the terminal line and clears it.
 const clearLine = "\r\033[K"
@@ -148,19 +161,28 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	defer func() {
 		if errors.Is(err, ledger.ErrDiskFull) {
 			l := cfg.Load.WithDefaults()
-			need := l.Rate * l.Duration.Seconds() * ledgerBytesPerMessage
 			err = fmt.Errorf("%w; the load stopped there. A run of %.0f msg/s for %s needs about %.0f MiB free for its ledger "+
-				"(up to %d bytes a message): free space or give --out on a larger disk", err, l.Rate, l.Duration, need/(1<<20), ledgerBytesPerMessage)
+				"(up to %d bytes a message): free space or give --out on a larger disk", err, l.Rate, l.Duration, float64(diskNeed(l))/(1<<20), ledgerBytesPerMessage)
 		}
 	}()
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 10 * time.Second
 	}
-	release, err := claimOut(cfg.Out)
+	// The load's settings are checked again here, for callers other than
+	// the command line, before anything exists; prepareLoad checks them
+	// whole once the topic's partitions are known.
+	probe := cfg.Load
+	probe.Partitions = []int32{0}
+	if err := probe.Validate(); err != nil {
+		return nil, err
+	}
+	release, err := claimOut(cfg.Out, diskNeed(cfg.Load.WithDefaults()))
 	if err != nil {
 		return nil, err
 	}
-	claimed := false // the load is about to start: the directory is the run's
+	// Until the ledger holds the run, a failure undoes the claim: no
+	// directory is left that a rerun calls a run and verify does not.
+	claimed := false
 	defer func() {
 		if !claimed {
 			release()
@@ -169,12 +191,13 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	var b [8]byte
 	rand.Read(b[:])
 	runID := binary.BigEndian.Uint64(b[:])
-	info, lc, err := prepareLoad(ctx, cfg, runID)
-	if err != nil {
+	// run.json first: a disk that cannot hold it fails the run before the
+	// topic is made.
+	if err := writeSettings(cfg, cfg.Load.WithDefaults(), runID); err != nil {
 		return nil, err
 	}
-	claimed = true
-	if err := writeSettings(cfg, lc, runID); err != nil {
+	info, lc, err := prepareLoad(ctx, cfg, runID)
+	if err != nil {
 		return nil, err
 	}
 
@@ -182,7 +205,8 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer l.Close()
+	closeLedger := sync.OnceValue(l.Close)
+	defer closeLedger()
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
 		StartOffsets: lc.StartOffsets, LoadStart: time.Now(),
@@ -190,6 +214,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
 	}
+	claimed = true // the ledger holds the run: the directory is the run's
 	cfg.logf("run %016x: %.0f msg/s for %s, %s messages, %d producers -> %s", runID, lc.Rate, drivers.HumanDuration(lc.Duration), drivers.HumanBytes(int64(lc.MessageSize)), run.Producers, cfg.Out)
 	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run)
 	if err != nil {
@@ -228,6 +253,11 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
 	}
+	// The load's ledger is complete: it is closed here and judged, like
+	// any run directory, opened read-only and proven whole (Verify).
+	if err := closeLedger(); err != nil {
+		return nil, fmt.Errorf("close the run's ledger: %w", err)
+	}
 	if lres.LiveReadErr != nil {
 		cfg.logf("warning: the live consumer stopped early: %v (end-to-end latency covers part of the run)", lres.LiveReadErr)
 	}
@@ -238,34 +268,87 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		cfg.logf("load done; --no-verify: check it later with `ackcheck verify --out %s`", cfg.Out)
 		return nil, nil
 	}
-	return verify(ctx, cfg.Out, cfg.Driver, l, run, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+	return Verify(ctx, cfg.Out, cfg.Driver, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
 }
 
 // claimOut claims the run directory before anything else happens:
 // creating the ledger directory is atomic, so of two runs started on one
 // --out exactly one goes on, and the other touches neither the broker nor
-// the winner's run.json. release undoes the claim, for a run that ends
-// before its load starts.
-func claimOut(out string) (release func(), err error) {
-	createdOut := false
-	if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) {
-		createdOut = true
+// the winner's run.json. It refuses a disk with less than need bytes free
+// (diskNeed), saying how much the run needs. release undoes the claim, for
+// a run that ends before its load starts: it removes what the claim and
+// run.json made, and the directories the claim created.
+func claimOut(out string, need uint64) (release func(), err error) {
+	top := topMissing(out)
+	undoMkdir := func() {
+		if top != "" {
+			os.RemoveAll(top)
+		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
+		undoMkdir()
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	if err := os.Mkdir(LedgerDir(out), 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", out, out)
 		}
+		undoMkdir()
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	return func() {
-		os.Remove(LedgerDir(out))
-		if createdOut {
-			os.RemoveAll(out)
+	release = func() {
+		os.RemoveAll(LedgerDir(out))
+		settings := filepath.Join(out, "run.json")
+		os.Remove(settings)
+		os.Remove(settings + ".tmp")
+		undoMkdir()
+	}
+	if free, ok := freeBytes(out); ok && free < need {
+		release()
+		return nil, fmt.Errorf("the disk of --out %s has %s free, and this run needs about %s (%d bytes a message for its ledger, %s for its reports): free space or give --out on a larger disk",
+			out, drivers.ApproxBytes(free), drivers.ApproxBytes(need), ledgerBytesPerMessage, drivers.ApproxBytes(outputBytes))
+	}
+	return release, nil
+}
+
+// outputBytes is room for run.json, result.json, the reports and the
+// ledger's own files, which do not grow with the run: about 120 KB
+// measured after a 2,000-message run, rounded up.
+const outputBytes = 1 << 20
+
+// diskNeed is the free space a run of lc needs in its directory: its
+// ledger at ledgerBytesPerMessage a scheduled message, and outputBytes.
+// Pebble's WAL preallocation (110% of the memtable) is not counted: it
+// asks for it and goes on without it.
+func diskNeed(lc load.Config) uint64 {
+	return outputBytes + lc.Scheduled()*ledgerBytesPerMessage
+}
+
+// freeBytes is what an unprivileged writer may still write on the
+// filesystem of dir; ok is false where that cannot be read.
+func freeBytes(dir string) (uint64, bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return uint64(st.Bavail) * uint64(st.Bsize), true
+}
+
+// topMissing is the outermost directory of out's path that does not exist
+// yet ("" when out exists): what creating out creates.
+func topMissing(out string) string {
+	top := ""
+	for p := filepath.Clean(out); ; {
+		if _, err := os.Lstat(p); err == nil {
+			return top
 		}
-	}, nil
+		top = p
+		next := filepath.Dir(p)
+		if next == p {
+			return top
+		}
+		p = next
+	}
 }
 
 // prepareLoad makes sure of the topic, reads where its partitions end,
@@ -443,6 +526,8 @@ func writeSettings(cfg Config, lc load.Config, runID uint64) error {
 		Topic: cfg.Topic, Rate: lc.Rate, Duration: lc.Duration.String(), Producers: lc.Producers,
 		MessageSize: lc.MessageSize, Keys: lc.Keys, MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
 	}
+	checks := verifier.ChecksOf(cfg.Check)
+	s.Checks = &checks
 	if sd, ok := cfg.Driver.(drivers.SettingsDescriber); ok {
 		s.DriverRows = sd.SettingsRows()
 	}
@@ -469,7 +554,10 @@ func ReadSettings(out string) (Settings, error) {
 	return s, nil
 }
 
-// Verify reads back and judges an existing run directory again.
+// Verify reads back and judges an existing run directory again. It opens
+// the run's ledger read-only (ledger.OpenReadOnly: a damaged ledger is
+// refused, byte for byte as it was) and records the read-back in a fresh
+// ledger at ReadsDir.
 func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
 	l, run, err := openRun(out)
 	if err != nil {
@@ -495,7 +583,7 @@ func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 	if _, err := os.Stat(LedgerDir(out)); err != nil {
 		return nil, run, fmt.Errorf("%s has no ledger: pass the --out of an earlier run", out)
 	}
-	l, err := ledger.Open(LedgerDir(out), ledger.Options{})
+	l, err := ledger.OpenReadOnly(LedgerDir(out), ledger.Options{})
 	if err != nil {
 		return nil, run, err
 	}
@@ -515,21 +603,59 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if !run.Clean {
 		logf("note: this run's ackcheck did not finish its load; up to the last %s of its ledger may be missing (see the ledger package doc)", ledger.Options{}.FlushIntervalOrDefault())
 	}
+	if p := l.Proof(); !p.Whole {
+		logf("note: %s", p.Reason)
+	}
+	reads, err := freshReads(out)
+	if err != nil {
+		return nil, err
+	}
+	defer reads.Close()
 	logf("reading back %s ...", run.Topic)
 	start := time.Now()
-	rb, err := verifier.ReadBack(ctx, d, l, run, idle)
+	rb, err := verifier.ReadBack(ctx, d, reads, run, idle)
 	if err != nil {
 		return nil, err
 	}
 	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
-	res, err := verifier.Check(ctx, l, opts)
+	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
+	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)
 	if err != nil {
 		return nil, err
 	}
+	settle(out, res, logf)
 	if err := writeOutputs(out, res, run); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// freshReads replaces the run directory's reads ledger with an empty one.
+func freshReads(out string) (*ledger.Ledger, error) {
+	dir := ReadsDir(out)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("remove the last read-back's ledger %s: %w", dir, err)
+	}
+	l, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("ledger for the read-back: %w", err)
+	}
+	return l, nil
+}
+
+// openReads opens, read-only, the reads ledger of a run directory's last
+// verify; nil without error for a run directory from before such ledgers,
+// whose reads are in its run ledger.
+func openReads(out string) (*ledger.Ledger, error) {
+	dir := ReadsDir(out)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	l, err := ledger.OpenReadOnly(dir, ledger.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("the last read-back's ledger: %w (run `ackcheck verify --out %s` to read back again)", err, out)
+	}
+	return l, nil
 }
 
 func writeJSON(path string, v any) error {
@@ -542,17 +668,23 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
+	// A temporary file that could not be finished is removed: left behind
+	// (an empty run.json.tmp on a full disk) it only confuses.
+	fail := func(err error) error {
 		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+		os.Remove(tmp)
+		return err
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		return fail(fmt.Errorf("write %s: %w", path, err))
 	}
 	// fsync before rename: a result that survives a crash is a whole one.
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
+		return fail(fmt.Errorf("sync %s: %w", path, err))
 	}
 	if err := f.Close(); err != nil {
-		return err
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return os.Rename(tmp, path)
 }
@@ -599,4 +731,31 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 			}
 		}
 	}
+}
+
+// settle completes a judged result before it is written: a read-back that
+// did not finish names, in result.json and on the progress writer, the
+// command that finishes it.
+func settle(out string, res *verifier.Result, logf func(string, ...any)) {
+	if !res.Unfinished() {
+		return
+	}
+	res.Resume = "ackcheck verify --out " + shellQuote(out)
+	finish := "finish it with `" + res.Resume + "` when the brokers answer"
+	for i := range res.Reasons {
+		res.Reasons[i] = strings.Replace(res.Reasons[i], verifier.ResumeHint, finish, 1)
+	}
+	for i := range res.Failures {
+		res.Failures[i].Message = strings.Replace(res.Failures[i].Message, verifier.ResumeHint, finish, 1)
+	}
+	logf("the read-back did not finish (%d of %d acked messages read so far): verdict %s; finish it with `%s` when the brokers answer",
+		res.Acked-res.Lost, res.Acked, res.Verdict, res.Resume)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+:=@%,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -30,6 +30,16 @@ type Options struct {
 	// took a node away, the time until it answered again and until every
 	// replica was back in sync (never observed counts as missed).
 	MaxNoAck, MaxReady, MaxInSync time.Duration
+	// Changes are the checks a re-read changed from the run's own, and
+	// ChecksUnknown says the run's own are not known (see Rejudge);
+	// result.json states both.
+	Changes       []string
+	ChecksUnknown bool
+	// ListDir, if set, is where Check writes lost.jsonl, duplicates.jsonl
+	// and reordered.jsonl (the run directory); "" writes none.
+	ListDir string
+	// ListMax caps the lines of each list; 0, the default, lists all.
+	ListMax int
 }
 
 // Check judges the run recorded in l. It needs a completed ReadBack.
@@ -42,6 +52,28 @@ type Options struct {
 // bounded by the number of partitions and windows, not by the number of
 // messages.
 func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error) {
+	return CheckLedgers(ctx, Ledgers{Run: l, Reads: l}, opts)
+}
+
+// Ledgers are what a verdict reads: the run's ledger as the load left it
+// (sends, outcomes, live reads, faults, the run's description), and the
+// ledger of the read-back being judged (reads and the ReadBackReport).
+// verify opens Run read-only, so that judging a run again never changes
+// the evidence, and writes a fresh Reads beside it; a run directory from
+// before that kept its reads in Run, and Reads is then Run too.
+type Ledgers struct {
+	Run, Reads *ledger.Ledger
+}
+
+// CheckLedgers is Check on a run's ledger and a read-back's ledger of its
+// own. When Run was opened read-only, the result states what its proof
+// established (Result.Ledger), and a ledger that cannot be proven whole
+// gives no PASS.
+func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error) {
+	l := lg.Run
+	if lg.Reads == nil {
+		lg.Reads = l
+	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 100
 	}
@@ -56,13 +88,16 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		}
 	}
 	var rb ReadBackReport
-	if err := l.GetMeta(MetaReadBack, &rb); err != nil {
+	if err := lg.Reads.GetMeta(MetaReadBack, &rb); err != nil {
 		if errors.Is(err, ledger.ErrNoMeta) {
 			return nil, fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
 		}
 		return nil, err
 	}
 	if err := l.Flush(); err != nil {
+		return nil, err
+	}
+	if err := lg.Reads.Flush(); err != nil {
 		return nil, err
 	}
 	ft, err := loadFaults(l, run.LoadStart)
@@ -81,18 +116,32 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 		LoadEnd:          run.LoadEnd,
 		CleanLedger:      run.Clean,
 		ReadBackComplete: rb.Complete,
+		ReadBackError:    rb.Error,
+		TopicGone:        rb.TopicGone,
+		ReadBackS:        rb.Took.Seconds(),
 		ReadBackNotes:    rb.Notes,
 		Errors:           run.Errors,
 		Samples:          map[string][]Sample{},
 		Notes:            run.Notes,
 	}
 
-	m, err := openMerger(l)
+	if l.ReadOnly() {
+		p := l.Proof()
+		res.Ledger = &p
+	}
+	m, err := openMerger(lg)
 	if err != nil {
 		return nil, err
 	}
 	defer m.close()
+	inv, err := newInvestigation(opts.ListDir, opts.ListMax, run.LoadStart, ft.records)
+	if err != nil {
+		return nil, err
+	}
+	defer inv.abort() // no-op once finished
 	cls := newClassifier(res, run, l.SentThrough(), opts.MaxSamples)
+	cls.unread = unreadPartitions(rb)
+	cls.inv = inv
 	tl := newTimelines(run, opts.Window, ft)
 	var h history
 	for n := 0; m.next(&h); n++ {
@@ -113,6 +162,9 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 	}
 	slices.Sort(parts)
 	tl.finish(res, parts)
+	if err := inv.finish(opts.ListDir, res); err != nil {
+		return nil, err
+	}
 	if run.AckMeaning != "" {
 		res.AckMeanings = append(res.AckMeanings, Phase{FromS: 0, Since: "the start", Meaning: run.AckMeaning})
 	}

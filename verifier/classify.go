@@ -16,11 +16,15 @@ type classifier struct {
 	run        ledger.RunInfo
 	sentThru   map[uint32]uint64 // per producer, one past the highest committed Send
 	maxSamples int
+	// unread are the partitions the read-back did not read to their end:
+	// a message acked there and not read is not shown lost (LostUnread).
+	unread func(partition int32) bool
 
 	started    bool
 	producer   uint32
 	lastOffset map[int32]int64 // per partition, the current producer's last first copy
 	others     []int64
+	inv        *investigation // lists and sums the failing messages
 }
 
 func newClassifier(res *Result, run ledger.RunInfo, sentThru map[uint32]uint64, maxSamples int) *classifier {
@@ -99,7 +103,11 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 	if valid == 0 {
 		if h.acked {
 			res.Lost++
+			if c.unread != nil && c.unread(h.ack.Partition) {
+				res.LostUnread++
+			}
 			c.sample("lost", Sample{ID: id.String(), Partition: h.ack.Partition, Offset: h.ack.Offset})
+			c.inv.addLost(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time)
 			return true, true
 		}
 		res.NotWritten++
@@ -109,6 +117,12 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 	if valid > 1 {
 		res.Duplicates += int64(valid - 1)
 		c.sample("duplicates", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset, Others: append([]int64(nil), c.others...)})
+		dl := DuplicateLine{ID: id.String(), Partition: first.Partition, Offset: first.Offset, OtherOffsets: append([]int64(nil), c.others...)}
+		if h.acked {
+			off := h.ack.Offset
+			dl.AckedOffset = &off
+		}
+		c.inv.addDuplicate(dl, h.send.Time)
 	}
 	if !h.acked {
 		res.Indeterminate++
@@ -120,6 +134,7 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 	if last, ok := c.lastOffset[first.Partition]; ok && first.Offset < last {
 		res.Reordered++
 		c.sample("reordered", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+		c.inv.addReordered(ReorderedLine{ID: id.String(), Partition: first.Partition, Offset: first.Offset, PreviousOffset: last}, h.send.Time)
 	}
 	c.lastOffset[first.Partition] = first.Offset
 	return true, false

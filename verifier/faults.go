@@ -16,6 +16,10 @@ type FaultReport struct {
 	faults.Record
 	// AtS is when the fault fired, in seconds after the load started.
 	AtS float64 `json:"at_s"`
+	// DueS is when the schedule wanted it, in seconds after the load
+	// started (absent for a fault applied outside the schedule, and for
+	// what was observed rather than done).
+	DueS *float64 `json:"due_s,omitempty"`
 	// ReadyMs: until the node answered as a broker again after coming back.
 	ReadyMs float64 `json:"ready_ms"`
 	// InSyncMs: until every partition had its full replica set in sync.
@@ -70,6 +74,7 @@ func (kp KillProof) String() string {
 // per partition.
 type faultTracker struct {
 	reports []FaultReport
+	records []faults.Record
 	at      []int64 // fault time, Unix ns; 0 for faults not tracked
 	first   []map[int32]int64
 }
@@ -79,7 +84,7 @@ func loadFaults(l *ledger.Ledger, loadStart time.Time) (*faultTracker, error) {
 	if err := l.GetMeta(faults.MetaKey, &recs); err != nil && !errors.Is(err, ledger.ErrNoMeta) {
 		return nil, err
 	}
-	ft := &faultTracker{}
+	ft := &faultTracker{records: recs}
 	ms := func(from, to time.Time) float64 {
 		if to.IsZero() {
 			return -1
@@ -89,6 +94,10 @@ func loadFaults(l *ledger.Ledger, loadStart time.Time) (*faultTracker, error) {
 	for i, r := range recs {
 		rep := FaultReport{Record: r, AtS: r.At.Sub(loadStart).Seconds(),
 			ReadyMs: ms(r.At, r.ReadyAt), InSyncMs: ms(r.At, r.InSyncAt), SlowestFirstAckMs: -1}
+		if !r.Due.IsZero() {
+			due := r.Due.Sub(loadStart).Seconds()
+			rep.DueS = &due
+		}
 		track := r.Result == faults.Applied && r.Action.TakesNodeAway()
 		if r.Action == faults.Kill && r.Result == faults.Applied {
 			rep.KillProof = killProof(recs, i)

@@ -57,13 +57,14 @@ type merger struct {
 	sends, outs, reads, lives stream
 }
 
-func openMerger(l *ledger.Ledger) (*merger, error) {
+func openMerger(lg Ledgers) (*merger, error) {
 	m := &merger{}
 	for _, s := range []struct {
-		k  ledger.Kind
-		to *stream
-	}{{ledger.Send, &m.sends}, {ledger.Outcome, &m.outs}, {ledger.Read, &m.reads}, {ledger.LiveRead, &m.lives}} {
-		c, err := l.Scan(s.k)
+		from *ledger.Ledger
+		k    ledger.Kind
+		to   *stream
+	}{{lg.Run, ledger.Send, &m.sends}, {lg.Run, ledger.Outcome, &m.outs}, {lg.Reads, ledger.Read, &m.reads}, {lg.Run, ledger.LiveRead, &m.lives}} {
+		c, err := s.from.Scan(s.k)
 		if err != nil {
 			m.close()
 			return nil, err

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -48,27 +49,70 @@ type ReadBackReport struct {
 	OtherRun int64            `json:"other_run"`
 	Notes    map[int32]string `json:"notes,omitempty"`
 	Ends     map[int32]int64  `json:"ends"`
+	// Error is the request that failed when the read-back could not
+	// finish (a broker gone, a fetch refused); Complete is then false and
+	// the read-back holds what was read before it.
+	Error string `json:"error,omitempty"`
+	// TopicGone: the broker answered that the topic does not exist any
+	// more. Complete is false: nothing of it could be read.
+	TopicGone bool `json:"topic_gone,omitempty"`
+	// Took is how long the read-back ran.
+	Took time.Duration `json:"took_ns"`
+	// Unread are the partitions not read to their end (a topic gone is
+	// not unread: the broker said what is left). Null in a report from
+	// before it was kept: then every partition of an incomplete read-back
+	// counts as unread (unreadPartitions).
+	Unread []int32 `json:"unread"`
+}
+
+// unreadPartitions reports whether rb did not read a partition to its
+// end. A report from before Unread was kept that is incomplete counts
+// every partition as unread: it cannot say which were.
+func unreadPartitions(rb ReadBackReport) func(int32) bool {
+	if rb.Unread == nil && !rb.Complete && !rb.TopicGone {
+		return func(int32) bool { return true }
+	}
+	set := map[int32]bool{}
+	for _, p := range rb.Unread {
+		set[p] = true
+	}
+	return func(p int32) bool { return set[p] }
 }
 
 // ReadBack reads the run's partitions from run.StartOffsets to the current
-// end offsets, replacing any earlier read-back in l.
-func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
+// end offsets and records every copy of the run's messages in into, with
+// the ReadBackReport. REQUIRES: into holds no earlier read-back (each
+// verify writes a fresh reads ledger beside the run's, which it never
+// changes: see runner).
+//
+// A read-back the broker cannot finish (no broker answers, a fetch fails)
+// is not an error: what was read is kept, Complete is false and Error
+// names the request that failed, so that the caller still judges and
+// writes a result (verdict incomplete). Errors are the ledger's, and ctx
+// ending.
+func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
 	rep := ReadBackReport{At: time.Now(), Notes: map[int32]string{}}
 	ends, err := d.EndOffsets(ctx, run.Topic)
 	switch {
 	case errors.Is(err, drivers.ErrTopicMissing):
 		// Everything is gone. Reading nothing is the honest read-back.
 		ends = map[int32]int64{}
+		rep.TopicGone = true
 		for p := range run.StartOffsets {
 			rep.Notes[p] = fmt.Sprintf("topic %s does not exist any more", run.Topic)
+		}
+	case err != nil && ctx.Err() == nil:
+		// Nothing can be read; the earlier read-back is dropped below all
+		// the same, so that the verdict never rests on stale reads.
+		ends = map[int32]int64{}
+		rep.Error = fmt.Sprintf("reading where the partitions of %s end: %v", run.Topic, err)
+		for p := range run.StartOffsets {
+			rep.Notes[p] = "not read"
 		}
 	case err != nil:
 		return rep, fmt.Errorf("read-back: %w", err)
 	}
 	rep.Ends = ends
-	if err := l.DeleteKind(ledger.Read); err != nil {
-		return rep, err
-	}
 	from := make(map[int32]int64, len(run.StartOffsets))
 	to := make(map[int32]int64, len(run.StartOffsets))
 	for p, start := range run.StartOffsets {
@@ -103,26 +147,62 @@ func ReadBack(ctx context.Context, d drivers.Driver, l *ledger.Ledger, run ledge
 			rep.OtherRun++
 			return nil
 		}
-		recErr = l.Record(ledger.Read, ledger.Event{
+		recErr = into.Record(ledger.Read, ledger.Event{
 			Producer: dm.ID.Producer, Seq: dm.ID.Seq, Partition: r.Pos.Partition, Offset: r.Pos.Offset,
 			Time: readAt, Status: uint8(dm.Status),
 		})
 		return recErr
 	})
-	if err != nil {
+	if err != nil && (recErr != nil || ctx.Err() != nil) {
 		return rep, fmt.Errorf("read-back: %w", err)
 	}
-	rep.Complete = reads.Complete()
+	rep.Complete = reads.Complete() && err == nil && rep.Error == "" && !rep.TopicGone
 	for p, pr := range reads.Partitions {
 		if pr.Note != "" {
 			rep.Notes[p] = pr.Note
 		}
 	}
-	if err := l.Flush(); err != nil {
+	if err != nil {
+		rep.Error = fmt.Sprintf("reading %s back: %v", run.Topic, err)
+		noteUnfinished(&rep, reads, from)
+	}
+	if rep.Complete && len(rep.Notes) > 0 {
+		// A partition the broker declared finished short of its end may
+		// be a topic deleted during the read: that is no complete read.
+		if _, err := d.EndOffsets(ctx, run.Topic); errors.Is(err, drivers.ErrTopicMissing) {
+			rep.Complete, rep.TopicGone = false, true
+		}
+	}
+	rep.Unread = []int32{}
+	for p := range run.StartOffsets {
+		if _, bounded := to[p]; !rep.TopicGone && (!bounded || !reads.Partitions[p].Complete) {
+			rep.Unread = append(rep.Unread, p)
+		}
+	}
+	slices.Sort(rep.Unread)
+	rep.Took = time.Since(rep.At)
+	if err := into.Flush(); err != nil {
 		return rep, err
 	}
-	if err := l.PutMeta(MetaReadBack, rep); err != nil {
+	if err := into.PutMeta(MetaReadBack, rep); err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// noteUnfinished notes, for each partition of from that a failed read did
+// not finish, where it stopped.
+func noteUnfinished(rep *ReadBackReport, reads drivers.ReadReport, from map[int32]int64) {
+	for p, start := range from {
+		if _, ok := rep.Notes[p]; ok {
+			continue
+		}
+		pr, ok := reads.Partitions[p]
+		switch {
+		case !ok:
+			rep.Notes[p] = fmt.Sprintf("not read (from offset %d): %s", start, rep.Error)
+		case !pr.Complete:
+			rep.Notes[p] = fmt.Sprintf("stopped at offset %d of %d: %s", pr.Next, pr.Target, rep.Error)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package verifier
 import (
 	"fmt"
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/ledger"
 	"io"
 	"sort"
 	"strings"
@@ -10,10 +11,18 @@ import (
 	"time"
 )
 
-// Verdicts.
+// Verdicts. Incomplete is neither: the read-back could not finish and
+// nothing it did read proves a failure, so the run is not judged yet
+// (`ackcheck verify` finishes it). A failure the reads made so far prove
+// (a corrupt copy, a phantom, a missed deadline) is Fail all the same.
+// Unproven is neither too: the run's ledger could not be proven whole
+// (ledger.Proof), so a PASS cannot be given from it; a loss it does
+// prove (an ack it holds, not read back) is Fail all the same.
 const (
-	Pass = "pass"
-	Fail = "fail"
+	Pass       = "pass"
+	Fail       = "fail"
+	Incomplete = "incomplete"
+	Unproven   = "unproven"
 )
 
 // Latency summarises one histogram in milliseconds.
@@ -51,16 +60,19 @@ type Result struct {
 	Driver string `json:"driver"`
 	Topic  string `json:"topic"`
 
-	Sent          int64 `json:"sent"`
-	Acked         int64 `json:"acked"`
-	Failed        int64 `json:"failed"`
-	Rejected      int64 `json:"rejected"`
-	Unknown       int64 `json:"unknown"`
-	NoOutcome     int64 `json:"no_outcome"`
-	Shed          int64 `json:"shed"`
-	Read          int64 `json:"read"`
-	RecordsRead   int64 `json:"records_read"`
-	Lost          int64 `json:"lost"`
+	Sent        int64 `json:"sent"`
+	Acked       int64 `json:"acked"`
+	Failed      int64 `json:"failed"`
+	Rejected    int64 `json:"rejected"`
+	Unknown     int64 `json:"unknown"`
+	NoOutcome   int64 `json:"no_outcome"`
+	Shed        int64 `json:"shed"`
+	Read        int64 `json:"read"`
+	RecordsRead int64 `json:"records_read"`
+	Lost        int64 `json:"lost"`
+	// LostUnread counts, of Lost, the acked messages whose partition the
+	// read-back did not read to its end: not shown lost, only not read.
+	LostUnread    int64 `json:"lost_unread,omitempty"`
 	Corrupt       int64 `json:"corrupt"`
 	Phantom       int64 `json:"phantom"`
 	Duplicates    int64 `json:"duplicates"`
@@ -82,6 +94,16 @@ type Result struct {
 	// Failures are the reasons with the check each belongs to, so that
 	// tools (JUnit) group them without parsing sentences.
 	Failures []Failure `json:"failures,omitempty"`
+	// Checks are the checks the verdict was judged by (nil in a
+	// result.json written before they were recorded).
+	Checks *Checks `json:"checks,omitempty"`
+	// CheckChanges says how a re-read's checks differ from the run's
+	// ("--max-no-ack: 1ms at the run, none at this verify"), or that the
+	// run's are unknown (ChecksUnknown).
+	CheckChanges  []string `json:"check_changes,omitempty"`
+	ChecksUnknown bool     `json:"checks_unknown,omitempty"`
+	// Resume is the command that finishes an incomplete verdict.
+	Resume string `json:"resume,omitempty"`
 
 	LongestNoAckMs float64 `json:"longest_no_ack_ms"`
 	LongestNoAckAt float64 `json:"longest_no_ack_start_s"`
@@ -107,14 +129,36 @@ type Result struct {
 	AckedByClass map[string]int64 `json:"acked_by_class,omitempty"`
 	Windows      []Window         `json:"windows"`
 
-	LoadStart        time.Time        `json:"load_start"`
-	LoadEnd          time.Time        `json:"load_end"`
-	CleanLedger      bool             `json:"clean_ledger"`
+	LoadStart   time.Time `json:"load_start"`
+	LoadEnd     time.Time `json:"load_end"`
+	CleanLedger bool      `json:"clean_ledger"`
+	// Ledger is what opening the run's ledger read-only proved about it
+	// (nil when the ledger was judged open for writing, as tests do).
+	Ledger *ledger.Proof `json:"ledger,omitempty"`
+	// ReadBackComplete: every partition was read to the end the broker
+	// reported after the load. False when a request failed
+	// (ReadBackError), a partition made no progress, or the topic is gone.
 	ReadBackComplete bool             `json:"read_back_complete"`
 	ReadBackNotes    map[int32]string `json:"read_back_notes,omitempty"`
-	Errors           map[string]int64 `json:"errors,omitempty"`
+	// ReadBackError names the request that failed when the read-back
+	// could not finish.
+	ReadBackError string `json:"read_back_error,omitempty"`
+	// TopicGone: the broker answered that the topic does not exist any
+	// more (what was acked in it is lost, not unread).
+	TopicGone bool `json:"topic_gone,omitempty"`
+	// ReadBackS is how long the read-back took, in seconds.
+	ReadBackS float64          `json:"read_back_s"`
+	Errors    map[string]int64 `json:"errors,omitempty"`
 
 	Samples map[string][]Sample `json:"samples,omitempty"`
+	// LostByPartition sums the lost messages of each partition that lost
+	// any (see investigate.go); Listings say which files in the run
+	// directory list every lost, duplicate and reordered message.
+	LostByPartition map[int32]*PartitionLoss `json:"lost_by_partition,omitempty"`
+	Listings        []Listing                `json:"listings,omitempty"`
+	// Warnings do not fail the verdict but say the run was not quite the
+	// one asked for (a fault that fired over a second late).
+	Warnings []string `json:"warnings,omitempty"`
 
 	// Faults are the faults injected during the run, in order, with their
 	// recovery figures.
@@ -153,6 +197,7 @@ const (
 	CheckMaxReady        = "max-ready"
 	CheckMaxInSync       = "max-in-sync"
 	CheckUnexpectedDeath = "unexpected-death"
+	CheckLedgerWhole     = "ledger-whole"
 )
 
 // Failure is one reason the verdict failed.
@@ -284,11 +329,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, "    %8d  %s\n", e.v, e.k)
 		}
 	}
+	r.writeInvestigation(w)
 	for _, f := range r.Faults {
 		if f.Node >= 0 {
-			fmt.Fprintf(w, "  fault at %.1fs: %s %s -> node %d: %s", f.AtS, f.Action, f.Target, f.Node, f.Result)
+			fmt.Fprintf(w, "  fault at %s: %s %s -> node %d: %s", f.FaultWhen(), f.Action, f.Target, f.Node, f.Result)
 		} else {
-			fmt.Fprintf(w, "  fault at %.1fs: %s %s: %s", f.AtS, f.Action, f.Target, f.Result)
+			fmt.Fprintf(w, "  fault at %s: %s %s: %s", f.FaultWhen(), f.Action, f.Target, f.Result)
 		}
 		if f.Error != "" {
 			fmt.Fprintf(w, " (%s)", f.Error)
@@ -324,6 +370,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(r.Verdict))
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)
+	}
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warning)
 	}
 }
 

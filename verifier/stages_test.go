@@ -1,7 +1,10 @@
 package verifier
 
 import (
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/message"
@@ -34,39 +37,70 @@ func TestClassifierAlone(t *testing.T) {
 }
 
 // The verdict stage alone: each rule fires on its count and stays quiet
-// without it.
+// without it. A read-back that did not finish proves no loss: alone it is
+// Incomplete (never Pass), and a failure proven by what was read is still
+// Fail; a topic the broker says is gone is Fail.
 func TestVerdictRulesAlone(t *testing.T) {
 	base := func() *Result { return &Result{Sent: 100, Acked: 100, Read: 100, ReadBackComplete: true} }
+	unfinished := func(r *Result) {
+		r.ReadBackComplete, r.Read, r.Lost, r.LostUnread = false, 60, 40, 40
+		r.ReadBackError = "reading t back: fetch refused"
+		r.ReadBackNotes = map[int32]string{1: "stopped at offset 3 of 9: fetch refused"}
+	}
 	tests := []struct {
-		name  string
-		mut   func(*Result)
-		opts  Options
-		check string
+		name    string
+		mut     func(*Result)
+		opts    Options
+		checks  []string
+		verdict string
 	}{
-		{"clean", func(*Result) {}, Options{}, ""},
-		{"lost", func(r *Result) { r.Lost = 1 }, Options{}, CheckLost},
-		{"corrupt", func(r *Result) { r.Corrupt = 1 }, Options{}, CheckCorrupt},
-		{"phantom", func(r *Result) { r.Phantom = 1 }, Options{}, CheckPhantom},
-		{"duplicates allowed", func(r *Result) { r.Duplicates = 1 }, Options{}, ""},
-		{"duplicates refused", func(r *Result) { r.Duplicates = 1 }, Options{NoDuplicates: true}, CheckDuplicates},
-		{"reordered refused", func(r *Result) { r.Reordered = 1 }, Options{Ordered: true}, CheckReordered},
-		{"read-back short", func(r *Result) { r.ReadBackComplete = false }, Options{}, CheckReadBack},
-		{"nothing acked", func(r *Result) { r.Acked = 0 }, Options{}, CheckAcked},
+		{"clean", func(*Result) {}, Options{}, nil, Pass},
+		{"lost", func(r *Result) { r.Lost = 1 }, Options{}, []string{CheckLost}, Fail},
+		{"corrupt", func(r *Result) { r.Corrupt = 1 }, Options{}, []string{CheckCorrupt}, Fail},
+		{"phantom", func(r *Result) { r.Phantom = 1 }, Options{}, []string{CheckPhantom}, Fail},
+		{"duplicates allowed", func(r *Result) { r.Duplicates = 1 }, Options{}, nil, Pass},
+		{"duplicates refused", func(r *Result) { r.Duplicates = 1 }, Options{NoDuplicates: true}, []string{CheckDuplicates}, Fail},
+		{"reordered refused", func(r *Result) { r.Reordered = 1 }, Options{Ordered: true}, []string{CheckReordered}, Fail},
+		{"nothing acked", func(r *Result) { r.Acked = 0 }, Options{}, []string{CheckAcked}, Fail},
+		{"read-back short", func(r *Result) { r.ReadBackComplete = false }, Options{}, []string{CheckReadBack}, Incomplete},
+		{"read-back failed, lost not proven", unfinished, Options{}, []string{CheckReadBack}, Incomplete},
+		{"read-back failed, a corrupt copy proven", func(r *Result) { unfinished(r); r.Corrupt = 1 }, Options{},
+			[]string{CheckCorrupt, CheckReadBack}, Fail},
+		{"read-back failed, a deadline missed", func(r *Result) { unfinished(r); r.LongestNoAckMs = 500 }, Options{MaxNoAck: time.Millisecond},
+			[]string{CheckReadBack, CheckMaxNoAck}, Fail},
+		{"read-back failed, a loss in a partition read to its end", func(r *Result) { unfinished(r); r.LostUnread = 30 }, Options{},
+			[]string{CheckLost, CheckReadBack}, Fail},
+		{"topic gone", func(r *Result) { r.ReadBackComplete, r.TopicGone, r.Read, r.Lost = false, true, 0, 100 }, Options{},
+			[]string{CheckLost, CheckReadBack}, Fail},
+		{"ledger proven whole", func(r *Result) { r.Ledger = &ledger.Proof{Whole: true} }, Options{}, nil, Pass},
+		{"ledger not proven whole", func(r *Result) { r.Ledger = &ledger.Proof{Reason: "older"} }, Options{}, []string{CheckLedgerWhole}, Unproven},
+		{"ledger not proven whole, phantoms not blamed", func(r *Result) { r.Ledger = &ledger.Proof{Reason: "older"}; r.Phantom = 5 }, Options{},
+			[]string{CheckLedgerWhole}, Unproven},
+		{"ledger not proven whole, a loss it holds", func(r *Result) { r.Ledger = &ledger.Proof{Reason: "older"}; r.Lost = 2 }, Options{},
+			[]string{CheckLost, CheckLedgerWhole}, Fail},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := base()
 			tc.mut(r)
 			applyVerdict(r, tc.opts)
-			if tc.check == "" {
-				if r.Verdict != Pass {
-					t.Fatalf("verdict %s: %v", r.Verdict, r.Reasons)
-				}
-				return
+			var got []string
+			for _, f := range r.Failures {
+				got = append(got, f.Check)
 			}
-			if r.Verdict != Fail || len(r.Failures) != 1 || r.Failures[0].Check != tc.check {
-				t.Fatalf("verdict %s, failures %+v; want one %q", r.Verdict, r.Failures, tc.check)
+			if r.Verdict != tc.verdict || !slices.Equal(got, tc.checks) {
+				t.Fatalf("verdict %s, failures %+v; want %s with %q", r.Verdict, r.Failures, tc.verdict, tc.checks)
+			}
+			if r.Checks == nil || *r.Checks != ChecksOf(tc.opts) {
+				t.Fatalf("checks recorded %+v, want %+v", r.Checks, ChecksOf(tc.opts))
 			}
 		})
+	}
+	// The reason names the request and the partition that stopped it.
+	r := base()
+	unfinished(r)
+	applyVerdict(r, Options{})
+	if want := "the read-back did not finish: reading t back: fetch refused; partition 1: stopped at offset 3 of 9"; !strings.HasPrefix(r.Reasons[0], want) {
+		t.Fatalf("reason %q, want it to start %q", r.Reasons[0], want)
 	}
 }

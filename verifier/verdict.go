@@ -10,22 +10,46 @@ import (
 
 // Stage 4 of Check: the verdict. Each rule reads the counts and figures
 // the earlier stages wrote into res and fails the verdict with a reason
-// and the check it belongs to (Result.Failures, for JUnit and tools).
+// and the check it belongs to (Result.Failures, for JUnit and tools). It
+// records the checks it judged by (Result.Checks) and how a re-read
+// changed them.
+//
+// A read-back that did not finish (Result.Unfinished) proves no loss in
+// the partitions it did not read to their end: an acked message not read
+// there may be in what was not read (LostUnread). Those are no failure;
+// a loss in a partition read to its end is. Unless a check fails on what
+// was read, the verdict is then Incomplete, never Pass.
 func applyVerdict(res *Result, opts Options) {
 	res.Verdict = Pass
+	checks := ChecksOf(opts)
+	res.Checks = &checks
+	res.CheckChanges, res.ChecksUnknown = opts.Changes, opts.ChecksUnknown
+	res.Notes = append(slices.Clip(res.Notes), opts.Changes...)
+	slipWarnings(res)
 	fail := func(check, format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		res.Verdict = Fail
 		res.Reasons = append(res.Reasons, msg)
 		res.Failures = append(res.Failures, Failure{Check: check, Message: msg})
 	}
-	if res.Lost > 0 {
+	unfinished := res.Unfinished()
+	switch proven := res.Lost - res.LostUnread; {
+	case !unfinished && res.Lost > 0:
 		fail(CheckLost, "%d acked messages were not read back", res.Lost)
+	case unfinished && proven > 0:
+		fail(CheckLost, "%d acked messages were not read back from partitions read to their end (%d more in partitions not read to their end are not judged)", proven, res.LostUnread)
 	}
 	if res.Corrupt > 0 {
 		fail(CheckCorrupt, "%d copies failed their checksum", res.Corrupt)
 	}
-	if res.Phantom > 0 {
+	unproven := res.Ledger != nil && !res.Ledger.Whole
+	switch {
+	case res.Phantom > 0 && unproven:
+		// A send missing from a ledger nothing vouches for reads back as
+		// a phantom: blaming the broker for it would be a guess.
+		res.Reasons = append(res.Reasons, fmt.Sprintf("%d messages were read whose sends the ledger does not hold; "+
+			"as the ledger cannot be proven whole, they are not counted against the broker", res.Phantom))
+	case res.Phantom > 0:
 		fail(CheckPhantom, "%d messages were read that ackcheck never sent", res.Phantom)
 	}
 	if opts.NoDuplicates && res.Duplicates > 0 {
@@ -34,8 +58,16 @@ func applyVerdict(res *Result, opts Options) {
 	if opts.Ordered && res.Reordered > 0 {
 		fail(CheckReordered, "%d messages out of order (--ordered)", res.Reordered)
 	}
-	if !res.ReadBackComplete {
-		fail(CheckReadBack, "the read-back did not reach every partition's end; rerun `ackcheck verify` when the brokers are back")
+	switch {
+	case res.TopicGone:
+		fail(CheckReadBack, "topic %s does not exist any more: the %d acked messages in it cannot be read", res.Topic, res.Lost)
+	case unfinished:
+		// Not a failure of the broker's: no verdict yet. Recorded as the
+		// read-back check's failure so that tools see which check is open.
+		msg := "the read-back did not finish" + res.readBackWhy() +
+			fmt.Sprintf("; %d acked messages are not read so far; %s", res.LostUnread, ResumeHint)
+		res.Reasons = append(res.Reasons, msg)
+		res.Failures = append(res.Failures, Failure{Check: CheckReadBack, Message: msg})
 	}
 	if res.Sent == 0 {
 		fail(CheckSent, "nothing was sent: there is nothing to judge")
@@ -75,6 +107,53 @@ func applyVerdict(res *Result, opts Options) {
 			fail(CheckUnexpectedDeath, "node %d died at %.1fs and no fault killed it", f.Node, f.AtS)
 		}
 	}
+	if unproven {
+		// Recorded against its check, as an unfinished read-back is, but
+		// not a failure of the broker's.
+		msg := "the run's ledger cannot be proven whole: " + res.Ledger.Reason
+		res.Reasons = append(res.Reasons, msg)
+		res.Failures = append(res.Failures, Failure{Check: CheckLedgerWhole, Message: msg})
+	}
+	if unfinished && res.Verdict == Pass {
+		res.Verdict = Incomplete
+	}
+	if unproven && res.Verdict == Pass {
+		res.Verdict = Unproven
+	}
+}
+
+// ResumeHint ends the reason of an unfinished read-back; a caller that
+// knows the run directory replaces it with the command itself.
+const ResumeHint = "run `ackcheck verify` on this run directory when the brokers answer"
+
+// Unfinished reports whether the read-back ended before every partition's
+// end without the broker saying the data is gone: what was not read is
+// not judged.
+func (r *Result) Unfinished() bool { return !r.ReadBackComplete && !r.TopicGone }
+
+// readBackWhy says which request or partitions stopped the read-back,
+// partitions in order: ": reading ...; partition 3: stopped at ...".
+func (r *Result) readBackWhy() string {
+	var parts []string
+	if r.ReadBackError != "" {
+		parts = append(parts, r.ReadBackError)
+	}
+	ps := make([]int32, 0, len(r.ReadBackNotes))
+	for p := range r.ReadBackNotes {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	for i, p := range ps {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more partitions", len(ps)-5))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("partition %d: %s", p, r.ReadBackNotes[p]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
 }
 
 // topErrors names the n most frequent failure texts, for a reason.

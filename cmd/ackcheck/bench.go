@@ -44,6 +44,11 @@ func newBenchCmd() *cobra.Command {
 			if peerChild != "" { // child mode: one workload of the peer benchmark
 				return runPeerChild(cmd, peerChild, peerShapeJSON)
 			}
+			if avail, from, ok := availableMemory(); ok && peer {
+				if err := shape.validate(avail, from); err != nil {
+					return err
+				}
+			}
 			if dir == "" {
 				d, err := os.MkdirTemp("", "ackcheck-bench-")
 				if err != nil {

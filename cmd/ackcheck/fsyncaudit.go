@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
+	reportpkg "github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/scenarios"
+	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/spf13/cobra"
 )
 
@@ -34,7 +37,9 @@ write the node had not fsynced and the broker is SIGKILLed at that instant,
 then restarted on what its disk kept. Every acked message is read back.
 
 It writes <out>/<setting>/ (a full run each: result.json, report.html),
-<out>/audit.md and <out>/audit.json: acked messages lost, the longest time
+<out>/audit.md and <out>/audit.json (and with --junit one JUnit suite, a
+case per setting: failed when a setting whose acks mean fsynced lost an
+acked message, an error when a setting reached no conclusion): acked messages lost, the longest time
 without acks, publish and end-to-end latency before the loss and over the
 whole run, and for each setting what an ack meant (read from the cluster)
 and whether the measurement agrees with the documentation.
@@ -89,6 +94,12 @@ message; the default setting losing messages is the expected finding.`,
 				data, _ := json.MarshalIndent(res, "", "  ")
 				os.WriteFile(filepath.Join(rf.out, "audit.json"), append(data, '\n'), 0o644)
 				fmt.Fprintf(out, "\n%s\naudit: %s/audit.md, %s/audit.json\n", md, rf.out, rf.out)
+			}
+			if rf.cf.junit != "" {
+				if jerr := writeAuditJUnit(rf.cf.junit, audit, res, err); jerr != nil {
+					return errors.Join(err, jerr)
+				}
+				fmt.Fprintf(out, "junit: %s\n", rf.cf.junit)
 			}
 			if err != nil {
 				return err
@@ -163,4 +174,70 @@ func auditSettingsDoc() string {
 		fmt.Fprintf(&b, "  --driver %s: %s\n", p.Name(), strings.Join(labels, "; "))
 	}
 	return b.String()
+}
+
+// writeAuditJUnit writes the audit as one JUnit suite with a case per
+// setting, named by the setting (stable from run to run). A case fails
+// where the exit status does: a setting whose acks mean fsynced lost an
+// acked message. A setting that reached no conclusion (the power loss did
+// not apply, the read-back did not finish, its run failed) is an error;
+// settings after a failed one were not run and are skipped. The measured
+// loss and the finding are the case's system-out.
+func writeAuditJUnit(path string, audit scenarios.FsyncAudit, res *scenarios.AuditResult, runErr error) error {
+	data, err := reportpkg.Suite("ackcheck "+audit.Name(), "ackcheck.fsync-audit", auditCases(audit, res, runErr))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write --junit %s: %w", path, err)
+	}
+	return nil
+}
+
+func auditCases(audit scenarios.FsyncAudit, res *scenarios.AuditResult, runErr error) []reportpkg.Check {
+	var rows []scenarios.AuditRow
+	if res != nil {
+		rows = res.Rows
+	}
+	var cs []reportpkg.Check
+	for i, s := range audit.Settings {
+		c := reportpkg.Check{Name: fmt.Sprintf("%s (%s)", s.Name, s.Label), Status: reportpkg.Passed}
+		switch {
+		case i < len(rows):
+			r := rows[i]
+			c.Out = fmt.Sprintf("acked %d, lost %d, longest without acks %.0f ms, verdict %s, power loss %s: %s",
+				r.Acked, r.Lost, r.LongestNoAckMs, r.Verdict, r.PowerLoss, r.Finding)
+			c.Seconds = runSeconds(r.Out)
+			switch {
+			case r.Verdict == verifier.Incomplete:
+				c.Status, c.Message = reportpkg.Errored, fmt.Sprintf("no conclusion: the read-back did not finish; finish it with `ackcheck verify --out %s`", r.Out)
+			case !strings.HasPrefix(r.PowerLoss, "applied"):
+				c.Status, c.Message = reportpkg.Errored, r.Finding
+			case !s.ExpectLoss && r.Lost > 0:
+				c.Status, c.Message = reportpkg.Failed, r.Finding
+			}
+		case i == len(rows) && runErr != nil:
+			c.Status, c.Message = reportpkg.Errored, runErr.Error()
+		case runErr != nil:
+			c.Status, c.Message = reportpkg.Skipped, fmt.Sprintf("not run: the audit stopped at setting %s", audit.Settings[len(rows)].Name)
+		default:
+			c.Status, c.Message = reportpkg.Errored, "no result for this setting"
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// runSeconds is how long a setting's run loaded and read back, from its
+// result.json (0 when it has none).
+func runSeconds(out string) float64 {
+	data, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		return 0
+	}
+	var r verifier.Result
+	if json.Unmarshal(data, &r) != nil || r.LoadStart.IsZero() {
+		return 0
+	}
+	return max(0, r.LoadEnd.Sub(r.LoadStart).Seconds()) + r.ReadBackS
 }

@@ -104,6 +104,11 @@ acknowledged message ID in a ledger on disk, reads every partition back and
 reports what was lost, corrupted, duplicated, reordered or never sent.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Every command's duration flags and --junit, before it does
+		// anything (verify, report and the rest too); a run checks them
+		// again after its scenario or workload file set more
+		// (runFlags.refuse).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return refuseEveryCommand(cmd.Flags()) },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -102,7 +103,7 @@ func TestExitCodes(t *testing.T) {
 		{"empty topic", []string{"run", "--brokers", brokers, "--out", dir + "/r2", "--topic", ""}, exitError, "--topic is empty", ""},
 		{"producers 0", []string{"run", "--brokers", brokers, "--out", dir + "/r3", "--producers", "0"}, exitError, "--producers 0: use 1 to 1024", ""},
 		{"max-in-flight 0", []string{"run", "--brokers", brokers, "--out", dir + "/r4", "--max-in-flight", "0"}, exitError, "--max-in-flight 0", ""},
-		{"delivery-timeout 0", []string{"run", "--brokers", brokers, "--out", dir + "/r5", "--delivery-timeout", "0s"}, exitError, "--delivery-timeout 0s: use at least 1s", ""},
+		{"delivery-timeout 0", []string{"run", "--brokers", brokers, "--out", dir + "/r5", "--delivery-timeout", "0s"}, exitError, "--delivery-timeout 0s: must be above 0", ""},
 		{"sasl user without mechanism", []string{"run", "--brokers", brokers, "--out", dir + "/r6", "--sasl-username", "u", "--sasl-password", "p"}, exitError, "need --sasl-mechanism", ""},
 		{"junit into a missing dir", []string{"run", "--brokers", brokers, "--out", dir + "/r7", "--junit", dir + "/nope/j.xml"}, exitError, "does not exist; create it first", ""},
 		{"pass", []string{"run", "--brokers", brokers, "--out", dir + "/ok", "--partitions", "4", "--rate", "500", "--duration", "2s"}, exitPass, "", "verdict: PASS"},
@@ -270,35 +271,113 @@ func TestClusterActionsNeedACluster(t *testing.T) {
 	}
 }
 
-// Issue 12's probe: a run's ledger whose write-ahead log was cut to a
-// tenth is exit 2 naming the file, never a verdict on what is left.
+// Issues 12 and 24: a run's ledger damaged in the ways users met (its
+// write-ahead log cut, emptied or deleted; COMMITTED deleted or emptied,
+// alone or with the log cut) is exit 2 "the ledger is damaged" naming the
+// files as they are, never a verdict on what is left: no result.json. verify
+// changes no byte of it, and a second verify says the same.
 func TestVerifyDamagedLedger(t *testing.T) {
 	c := kfakeCluster(t)
-	out := filepath.Join(t.TempDir(), "run")
+	base := filepath.Join(t.TempDir(), "run")
 	var stdout, stderr bytes.Buffer
-	if code := execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out,
+	if code := execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", base,
 		"--partitions", "2", "--rate", "500", "--duration", "2s", "--no-verify"}, &stdout, &stderr); code != exitPass {
 		t.Fatalf("run: exit %d: %s", code, stderr.String())
 	}
-	wals, _ := filepath.Glob(filepath.Join(out, "ledger", "*.log"))
+	wals, _ := filepath.Glob(filepath.Join(base, "ledger", "*.log"))
 	if len(wals) == 0 {
 		t.Fatal("no write-ahead log in the run's ledger")
 	}
-	for _, w := range wals {
-		st, _ := os.Stat(w)
-		os.Truncate(w, st.Size()/10)
+	cutWALs := func(t *testing.T, dir string, keep func(int64) int64) {
+		logs, _ := filepath.Glob(filepath.Join(dir, "ledger", "*.log"))
+		for _, w := range logs {
+			st, _ := os.Stat(w)
+			if err := os.Truncate(w, keep(st.Size())); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	stdout.Reset()
-	stderr.Reset()
-	code := execute(context.Background(), []string{"verify", "--out", out}, &stdout, &stderr)
-	if code != exitError || !strings.Contains(stderr.String(), "the ledger is damaged") || !strings.Contains(stderr.String(), wals[0]) ||
-		strings.Contains(stdout.String(), "verdict") {
-		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	committed := func(dir string) string { return filepath.Join(dir, "ledger", "COMMITTED") }
+	cases := []struct {
+		name string
+		hurt func(t *testing.T, dir string)
+	}{
+		{"write-ahead log cut to a tenth", func(t *testing.T, dir string) { cutWALs(t, dir, func(n int64) int64 { return n / 10 }) }},
+		{"write-ahead log emptied", func(t *testing.T, dir string) { cutWALs(t, dir, func(int64) int64 { return 0 }) }},
+		{"write-ahead log deleted", func(t *testing.T, dir string) {
+			logs, _ := filepath.Glob(filepath.Join(dir, "ledger", "*.log"))
+			for _, w := range logs {
+				os.Remove(w)
+			}
+		}},
+		{"COMMITTED deleted", func(t *testing.T, dir string) { os.Remove(committed(dir)) }},
+		{"COMMITTED emptied", func(t *testing.T, dir string) { os.Truncate(committed(dir), 0) }},
+		{"COMMITTED deleted and the log cut by a third", func(t *testing.T, dir string) {
+			os.Remove(committed(dir))
+			cutWALs(t, dir, func(n int64) int64 { return n * 2 / 3 })
+		}},
 	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			if err := os.CopyFS(out, os.DirFS(base)); err != nil {
+				t.Fatal(err)
+			}
+			tc.hurt(t, out)
+			before := dirHashes(t, filepath.Join(out, "ledger"))
+			var msgs []string
+			for i := 0; i < 2; i++ {
+				var stdout, stderr bytes.Buffer
+				code := execute(context.Background(), []string{"verify", "--out", out}, &stdout, &stderr)
+				if code != exitError || !strings.Contains(stderr.String(), "the ledger is damaged") || strings.Contains(stdout.String(), "verdict") {
+					t.Fatalf("verify %d: exit %d\nstdout: %s\nstderr: %s", i+1, code, stdout.String(), stderr.String())
+				}
+				if _, err := os.Stat(filepath.Join(out, "result.json")); err == nil {
+					t.Fatalf("verify %d wrote a result.json from a damaged ledger", i+1)
+				}
+				for _, f := range strings.Fields(stderr.String()) {
+					if f = strings.TrimRight(f, ",.;:)"); strings.HasPrefix(f, out) {
+						if _, err := os.Stat(f); err != nil && !strings.HasSuffix(f, "COMMITTED") {
+							t.Errorf("the error names %s, which is not there", f)
+						}
+					}
+				}
+				msgs = append(msgs, stderr.String())
+			}
+			if msgs[0] != msgs[1] {
+				t.Errorf("a second verify said something else:\n%s\n%s", msgs[0], msgs[1])
+			}
+			if after := dirHashes(t, filepath.Join(out, "ledger")); after != before {
+				t.Fatalf("verify changed the damaged ledger:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+// dirHashes names every file in dir with a hash of its content.
+func dirHashes(t *testing.T, dir string) string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range es {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s:%x ", e.Name(), sha256.Sum256(data))
+	}
+	return b.String()
 }
 
 // Issue 12's probe: 100 bytes altered in a ledger table file after a
 // verify; verify again is exit 2 with a sentence naming the file, no panic.
+// verify never writes the run's ledger, and a run this short keeps its
+// events in the write-ahead log: the ledger is opened for writing once
+// here, which writes the log out as a table, as a run of millions of
+// messages does while it runs.
 func TestVerifyCorruptTable(t *testing.T) {
 	c := kfakeCluster(t)
 	out := filepath.Join(t.TempDir(), "run")
@@ -310,9 +389,16 @@ func TestVerifyCorruptTable(t *testing.T) {
 	if code := execute(context.Background(), []string{"verify", "--out", out}, &stdout, &stderr); code != exitPass {
 		t.Fatalf("verify: exit %d: %s", code, stderr.String())
 	}
+	l, err := ledger.Open(filepath.Join(out, "ledger"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	ssts, _ := filepath.Glob(filepath.Join(out, "ledger", "*.sst"))
 	if len(ssts) == 0 {
-		t.Fatal("no table file in the ledger after two opens")
+		t.Fatal("no table file in the ledger after it was opened for writing")
 	}
 	for _, s := range ssts {
 		alterMiddle(t, s, 100)

@@ -17,15 +17,23 @@ func newReportCmd() *cobra.Command {
 		Short: "Regenerate result.json, report.html, report.md and the .hlog files of a run",
 		Long: `report judges a run directory again from its ledger alone, using its last
 read-back (no broker is needed), and rewrites result.json, report.html (self-
-contained, with SVG charts), report.md, publish.hlog and e2e.hlog. Tolerances
-and deadlines may differ from the run's: the verdict follows the flags given
-here. --junit writes the checks as JUnit XML.`,
+contained, with SVG charts), report.md, publish.hlog and e2e.hlog. --junit
+writes the checks as JUnit XML.
+
+The verdict is judged by the run's own checks (saved in run.json). A check
+flag given here (--ordered, --no-duplicates, --max-no-ack, --max-ready,
+--max-in-sync) replaces the run's; the change is printed and recorded in
+result.json (check_changes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return fmt.Errorf("--out is required: the directory of the run to report on")
 			}
-			res, err := runner.Report(cmd.Context(), out, cf.options())
+			s, err := runner.ReadSettings(out)
+			if err != nil {
+				return err
+			}
+			res, err := runner.Report(cmd.Context(), out, cf.rejudge(cmd, s, "report"))
 			if err != nil {
 				return err
 			}

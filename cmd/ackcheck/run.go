@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -26,21 +25,34 @@ type checkFlags struct {
 	maxReady     time.Duration
 	maxInSync    time.Duration
 	junit        string
+	listMax      int
 }
 
 func (c *checkFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&c.noDuplicates, "no-duplicates", false, "fail the verdict on any duplicate (for idempotent producers)")
 	cmd.Flags().BoolVar(&c.ordered, "ordered", false, "fail the verdict on any reordering within a partition")
 	cmd.Flags().DurationVar(&c.readIdle, "read-idle-timeout", 60*time.Second, "give up reading back a partition that makes no progress for this long")
-	cmd.Flags().DurationVar(&c.maxNoAck, "max-no-ack", 0, "deadline: fail if acks stop for longer than this (0: none)")
-	cmd.Flags().DurationVar(&c.maxReady, "max-ready", 0, "deadline: fail if a node taken away by a fault answers again later than this after it (0: none)")
-	cmd.Flags().DurationVar(&c.maxInSync, "max-in-sync", 0, "deadline: fail if replicas are not all in sync this long after a fault (0: none)")
+	cmd.Flags().Var(deadline{&c.maxNoAck}, "max-no-ack", "deadline: fail if acks stop for longer than this (none: no deadline; at verify and report, none drops the run's)")
+	cmd.Flags().Var(deadline{&c.maxReady}, "max-ready", "deadline: fail if a node taken away by a fault answers again later than this after it (none: no deadline)")
+	cmd.Flags().Var(deadline{&c.maxInSync}, "max-in-sync", "deadline: fail if replicas are not all in sync this long after a fault (none: no deadline)")
+	cmd.Flags().IntVar(&c.listMax, "list-max", 0, "list at most this many messages in each of lost.jsonl, duplicates.jsonl and reordered.jsonl in the run directory (0: all; a capped list says so)")
 	cmd.Flags().StringVar(&c.junit, "junit", "", "also write the checks as JUnit XML to this file, for CI systems")
 }
 
 func (c *checkFlags) options() verifier.Options {
 	return verifier.Options{NoDuplicates: c.noDuplicates, Ordered: c.ordered,
-		MaxNoAck: c.maxNoAck, MaxReady: c.maxReady, MaxInSync: c.maxInSync}
+		MaxNoAck: c.maxNoAck, MaxReady: c.maxReady, MaxInSync: c.maxInSync, ListMax: c.listMax}
+}
+
+// rejudge is the options a re-read (command: verify, report) judges the
+// run of s by: the run's own checks, except those given on this command
+// line. Each change, and checks that are unknown, is printed.
+func (c *checkFlags) rejudge(cmd *cobra.Command, s runner.Settings, command string) verifier.Options {
+	o := verifier.Rejudge(s.Checks, c.options(), cmd.Flags().Changed, command)
+	for _, ch := range o.Changes {
+		fmt.Fprintf(cmd.OutOrStdout(), "note: %s\n", ch)
+	}
+	return o
 }
 
 // runFlags are the flags of every command that runs a load.
@@ -78,19 +90,19 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	r.kf.register(f)
 	r.cf.register(cmd)
 	f.StringVar(&r.topic.Name, "topic", "ackcheck", "topic to write; created if missing, used as it is if it exists")
-	f.IntVar(&r.topic.Partitions, "partitions", 16, "partitions of a topic ackcheck creates")
+	f.IntVar(&r.topic.Partitions, "partitions", 16, "partitions of a topic ackcheck creates, 1 to 10000")
 	f.IntVar(&r.topic.ReplicationFactor, "replication-factor", 3, "replication factor of a topic ackcheck creates")
 	f.StringToStringVar(&r.topicCfg, "topic-config", nil, "topic configs for a topic ackcheck creates, k=v[,k=v]")
 	f.Float64Var(&r.lc.Rate, "rate", 1000, "offered load, messages per second (open loop: a slow broker does not lower it)")
 	f.DurationVar(&r.lc.Duration, "duration", 60*time.Second, "how long the load is scheduled")
-	f.IntVar(&r.lc.MessageSize, "message-size", 1024, "bytes per message value, ID and checksum included")
+	f.IntVar(&r.lc.MessageSize, "message-size", 1024, "bytes per message value, ID and checksum included; at most the driver's limit (kafka 999000, pulsar 5177344, nats 1044480, queen 1048576), and max-in-flight x size must fit in memory")
 	f.IntVar(&r.lc.Keys, "keys", 0, "spread messages over this many keys (0: round-robin over partitions, no key)")
 	f.IntVar(&r.lc.Producers, "producers", 4, "independent producers sharing the rate")
 	f.IntVar(&r.lc.MaxInFlight, "max-in-flight", 100000, "sends awaiting an outcome at most; a send due beyond it is shed and counted")
 	f.StringVar(&r.out, "out", "", "run directory (created): ledger, run.json, result.json")
 	f.BoolVar(&r.noVerify, "no-verify", false, "stop after the load; verify later with: ackcheck verify --out DIR")
 	f.BoolVar(&r.noLiveRead, "no-e2e", false, "do not run the consumer that measures end-to-end latency during the load")
-	f.DurationVar(&r.progress, "progress-interval", 0, "progress line interval (default 1s on a terminal, 10s otherwise)")
+	f.DurationVar(&r.progress, "progress-interval", 0, "progress line interval, at least 100ms (default 1s on a terminal, 10s otherwise)")
 	f.StringVar(&r.clusterDir, "cluster-dir", "", "directory of a local cluster (made by: ackcheck cluster "+strings.Join(profileNames(), "|")+" up) whose processes faults act on; its broker is the default --driver")
 	f.StringVar(&r.clusterFile, "cluster-file", "", "YAML file describing the nodes faults act on, locally or over SSH (see README)")
 	f.BoolVar(&r.acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones); the report states it")
@@ -111,14 +123,6 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		return runner.Config{}, nil, err
 	}
 	r.lc.LiveRead = !r.noLiveRead
-	probe := r.lc
-	probe.Partitions = []int32{0} // known once the topic is; check the rest now
-	if err := probe.Validate(); err != nil {
-		return runner.Config{}, nil, err
-	}
-	if r.topic.Partitions < 1 || r.topic.ReplicationFactor < 1 {
-		return runner.Config{}, nil, fmt.Errorf("--partitions and --replication-factor must be at least 1")
-	}
 	r.topic.Configs = r.topicCfg
 	var plan *runner.FaultPlan
 	var fsync *bool
@@ -217,10 +221,6 @@ func (r *runFlags) startMetrics(cmd *cobra.Command) (*metrics.Server, error) {
 	return srv, nil
 }
 
-// refuse rejects, before any broker is touched or file written, values
-// that the load would otherwise replace with a default or act on wrongly:
-// a flag given explicitly as 0 is the user's mistake, not a request for the
-// default.
 // openDriver picks the run's driver (--driver, or the broker the cluster
 // runs), fills the driver flags the user did not give from the cluster's
 // own addresses, and connects it.
@@ -240,6 +240,9 @@ func (r *runFlags) openDriver(cmd *cobra.Command) (drivers.Driver, any, error) {
 		return nil, nil, err
 	}
 	r.profile = p
+	if err := checkMessageSize(p, r.lc.MessageSize); err != nil {
+		return nil, nil, err
+	}
 	// The user's own flags first: the cluster's addresses, set below, are
 	// the right driver's by construction.
 	if err := flagsBelongTo(p.Name(), fs); err != nil {
@@ -273,6 +276,13 @@ func (r *runFlags) applyFiles(cmd *cobra.Command) error {
 	return nil
 }
 
+// refuse is where a run's settings are checked, all of them before any
+// broker is touched or file written (issue 24, point 7); only the message
+// size's bound waits for the driver to be known (openDriver), still
+// before it connects. It refuses values out of bounds (see inputs.go) and
+// values the load would otherwise replace with a default or act on
+// wrongly: a flag given explicitly as 0 is the user's mistake, not a
+// request for the default.
 func (r *runFlags) refuse(cmd *cobra.Command) error {
 	fs := cmd.Flags()
 	given := func(name string) bool { return fs.Changed(name) }
@@ -285,10 +295,37 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 		return fmt.Errorf("--producers 0: use 1 to 1024")
 	case given("max-in-flight") && r.lc.MaxInFlight == 0:
 		return fmt.Errorf("--max-in-flight 0: use at least 1")
+	case r.topic.Partitions < 1 || r.topic.Partitions > maxPartitions:
+		return fmt.Errorf("--partitions %d: use 1 to %d for a topic ackcheck creates (a topic that exists is used with its own count)", r.topic.Partitions, maxPartitions)
+	case r.topic.ReplicationFactor < 1:
+		return fmt.Errorf("--replication-factor %d: use at least 1", r.topic.ReplicationFactor)
 	}
-	if j := r.cf.junit; j != "" {
-		if st, err := os.Stat(filepath.Dir(j)); err != nil || !st.IsDir() {
-			return fmt.Errorf("--junit %s: its directory %s does not exist; create it first", j, filepath.Dir(j))
+	if err := refuseDurations(fs); err != nil {
+		return err
+	}
+	if given("progress-interval") && r.progress < minProgressInterval {
+		return fmt.Errorf("--progress-interval %s: use at least %s, or leave the flag out for 1s on a terminal, 10s otherwise", r.progress, minProgressInterval)
+	}
+	if err := checkOut(r.out); err != nil {
+		return err
+	}
+	if err := checkJunit(r.cf.junit, r.out); err != nil {
+		return err
+	}
+	// The driver's own bound waits for the driver (a cluster's broker),
+	// but no driver takes more than the largest, and the memory estimate
+	// of a size no driver sends would only mislead.
+	if err := checkMessageSize(nil, r.lc.MessageSize); err != nil {
+		return err
+	}
+	probe := r.lc
+	probe.Partitions = []int32{0} // known once the topic is; check the rest now
+	if err := probe.Validate(); err != nil {
+		return err
+	}
+	if avail, from, ok := availableMemory(); ok {
+		if err := checkMemory(probe, avail, from); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -352,7 +389,12 @@ func newVerifyCmd() *cobra.Command {
 		Long: `verify repeats the read-back and the verdict of an existing run directory:
 after ackcheck itself died, after --no-verify, or when the brokers are back.
 Connection settings come from the run's run.json; flags given here override
-them (the SASL password is never stored: pass it again).`,
+them (the SASL password is never stored: pass it again).
+
+The verdict is judged by the run's own checks (--ordered, --no-duplicates,
+--max-no-ack, --max-ready, --max-in-sync, saved in run.json). A check flag
+given here replaces the run's; the change is printed and recorded in
+result.json (check_changes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -367,7 +409,8 @@ them (the SASL password is never stored: pass it again).`,
 				return err
 			}
 			defer d.Close()
-			res, err := runner.Verify(cmd.Context(), out, d, cf.options(), cf.readIdle, cmd.OutOrStdout())
+			opts := cf.rejudge(cmd, s, "verify")
+			res, err := runner.Verify(cmd.Context(), out, d, opts, cf.readIdle, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
@@ -398,10 +441,22 @@ func report(cmd *cobra.Command, res *verifier.Result, out, junit string) error {
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "junit: %s\n", junit)
 	}
-	if res.Verdict != verifier.Pass {
-		return errVerdictFailed
+	switch res.Verdict {
+	case verifier.Pass:
+		return nil
+	case verifier.Incomplete:
+		// No verdict yet: an error (exit 2), not a failure of the broker.
+		why := "the read-back did not finish"
+		for _, f := range res.Failures {
+			if f.Check == verifier.CheckReadBack {
+				why = f.Message
+			}
+		}
+		return fmt.Errorf("no verdict (result.json: incomplete): %s", why)
+	case verifier.Unproven:
+		return fmt.Errorf("no verdict (result.json: unproven): the run's ledger cannot be proven whole: %s", res.Ledger.Reason)
 	}
-	return nil
+	return errVerdictFailed
 }
 
 func isTerminal(f *os.File) bool {

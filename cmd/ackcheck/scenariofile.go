@@ -351,7 +351,11 @@ func showScenario(cmd *cobra.Command, driver string, effective map[string]string
 		// --idempotent follows --acks), so writing them would change the
 		// check.
 		_, clientFlag := owners[name]
-		if local[name] || clientFlag || val == "" {
+		// A duration left at 0 (a deadline off, a time that defaults to a
+		// share of --duration) stays a comment: given, it is refused
+		// (refuseDurations).
+		unsetDuration := f.Value.Type() == "duration" && val == "0s"
+		if local[name] || clientFlag || val == "" || unsetDuration {
 			fmt.Fprintf(&b, "# %s: %s\n", name, placeholder(name, val))
 			continue
 		}

@@ -34,6 +34,11 @@ func TestScenarioShowReproducesTheBuiltin(t *testing.T) {
 			if err := applyScenarioFile(fromFile, path); err != nil {
 				t.Fatalf("the printed file does not read back: %v\n%s", err, out.String())
 			}
+			// The file runs: none of its settings is refused (a deadline
+			// written as 0s would be).
+			if err := refuseDurations(fromFile.Flags()); err != nil {
+				t.Errorf("the printed file would be refused: %v", err)
+			}
 			builtin, _ := builtinCommand(b.command)
 			args := []string{"--driver", b.driver}
 			builtin.ParseFlags(args)

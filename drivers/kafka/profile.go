@@ -81,6 +81,15 @@ func (Profile) Durability() (drivers.Durability, bool) {
 // flush.messages and log.flush.interval.messages.
 const LongMax = "9223372036854775807"
 
+// MaxMessageSize implements drivers.Profile: 999,000 bytes. The driver
+// leaves franz-go's ProducerBatchMaxBytes at its default, 1,000,012 bytes
+// (Kafka's max.message.bytes default of old; brokers now allow 1,048,588),
+// and one record batch holds a 61-byte header, the record's framing (at
+// most 21 bytes) and its key (at most 21 bytes) besides the value; the rest
+// is room. A topic that allows more does not help: the client's limit is
+// fixed by the driver.
+func (Profile) MaxMessageSize() int { return 999_000 }
+
 // ConfigFsync implements drivers.Profile: the brokers' own
 // log.flush.interval.messages in server.properties.
 func (Profile) ConfigFsync() *drivers.ConfigEdit {

@@ -49,6 +49,11 @@ func (Profile) Durability() (drivers.Durability, bool) {
 	}}, true
 }
 
+// MaxMessageSize implements drivers.Profile: 1 MiB less 4 KiB. A NATS
+// server's max_payload defaults to 1,048,576 bytes and counts a message's
+// headers (Nats-Msg-Id, Ackcheck-Key) with its data.
+func (Profile) MaxMessageSize() int { return 1<<20 - 4<<10 }
+
 // ConfigFsync implements drivers.Profile: jetstream { sync_interval } in
 // each server's configuration file.
 func (Profile) ConfigFsync() *drivers.ConfigEdit {

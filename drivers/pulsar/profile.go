@@ -49,6 +49,13 @@ func (Profile) Durability() (drivers.Durability, bool) {
 	}}, true
 }
 
+// MaxMessageSize implements drivers.Profile: 5 MiB less 64 KiB. A Pulsar
+// broker's maxMessageSize defaults to 5,242,880 bytes and counts the
+// message's metadata (producer name, sequence ID, properties) with its
+// value; the driver does not enable chunking, so a larger message is
+// rejected.
+func (Profile) MaxMessageSize() int { return 5<<20 - 64<<10 }
+
 // ConfigFsync implements drivers.Profile: journalSyncData in each
 // bookie's bookkeeper.conf.
 func (Profile) ConfigFsync() *drivers.ConfigEdit {

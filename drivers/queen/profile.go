@@ -55,6 +55,13 @@ func (Profile) Durability() (drivers.Durability, bool) {
 	}}, true
 }
 
+// MaxMessageSize implements drivers.Profile: 1 MiB. Queen 0.15 documents
+// no limit: a value travels base64 in a
+// JSON push body, is stored as a jsonb string in PostgreSQL (up to 255 MB)
+// and comes back the same way, each whole in memory on every side. Larger
+// values are untested, so they are refused rather than guessed at.
+func (Profile) MaxMessageSize() int { return 1 << 20 }
+
 // ConfigFsync implements drivers.Profile: synchronous_commit in each
 // node's postgresql.conf (a cluster file's config_file).
 func (Profile) ConfigFsync() *drivers.ConfigEdit {
