@@ -459,7 +459,8 @@ func (s *spyTopic) Read(_ context.Context, spec drivers.ReadSpec, _ func(drivers
 // partition that took no new messages (end == start) is read as an empty
 // range, not as truncated; one whose log now ends before its start was
 // truncated or recreated and is read from 0 with a note; one the broker
-// no longer lists is not read.
+// no longer lists is not read. A topic that is gone is no complete
+// read-back.
 func TestReadBackRanges(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -467,12 +468,13 @@ func TestReadBackRanges(t *testing.T) {
 		err      error
 		from, to string
 		notes    string
+		complete bool
 	}{
-		{"no new messages", map[int32]int64{0: 5}, nil, "map[0:5]", "map[0:5]", ""},
-		{"new messages", map[int32]int64{0: 9}, nil, "map[0:5]", "map[0:9]", ""},
-		{"log shorter than at the start", map[int32]int64{0: 3}, nil, "map[0:0]", "map[0:3]", "0: log ends at 3, before the 5 it had when the load started"},
-		{"partition gone", map[int32]int64{}, nil, "map[]", "map[]", ""},
-		{"topic gone", nil, fmt.Errorf("describe: %w", drivers.ErrTopicMissing), "map[]", "map[]", "0: topic t does not exist any more"},
+		{"no new messages", map[int32]int64{0: 5}, nil, "map[0:5]", "map[0:5]", "", true},
+		{"new messages", map[int32]int64{0: 9}, nil, "map[0:5]", "map[0:9]", "", true},
+		{"log shorter than at the start", map[int32]int64{0: 3}, nil, "map[0:0]", "map[0:3]", "0: log ends at 3, before the 5 it had when the load started", true},
+		{"partition gone", map[int32]int64{}, nil, "map[]", "map[]", "", true},
+		{"topic gone", nil, fmt.Errorf("describe: %w", drivers.ErrTopicMissing), "map[]", "map[]", "0: topic t does not exist any more", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -497,14 +499,15 @@ func TestReadBackRanges(t *testing.T) {
 			if strings.Join(notes, "|") != tc.notes {
 				t.Fatalf("notes %q, want %q", notes, tc.notes)
 			}
-			if !rep.Complete {
-				t.Fatal("read-back not complete")
+			if rep.Complete != tc.complete {
+				t.Fatalf("read-back complete %v, want %v", rep.Complete, tc.complete)
 			}
 		})
 	}
 }
 
-// A failed EndOffsets is an error of the read-back, not an empty topic.
+// A failed EndOffsets reads nothing and makes no complete read-back: it
+// says why, and notes every partition as not read.
 func TestReadBackEndOffsetsError(t *testing.T) {
 	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
 	if err != nil {
@@ -512,8 +515,9 @@ func TestReadBackEndOffsetsError(t *testing.T) {
 	}
 	defer l.Close()
 	d := &spyTopic{err: errors.New("no broker answered")}
-	if _, err := ReadBack(context.Background(), d, l, ledger.RunInfo{StartOffsets: map[int32]int64{0: 0}}, time.Second); err == nil || d.read {
-		t.Fatalf("err %v, read %v: a failed EndOffsets must fail the read-back before reading", err, d.read)
+	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{StartOffsets: map[int32]int64{0: 0}}, time.Second)
+	if err != nil || rep.Complete || rep.Error == "" || len(d.from) != 0 || rep.Notes[0] != "not read" {
+		t.Fatalf("err %v, complete %v, error %q, read from %v, notes %v", err, rep.Complete, rep.Error, d.from, rep.Notes)
 	}
 }
 
