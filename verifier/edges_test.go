@@ -564,3 +564,29 @@ func TestUnsentCorruptOnly(t *testing.T) {
 		}
 	}
 }
+
+// A ledger that cannot be proven whole: its phantoms are stated, not
+// failed; with no phantoms there is nothing to state.
+func TestPhantomsOfAnUnprovenLedger(t *testing.T) {
+	for _, tc := range []struct {
+		phantom int64
+		reasons int
+	}{{0, 0}, {2, 1}} {
+		r := &Result{Sent: 10, Acked: 10, Read: 10, ReadBackComplete: true, Phantom: tc.phantom, Ledger: &ledger.Proof{Whole: false}}
+		applyVerdict(r, Options{})
+		phantomReasons := 0
+		for _, reason := range r.Reasons {
+			if strings.Contains(reason, "whose sends the ledger does not hold") {
+				phantomReasons++
+			}
+		}
+		for _, f := range r.Failures {
+			if f.Check == CheckPhantom {
+				t.Fatalf("%d phantoms of an unproven ledger failed the phantom check", tc.phantom)
+			}
+		}
+		if phantomReasons != tc.reasons {
+			t.Fatalf("%d phantoms: reasons %q, want %d about them", tc.phantom, r.Reasons, tc.reasons)
+		}
+	}
+}
