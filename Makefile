@@ -38,7 +38,7 @@ fuzz:
 # Mutation testing of the verdict path (docs/testing.md): gremlins, pinned
 # in go.mod as a tool, one package at a time, niced and with few workers
 # (each mutant is a compile and link of the package's tests: about 5
-# CPU-s). Results as JSON in bin/mutate/<pkg>.json. CI runs
+# CPU-s). Results as JSON in bin/mutate/<pkg>.json. The verifier's check:
 # make mutate MUTATE_PKGS=verifier MUTATE_FLAGS=--threshold-efficacy=85
 # Never --test-cpu: gremlins 0.6.0 passes it as one argument "-cpu N",
 # go test fails on it with exit 1 and every mutant reads KILLED. A
