@@ -591,6 +591,20 @@ func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 		l.Close()
 		return nil, run, fmt.Errorf("%s: ledger has no run description: %w", out, err)
 	}
+	// The ledger must be the run's that run.json describes: another run's
+	// ledger in its place would be judged, and its verdict given, under
+	// this run's name, settings and saved checks.
+	s, err := ReadSettings(out)
+	if err != nil {
+		l.Close()
+		return nil, run, err
+	}
+	if want := fmt.Sprintf("%016x", run.RunID); s.RunID != want {
+		l.Close()
+		return nil, run, fmt.Errorf("%s: the ledger is not this run's: run.json describes run %q and the ledger %s holds run %s; "+
+			"no verdict can be given from them: put the run's own ledger back, or verify the directory the ledger came from",
+			out, s.RunID, LedgerDir(out), want)
+	}
 	return l, run, nil
 }
 

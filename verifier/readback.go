@@ -42,6 +42,11 @@ const MetaReadBack = "readback"
 
 // ReadBackReport says what the read-back found.
 type ReadBackReport struct {
+	// RunID is the run read back (as result.json writes it): a read-back
+	// judged beside a run's ledger must be of that run (CheckLedgers), or
+	// another run's reads, whose message IDs repeat this run's, would
+	// vouch for this run's acks.
+	RunID    string           `json:"run_id"`
 	At       time.Time        `json:"at"`
 	Complete bool             `json:"complete"`
 	Records  int64            `json:"records"`
@@ -91,7 +96,7 @@ func unreadPartitions(rb ReadBackReport) func(int32) bool {
 // writes a result (verdict incomplete). Errors are the ledger's, and ctx
 // ending.
 func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
-	rep := ReadBackReport{At: time.Now(), Notes: map[int32]string{}}
+	rep := ReadBackReport{RunID: runIDText(run.RunID), At: time.Now(), Notes: map[int32]string{}}
 	ends, err := d.EndOffsets(ctx, run.Topic)
 	switch {
 	case errors.Is(err, drivers.ErrTopicMissing):
