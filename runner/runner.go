@@ -207,9 +207,13 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	}
 	closeLedger := sync.OnceValue(l.Close)
 	defer closeLedger()
+	checks, err := json.Marshal(verifier.ChecksOf(cfg.Check))
+	if err != nil {
+		return nil, fmt.Errorf("record the run's checks: %w", err)
+	}
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
-		StartOffsets: lc.StartOffsets, LoadStart: time.Now(),
+		StartOffsets: lc.StartOffsets, LoadStart: time.Now(), Checks: checks,
 	}
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
@@ -607,7 +611,39 @@ func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 			"no verdict can be given from them: put the run's own ledger back, or verify the directory the ledger came from",
 			out, s.RunID, LedgerDir(out), want)
 	}
+	if err := sameChecks(out, s, run); err != nil {
+		l.Close()
+		return nil, run, err
+	}
 	return l, run, nil
+}
+
+// sameChecks refuses a run.json whose saved checks are not those the run
+// recorded in its ledger: verify and report judge by run.json's, and a
+// run.json changed after the run (a check turned off, or dropped) would
+// otherwise turn the run's FAIL into a PASS that nothing records. A check
+// changed on the command line is the way to judge by other checks: it is
+// printed and recorded. Runs recorded before the ledger kept its checks
+// have nothing to hold run.json to.
+func sameChecks(out string, s Settings, run ledger.RunInfo) error {
+	if len(run.Checks) == 0 {
+		return nil
+	}
+	var recorded verifier.Checks
+	if err := json.Unmarshal(run.Checks, &recorded); err != nil {
+		return fmt.Errorf("%s: the checks in the ledger's run description are not ones ackcheck wrote (%v): no verdict can be given from it", out, err)
+	}
+	if s.Checks != nil && *s.Checks == recorded {
+		return nil
+	}
+	saved := "none"
+	if s.Checks != nil {
+		b, _ := json.Marshal(s.Checks)
+		saved = string(b)
+	}
+	return fmt.Errorf("%s/run.json's checks (%s) are not those the run recorded in its ledger (%s): run.json was changed after the run. "+
+		"Put its checks back to judge the run as it ran; to judge it by other checks, give them as flags to verify or report, which record the change",
+		out, saved, run.Checks)
 }
 
 func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {

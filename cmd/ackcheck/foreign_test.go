@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,71 @@ func TestForeignEvidenceRefused(t *testing.T) {
 			}
 			if tc.code == exitError && r.Verdict != verifier.Fail {
 				t.Fatalf("a refused re-read changed result.json to %s", r.Verdict)
+			}
+		})
+	}
+}
+
+// run.json's checks are held to those the run recorded in its ledger
+// (hostile review of issue 24's fixes): a run that FAILed --max-no-ack
+// 1ms, its run.json's max_no_ack edited to 0s, gave `report` PASS, exit
+// 0, with nothing in result.json to say so (dropping the checks at least
+// printed that they were unknown). Both are now refused (exit 2); the
+// untouched run.json still gives FAIL, and a flag still changes a check
+// openly.
+func TestEditedChecksRefused(t *testing.T) {
+	c := kfakeCluster(t)
+	out := filepath.Join(t.TempDir(), "run")
+	run := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := execute(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	if code, o := run("run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out, "--partitions", "2", "--rate", "500", "--duration", "1s", "--max-no-ack", "1ms"); code != exitFail {
+		t.Fatalf("run: exit %d\n%s", code, o)
+	}
+	path := filepath.Join(out, "run.json")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(checks map[string]any, s map[string]any)) []byte {
+		var s map[string]any
+		if err := json.Unmarshal(orig, &s); err != nil {
+			t.Fatal(err)
+		}
+		checks, _ := s["checks"].(map[string]any)
+		f(checks, s)
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tests := []struct {
+		name    string
+		runJSON []byte
+		args    []string
+		code    int
+		says    string
+	}{
+		{"run.json as the run left it", orig, nil, exitFail, "verdict: FAIL"},
+		{"max_no_ack turned off in run.json", edit(func(c, _ map[string]any) { c["max_no_ack"] = "0s" }), nil, exitError, "run.json was changed after the run"},
+		{"checks dropped from run.json", edit(func(_, s map[string]any) { delete(s, "checks") }), nil, exitError, "run.json was changed after the run"},
+		{"a flag changes the check openly", orig, []string{"--max-no-ack", "none"}, exitPass, "--max-no-ack: 1ms at the run, none at this report"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(path, tc.runJSON, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(filepath.Join(out, "result.json"))
+			code, o := run(append([]string{"report", "--out", out}, tc.args...)...)
+			if code != tc.code || !strings.Contains(o, tc.says) {
+				t.Fatalf("exit %d (want %d), output does not say %q?\n%s", code, tc.code, tc.says, o)
+			}
+			if after, _ := os.ReadFile(filepath.Join(out, "result.json")); tc.code == exitError && !bytes.Equal(before, after) {
+				t.Fatal("a refused report changed result.json")
 			}
 		})
 	}
