@@ -1,6 +1,9 @@
 package ledger
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // MetaRun is the metadata name under which RunInfo is stored.
 const MetaRun = "run"
@@ -46,6 +49,11 @@ type RunInfo struct {
 	// Notes are facts a report must state (e.g. an SSH host key accepted
 	// without being in known_hosts).
 	Notes []string `json:"notes,omitempty"`
+	// Checks are the checks the run was judged by (verifier.Checks as
+	// JSON; nil for runs recorded before they were kept here). run.json
+	// saves them too, where a re-read takes them from; this copy, in a
+	// ledger proven whole, is what run.json's is held to.
+	Checks json.RawMessage `json:"checks,omitempty"`
 }
 
 // LagSummary summarises a lag histogram, in microseconds.

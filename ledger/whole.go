@@ -124,7 +124,7 @@ func OpenReadOnly(dir string, opts Options) (*Ledger, error) {
 	writeOnce(po, opts)
 	db, err := openPebble(dir, po, l)
 	if err != nil {
-		if errors.Is(err, errRefusedWrite) || strings.Contains(err.Error(), "lock") {
+		if errors.Is(err, errRefusedWrite) || errors.Is(err, errInUse) || strings.Contains(err.Error(), "lock") {
 			return nil, openError(dir, err)
 		}
 		// Anything else Pebble cannot open is a database not as ackcheck
@@ -425,5 +425,15 @@ func (fs *roFS) Lock(name string) (io.Closer, error) {
 	if _, err := fs.FS.Stat(name); err != nil {
 		return io.NopCloser(nil), nil
 	}
-	return fs.FS.Lock(name)
+	c, err := fs.FS.Lock(name)
+	if err != nil {
+		// Another process holds it (EAGAIN), or this one: the ledger is in
+		// use, not damaged; said so, whatever the system's words for it.
+		return nil, fmt.Errorf("%w: %s: %w", errInUse, name, err)
+	}
+	return c, nil
 }
+
+// errInUse is what roFS answers when the ledger's lock is held: a run
+// still writing it, or another verify or report reading it.
+var errInUse = errors.New("the ledger's lock is held")

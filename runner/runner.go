@@ -207,9 +207,13 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	}
 	closeLedger := sync.OnceValue(l.Close)
 	defer closeLedger()
+	checks, err := json.Marshal(verifier.ChecksOf(cfg.Check))
+	if err != nil {
+		return nil, fmt.Errorf("record the run's checks: %w", err)
+	}
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
-		StartOffsets: lc.StartOffsets, LoadStart: time.Now(),
+		StartOffsets: lc.StartOffsets, LoadStart: time.Now(), Checks: checks,
 	}
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
@@ -557,7 +561,9 @@ func ReadSettings(out string) (Settings, error) {
 // Verify reads back and judges an existing run directory again. It opens
 // the run's ledger read-only (ledger.OpenReadOnly: a damaged ledger is
 // refused, byte for byte as it was) and records the read-back in a fresh
-// ledger at ReadsDir.
+// ledger, which replaces ReadsDir only once the read-back has ended (see
+// replaceReads): a verify interrupted before leaves the last read-back
+// and its result.json as they were, and report judges them alike.
 func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
 	l, run, err := openRun(out)
 	if err != nil {
@@ -591,7 +597,53 @@ func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 		l.Close()
 		return nil, run, fmt.Errorf("%s: ledger has no run description: %w", out, err)
 	}
+	// The ledger must be the run's that run.json describes: another run's
+	// ledger in its place would be judged, and its verdict given, under
+	// this run's name, settings and saved checks.
+	s, err := ReadSettings(out)
+	if err != nil {
+		l.Close()
+		return nil, run, err
+	}
+	if want := fmt.Sprintf("%016x", run.RunID); s.RunID != want {
+		l.Close()
+		return nil, run, fmt.Errorf("%s: the ledger is not this run's: run.json describes run %q and the ledger %s holds run %s; "+
+			"no verdict can be given from them: put the run's own ledger back, or verify the directory the ledger came from",
+			out, s.RunID, LedgerDir(out), want)
+	}
+	if err := sameChecks(out, s, run); err != nil {
+		l.Close()
+		return nil, run, err
+	}
 	return l, run, nil
+}
+
+// sameChecks refuses a run.json whose saved checks are not those the run
+// recorded in its ledger: verify and report judge by run.json's, and a
+// run.json changed after the run (a check turned off, or dropped) would
+// otherwise turn the run's FAIL into a PASS that nothing records. A check
+// changed on the command line is the way to judge by other checks: it is
+// printed and recorded. Runs recorded before the ledger kept its checks
+// have nothing to hold run.json to.
+func sameChecks(out string, s Settings, run ledger.RunInfo) error {
+	if len(run.Checks) == 0 {
+		return nil
+	}
+	var recorded verifier.Checks
+	if err := json.Unmarshal(run.Checks, &recorded); err != nil {
+		return fmt.Errorf("%s: the checks in the ledger's run description are not ones ackcheck wrote (%v): no verdict can be given from it", out, err)
+	}
+	if s.Checks != nil && *s.Checks == recorded {
+		return nil
+	}
+	saved := "none"
+	if s.Checks != nil {
+		b, _ := json.Marshal(s.Checks)
+		saved = string(b)
+	}
+	return fmt.Errorf("%s/run.json's checks (%s) are not those the run recorded in its ledger (%s): run.json was changed after the run. "+
+		"Put its checks back to judge the run as it ran; to judge it by other checks, give them as flags to verify or report, which record the change",
+		out, saved, run.Checks)
 }
 
 func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
@@ -606,18 +658,34 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if p := l.Proof(); !p.Whole {
 		logf("note: %s", p.Reason)
 	}
-	reads, err := freshReads(out)
+	staged, err := freshLedger(stagedReadsDir(out))
+	if err != nil {
+		return nil, err
+	}
+	logf("reading back %s ...", run.Topic)
+	start := time.Now()
+	rb, err := verifier.ReadBack(ctx, d, staged, run, idle)
+	if cerr := staged.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close the read-back's ledger: %w", cerr)
+	}
+	if err != nil {
+		// The last read-back and the result judged from it stay as they
+		// were: an interrupted verify must not leave a result.json whose
+		// evidence is gone.
+		os.RemoveAll(stagedReadsDir(out))
+		return nil, err
+	}
+	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
+	if err := replaceReads(out); err != nil {
+		return nil, err
+	}
+	// Judged from the read-back as it is on disk, proven whole, as report
+	// judges it again.
+	reads, err := openReads(out)
 	if err != nil {
 		return nil, err
 	}
 	defer reads.Close()
-	logf("reading back %s ...", run.Topic)
-	start := time.Now()
-	rb, err := verifier.ReadBack(ctx, d, reads, run, idle)
-	if err != nil {
-		return nil, err
-	}
-	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
 	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
 	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)
 	if err != nil {
@@ -630,17 +698,49 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	return res, nil
 }
 
-// freshReads replaces the run directory's reads ledger with an empty one.
-func freshReads(out string) (*ledger.Ledger, error) {
-	dir := ReadsDir(out)
+// stagedReadsDir is where verify records a read-back until it has
+// finished: only a read-back that ran to its end (complete or not, its
+// ReadBackReport written) replaces ReadsDir (replaceReads).
+func stagedReadsDir(out string) string { return ReadsDir(out) + ".new" }
+
+// freshLedger makes an empty ledger at dir, removing what was there (the
+// staged read-back of a verify that was killed).
+func freshLedger(dir string) (*ledger.Ledger, error) {
 	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("remove the last read-back's ledger %s: %w", dir, err)
+		return nil, fmt.Errorf("remove %s: %w", dir, err)
 	}
 	l, err := ledger.Open(dir, ledger.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("ledger for the read-back: %w", err)
 	}
 	return l, nil
+}
+
+// replaceReads puts the staged read-back in ReadsDir's place. The
+// result.json judged from the read-back it replaces goes first: from
+// here on it would describe evidence that is gone.
+func replaceReads(out string) error {
+	dir, old := ReadsDir(out), ReadsDir(out)+".old"
+	if err := os.Remove(filepath.Join(out, "result.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the last verdict, judged from the read-back this one replaces: %w", err)
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return fmt.Errorf("remove %s: %w", old, err)
+	}
+	if err := os.Rename(dir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("replace the last read-back's ledger %s: %w", dir, err)
+	}
+	if err := os.Rename(stagedReadsDir(out), dir); err != nil {
+		return fmt.Errorf("replace the last read-back's ledger %s: %w", dir, err)
+	}
+	if d, err := os.Open(out); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return fmt.Errorf("remove %s: %w", old, err)
+	}
+	return nil
 }
 
 // openReads opens, read-only, the reads ledger of a run directory's last

@@ -94,6 +94,9 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		}
 		return nil, err
 	}
+	if err := readsOfRun(lg, run, rb); err != nil {
+		return nil, err
+	}
 	if err := l.Flush(); err != nil {
 		return nil, err
 	}
@@ -105,7 +108,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		return nil, err
 	}
 	res := &Result{
-		RunID:            fmt.Sprintf("%016x", run.RunID),
+		RunID:            runIDText(run.RunID),
 		Driver:           run.Driver,
 		Topic:            run.Topic,
 		Shed:             run.Shed,
@@ -289,4 +292,27 @@ func msText(v float64) string {
 		return "never"
 	}
 	return fmt.Sprintf("%.0f ms", v)
+}
+
+// runIDText writes a run ID as run.json and result.json do.
+func runIDText(id uint64) string { return fmt.Sprintf("%016x", id) }
+
+// readsOfRun refuses a read-back ledger of its own (lg.Reads beside
+// lg.Run) that is not the read-back of run. The classifier matches reads
+// to acks by producer and sequence, which every run numbers alike:
+// another run's read-back copied into a run directory would otherwise
+// count this run's acked messages as read, and pass a run that lost them.
+func readsOfRun(lg Ledgers, run ledger.RunInfo, rb ReadBackReport) error {
+	if lg.Reads == lg.Run {
+		return nil // a run directory from before reads ledgers: its reads are the run's own
+	}
+	if want := runIDText(run.RunID); rb.RunID != want {
+		got := "a run it does not name (an ackcheck that did not record it wrote it)"
+		if rb.RunID != "" {
+			got = "run " + rb.RunID
+		}
+		return fmt.Errorf("the read-back ledger is not this run's: it read back %s, and the run's ledger is run %s; "+
+			"no verdict can be given from it: run `ackcheck verify` on this run directory to read it back again", got, want)
+	}
+	return nil
 }

@@ -42,6 +42,11 @@ const MetaReadBack = "readback"
 
 // ReadBackReport says what the read-back found.
 type ReadBackReport struct {
+	// RunID is the run read back (as result.json writes it): a read-back
+	// judged beside a run's ledger must be of that run (CheckLedgers), or
+	// another run's reads, whose message IDs repeat this run's, would
+	// vouch for this run's acks.
+	RunID    string           `json:"run_id"`
 	At       time.Time        `json:"at"`
 	Complete bool             `json:"complete"`
 	Records  int64            `json:"records"`
@@ -58,8 +63,9 @@ type ReadBackReport struct {
 	TopicGone bool `json:"topic_gone,omitempty"`
 	// Took is how long the read-back ran.
 	Took time.Duration `json:"took_ns"`
-	// Unread are the partitions not read to their end (a topic gone is
-	// not unread: the broker said what is left). Null in a report from
+	// Unread are the partitions not read to their end (a topic gone, or
+	// a partition the broker no longer lists, is not unread: the broker
+	// said what is left). Null in a report from
 	// before it was kept: then every partition of an incomplete read-back
 	// counts as unread (unreadPartitions).
 	Unread []int32 `json:"unread"`
@@ -91,7 +97,7 @@ func unreadPartitions(rb ReadBackReport) func(int32) bool {
 // writes a result (verdict incomplete). Errors are the ledger's, and ctx
 // ending.
 func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
-	rep := ReadBackReport{At: time.Now(), Notes: map[int32]string{}}
+	rep := ReadBackReport{RunID: runIDText(run.RunID), At: time.Now(), Notes: map[int32]string{}}
 	ends, err := d.EndOffsets(ctx, run.Topic)
 	switch {
 	case errors.Is(err, drivers.ErrTopicMissing):
@@ -115,9 +121,18 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 	rep.Ends = ends
 	from := make(map[int32]int64, len(run.StartOffsets))
 	to := make(map[int32]int64, len(run.StartOffsets))
+	gone := map[int32]bool{}
 	for p, start := range run.StartOffsets {
 		end, ok := ends[p]
 		if !ok {
+			if rep.Error == "" && !rep.TopicGone {
+				// The broker answered for the topic without this partition:
+				// nothing of it is left to read (a topic recreated with
+				// fewer partitions), as for a topic gone. Its acked
+				// messages are judged lost, not unread.
+				gone[p] = true
+				rep.Notes[p] = fmt.Sprintf("partition %d of %s does not exist any more (the broker lists %d partitions)", p, run.Topic, len(ends))
+			}
 			continue
 		}
 		from[p], to[p] = start, end
@@ -175,7 +190,7 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 	}
 	rep.Unread = []int32{}
 	for p := range run.StartOffsets {
-		if _, bounded := to[p]; !rep.TopicGone && (!bounded || !reads.Partitions[p].Complete) {
+		if _, bounded := to[p]; !rep.TopicGone && !gone[p] && (!bounded || !reads.Partitions[p].Complete) {
 			rep.Unread = append(rep.Unread, p)
 		}
 	}
