@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -198,6 +199,17 @@ func Checks(r *verifier.Result) []Check {
 			k.Status, k.Message = Errored, "not judged: the read-back did not finish, so this holds only for what was read"
 		}
 		cs = append(cs, k)
+		delete(msgs, c.check)
+	}
+	// A failure of a check this list does not know (a newer result.json)
+	// must still fail a case, never vanish.
+	var rest []string
+	for check := range msgs {
+		rest = append(rest, check)
+	}
+	slices.Sort(rest)
+	for _, check := range rest {
+		cs = append(cs, Check{Name: check, Status: Failed, Message: strings.Join(msgs[check], "; "), Seconds: loadS})
 	}
 	return cs
 }
