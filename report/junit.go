@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -97,7 +98,7 @@ func optional(flag string, on func(c verifier.Checks) bool) func(*verifier.Check
 
 var standing = []caseOf{
 	{"no acked message lost", verifier.CheckLost, always, true, func(r *verifier.Result) string {
-		return fmt.Sprintf("acked %d, read back %d, lost %d", r.Acked, r.Read, r.Lost)
+		return fmt.Sprintf("acked %d, read back %d, lost %d (of them in partitions not read to their end: %d)", r.Acked, r.Read, r.Lost, r.LostUnread)
 	}},
 	{"no corruption", verifier.CheckCorrupt, always, true, func(r *verifier.Result) string {
 		return fmt.Sprintf("corrupt copies %d", r.Corrupt)
@@ -209,6 +210,17 @@ func Checks(r *verifier.Result) []Check {
 			k.Status, k.Message = Errored, "not judged: the read-back did not finish, so this holds only for what was read"
 		}
 		cs = append(cs, k)
+		delete(msgs, c.check)
+	}
+	// A failure of a check this list does not know (a newer result.json)
+	// must still fail a case, never vanish.
+	var rest []string
+	for check := range msgs {
+		rest = append(rest, check)
+	}
+	slices.Sort(rest)
+	for _, check := range rest {
+		cs = append(cs, Check{Name: check, Status: Failed, Message: strings.Join(msgs[check], "; "), Seconds: loadS})
 	}
 	return cs
 }

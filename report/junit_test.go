@@ -286,3 +286,26 @@ func kafkaDriver(t *testing.T, brokers []string) *kafka.Driver {
 	t.Cleanup(func() { d.Close() })
 	return d
 }
+
+// Every check a verdict can fail has its case, and a failure of a check
+// the list does not know still fails a case.
+func TestJUnitCoversEveryCheck(t *testing.T) {
+	var names []string
+	for _, c := range caseChecks {
+		names = append(names, c.check)
+	}
+	for _, c := range verifier.CheckNames {
+		if !slices.Contains(names, c) {
+			t.Errorf("check %q has no JUnit case", c)
+		}
+	}
+	r := &verifier.Result{Driver: "kafka", Sent: 1, Acked: 1, Read: 1, ReadBackComplete: true, Verdict: verifier.Fail, Checks: &verifier.Checks{},
+		Failures: []verifier.Failure{{Check: "future-check", Message: "it failed"}}}
+	data, err := report.JUnit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(t, data); got["future-check"] != "failed" {
+		t.Fatalf("an unknown check's failure: %v", got)
+	}
+}

@@ -108,8 +108,9 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 			rep.Notes[p] = fmt.Sprintf("topic %s does not exist any more", run.Topic)
 		}
 	case err != nil && ctx.Err() == nil:
-		// Nothing can be read; the earlier read-back is dropped below all
-		// the same, so that the verdict never rests on stale reads.
+		// Nothing can be read. The read-back still replaces the earlier
+		// one (with nothing), so that the verdict never rests on stale
+		// reads.
 		ends = map[int32]int64{}
 		rep.Error = fmt.Sprintf("reading where the partitions of %s end: %v", run.Topic, err)
 		for p := range run.StartOffsets {
@@ -190,7 +191,7 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 	}
 	rep.Unread = []int32{}
 	for p := range run.StartOffsets {
-		if _, bounded := to[p]; !rep.TopicGone && !gone[p] && (!bounded || !reads.Partitions[p].Complete) {
+		if _, bounded := to[p]; !rep.Complete && !rep.TopicGone && !gone[p] && (!bounded || !reads.Partitions[p].Complete) {
 			rep.Unread = append(rep.Unread, p)
 		}
 	}

@@ -200,6 +200,11 @@ const (
 	CheckLedgerWhole     = "ledger-whole"
 )
 
+// CheckNames lists every check a verdict can fail, for tools that must
+// show each one (JUnit): a check added above belongs here too.
+var CheckNames = []string{CheckLost, CheckCorrupt, CheckPhantom, CheckDuplicates, CheckReordered, CheckReadBack,
+	CheckSent, CheckAcked, CheckMaxNoAck, CheckMaxReady, CheckMaxInSync, CheckUnexpectedDeath}
+
 // Failure is one reason the verdict failed.
 type Failure struct {
 	Check   string `json:"check"`
@@ -279,7 +284,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 	row("failed", r.Failed, fmt.Sprintf("rejected %d, unknown %d, no outcome %d", r.Rejected, r.Unknown, r.NoOutcome))
 	row("shed", r.Shed, "scheduled but not sent: max-in-flight reached")
 	row("read", r.Read, fmt.Sprintf("distinct IDs read intact, of %d records", r.RecordsRead))
-	row("lost", r.Lost, flag(r.Lost > 0, "FAIL: acked, never read"))
+	lostNote := flag(r.Lost > r.LostUnread, "FAIL: acked, never read")
+	if r.LostUnread > 0 {
+		lostNote = strings.TrimPrefix(lostNote+"; ", "; ") + fmt.Sprintf("%d of them in partitions not read to their end: not judged", r.LostUnread)
+	}
+	row("lost", r.Lost, lostNote)
 	row("corrupt", r.Corrupt, flag(r.Corrupt > 0, "FAIL: checksum mismatch"))
 	row("phantom", r.Phantom, flag(r.Phantom > 0, "FAIL: read, never sent"))
 	row("duplicates", r.Duplicates, "extra copies")
