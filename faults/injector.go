@@ -567,10 +567,18 @@ func (in *Injector) WatchDeaths(ctx context.Context) {
 		case <-tick.C:
 		}
 		for _, id := range in.Nodes.IDs() {
-			in.mu.Lock()
-			expectedUp := in.state[id] != nodeDown
-			in.mu.Unlock()
+			up := func() bool {
+				in.mu.Lock()
+				defer in.mu.Unlock()
+				return in.state[id] != nodeDown
+			}
+			expectedUp := up()
 			pid, err := in.Nodes.PID(ctx, id)
+			// A fault may take the node down while its PID is read (a
+			// busy machine makes that read slow): its death is then
+			// expected, and only a node up before and after the read
+			// died unexpectedly.
+			expectedUp = expectedUp && up()
 			if err != nil || !expectedUp {
 				dead[id] = false
 				continue

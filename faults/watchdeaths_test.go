@@ -1,0 +1,61 @@
+package faults
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// slowPID holds WatchDeaths' first read of one node's PID until released,
+// as a busy machine can: a fault may act on the node meanwhile.
+type slowPID struct {
+	*fakeNodes
+	node    int32
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowPID) PID(ctx context.Context, id int32) (int, error) {
+	if id == s.node {
+		held := false
+		s.once.Do(func() { held = true })
+		if held {
+			close(s.entered)
+			<-s.release
+		}
+	}
+	return s.fakeNodes.PID(ctx, id)
+}
+
+// A kill that lands while WatchDeaths is reading the node's PID is the
+// fault's death, not an unexpected one (CI saw "node 2 died and no fault
+// killed it" for a deliberate kill of Queen's database, on a machine so
+// busy that the PID read was slow).
+func TestKillDuringThePIDReadIsNoUnexpectedDeath(t *testing.T) {
+	d, topic := kfakeDriver(t)
+	nodes := &slowPID{fakeNodes: newFakeNodes(1, 2, 3), node: 2, entered: make(chan struct{}), release: make(chan struct{})}
+	in := &Injector{Nodes: nodes, Topic: topic, Driver: d, Poll: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { in.WatchDeaths(ctx); close(done) }()
+	select {
+	case <-nodes.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("WatchDeaths never read node 2's PID")
+	}
+	if rec := in.Apply(ctx, Step{Action: Kill, Target: Target{Kind: Node, Node: 2}}); rec.Result != Applied {
+		t.Fatalf("kill: %+v", rec)
+	}
+	close(nodes.release)
+	time.Sleep(200 * time.Millisecond) // several more polls
+	cancel()
+	<-done
+	for _, r := range in.Records() {
+		if r.Action == UnexpectedDeath {
+			t.Fatalf("the killed node was reported as an unexpected death: %+v", r)
+		}
+	}
+}
