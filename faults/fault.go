@@ -304,6 +304,17 @@ func (switchMode) available(ctx context.Context, env Env, st Step) error {
 	return nil
 }
 
+// fire orders the switch after every earlier action on any node: the
+// mode is switched through the broker's API, which a node still being
+// stopped or restarted by an earlier step cannot answer (CI: Queen's
+// maintenance-off at 20 s, due while the server's restart from 14 s was
+// still waiting for its clean stop, failed with "connection refused" and
+// left maintenance mode on). Such a switch fires late, and its record
+// says how late (Due), rather than failing on time.
 func (switchMode) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	return plan{rec: rec, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.switchMode) }}
+	var ids []int32
+	if in.Nodes != nil {
+		ids = in.Nodes.IDs()
+	}
+	return plan{rec: rec, nodes: ids, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.switchMode) }}
 }

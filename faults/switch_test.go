@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 )
@@ -119,4 +121,63 @@ func TestPreflightSwitchesAndNames(t *testing.T) {
 		})
 	}
 	var _ drivers.Switcher = (*modal)(nil)
+}
+
+// slowStart are fake nodes whose start takes a while, and that say when
+// the last one ended.
+type slowStart struct {
+	*fakeNodes
+	took    time.Duration
+	mu      sync.Mutex
+	started time.Time
+}
+
+func (s *slowStart) Start(ctx context.Context, id int32) error {
+	time.Sleep(s.took)
+	err := s.fakeNodes.Start(ctx, id)
+	s.mu.Lock()
+	s.started = time.Now()
+	s.mu.Unlock()
+	return err
+}
+
+// timedModal records when its mode was switched.
+type timedModal struct {
+	modal
+	at time.Time
+}
+
+func (m *timedModal) SetSwitch(ctx context.Context, name string, on bool) error {
+	m.at = time.Now()
+	return m.modal.SetSwitch(ctx, name, on)
+}
+
+// A broker-wide switch due while an earlier step still restarts a node
+// waits for it (the broker's API cannot answer before), fires late and
+// says so, instead of failing on time.
+func TestSwitchWaitsForEarlierNodeActions(t *testing.T) {
+	nodes := &slowStart{fakeNodes: newFakeNodes(1, 2, 3), took: 300 * time.Millisecond}
+	kd, topic := kfakeDriver(t)
+	d := &timedModal{modal: modal{namedDriver: namedDriver{kd}}}
+	in := &Injector{Nodes: nodes, Driver: d, Topic: topic}
+	steps, err := ParseSchedule("at=0s kill node:1; at=10ms restart node:1; at=50ms maintenance-on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	in.Run(ctx, time.Now(), steps)
+	recs := in.Records()
+	if len(recs) != 3 || recs[2].Result != Applied {
+		t.Fatalf("records %+v", recs)
+	}
+	nodes.mu.Lock()
+	started := nodes.started
+	nodes.mu.Unlock()
+	if started.IsZero() || d.at.Before(started) {
+		t.Fatalf("the switch at %s came before the restart ended at %s", d.at.Format("15:04:05.000"), started.Format("15:04:05.000"))
+	}
+	if late := recs[2].At.Sub(recs[2].Due); late < 200*time.Millisecond {
+		t.Fatalf("the switch's record says it was %s late; it waited for the restart", late)
+	}
 }
