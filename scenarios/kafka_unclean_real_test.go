@@ -86,6 +86,53 @@ func TestRealFaultsOnTime(t *testing.T) {
 	if res.Lost != 0 {
 		t.Errorf("lost %d with acks=all and RF 3", res.Lost)
 	}
+	// The kernel's account of when the restart fired, which ackcheck did
+	// not compute: the start time of the process it started, from
+	// /proc/PID/stat, within 100 ms of the restart's due time.
+	for _, f := range res.Faults {
+		if f.Action != faults.Restart || f.DueS == nil || f.PID == 0 {
+			continue
+		}
+		started, err := processStart(f.PID)
+		if err != nil {
+			t.Fatalf("oracle: %v", err)
+		}
+		due := res.LoadStart.Add(time.Duration(*f.DueS * float64(time.Second)))
+		t.Logf("oracle: restart due %s, the kernel started PID %d at %s (%+.0f ms)", due.Format("15:04:05.000"), f.PID,
+			started.Format("15:04:05.000"), float64(started.Sub(due))/float64(time.Millisecond))
+		if d := started.Sub(due); d < -20*time.Millisecond || d > 100*time.Millisecond {
+			t.Errorf("the kernel started the restarted node %s after the restart was due; ackcheck says it fired %.0f ms after", d, (f.AtS-*f.DueS)*1000)
+		}
+	}
+}
+
+// processStart is when the kernel started pid: /proc/PID/stat's start
+// time (clock ticks since boot, 100 a second here) on the wall clock,
+// whose boot time is now minus /proc/uptime. Good to about 20 ms.
+func processStart(pid int) (time.Time, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the restarted process's stat: %w", err)
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 20 {
+		return time.Time{}, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64) // field 22 of stat, 20th after the name and state
+	if err != nil {
+		return time.Time{}, err
+	}
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return time.Time{}, err
+	}
+	secs, err := strconv.ParseFloat(strings.Fields(string(up))[0], 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	boot := time.Now().Add(-time.Duration(secs * float64(time.Second)))
+	return boot.Add(time.Duration(ticks) * 10 * time.Millisecond), nil
 }
 
 // uncleanElection is one partition's unclean election as the controller
