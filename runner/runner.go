@@ -573,8 +573,6 @@ func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Opt
 	return verify(ctx, out, d, l, run, opts, idle, progress)
 }
 
-// openRun opens an existing run directory's ledger and its run
-// description. The caller closes the ledger.
 // ReadRunInfo reads a run directory's run description from its ledger.
 func ReadRunInfo(out string) (ledger.RunInfo, error) {
 	l, run, err := openRun(out)
@@ -584,6 +582,8 @@ func ReadRunInfo(out string) (ledger.RunInfo, error) {
 	return run, l.Close()
 }
 
+// openRun opens an existing run directory's ledger and its run
+// description. The caller closes the ledger.
 func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 	var run ledger.RunInfo
 	if _, err := os.Stat(LedgerDir(out)); err != nil {
