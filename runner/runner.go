@@ -29,6 +29,7 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/remote"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -857,5 +858,5 @@ func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+:=@%,") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return remote.Quote(s)
 }
