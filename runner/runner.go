@@ -527,7 +527,7 @@ func writeSettings(cfg Config, lc load.Config, runID uint64) error {
 		return fmt.Errorf("record driver settings: %w", err)
 	}
 	s := Settings{
-		RunID: fmt.Sprintf("%016x", runID), Driver: cfg.Driver.Name(), DriverSettings: ds,
+		RunID: verifier.RunIDText(runID), Driver: cfg.Driver.Name(), DriverSettings: ds,
 		Topic: cfg.Topic, Rate: lc.Rate, Duration: lc.Duration.String(), Producers: lc.Producers,
 		MessageSize: lc.MessageSize, Keys: lc.Keys, MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
 	}
@@ -606,7 +606,7 @@ func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 		l.Close()
 		return nil, run, err
 	}
-	if want := fmt.Sprintf("%016x", run.RunID); s.RunID != want {
+	if want := verifier.RunIDText(run.RunID); s.RunID != want {
 		l.Close()
 		return nil, run, fmt.Errorf("%s: the ledger is not this run's: run.json describes run %q and the ledger %s holds run %s; "+
 			"no verdict can be given from them: put the run's own ledger back, or verify the directory the ledger came from",
