@@ -159,9 +159,11 @@ const ledgerBytesPerMessage = 80
 
 // Run performs the run. It returns the verdict (nil with --no-verify).
 func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
+	// defaults is the load as asked, before prepareLoad knows the topic.
+	defaults := cfg.Load.WithDefaults()
 	defer func() {
 		if errors.Is(err, ledger.ErrDiskFull) {
-			l := cfg.Load.WithDefaults()
+			l := defaults
 			err = fmt.Errorf("%w; the load stopped there. A run of %.0f msg/s for %s needs about %.0f MiB free for its ledger "+
 				"(up to %d bytes a message): free space or give --out on a larger disk", err, l.Rate, l.Duration, float64(diskNeed(l))/(1<<20), ledgerBytesPerMessage)
 		}
@@ -177,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := probe.Validate(); err != nil {
 		return nil, err
 	}
-	release, err := claimOut(cfg.Out, diskNeed(cfg.Load.WithDefaults()))
+	release, err := claimOut(cfg.Out, diskNeed(defaults))
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	runID := binary.BigEndian.Uint64(b[:])
 	// run.json first: a disk that cannot hold it fails the run before the
 	// topic is made.
-	if err := writeSettings(cfg, cfg.Load.WithDefaults(), runID); err != nil {
+	if err := writeSettings(cfg, defaults, runID); err != nil {
 		return nil, err
 	}
 	info, lc, err := prepareLoad(ctx, cfg, runID)
