@@ -436,6 +436,9 @@ func (l *Ledger) flushLoop() {
 // Flush writes every buffered event to Pebble in one atomic batch and
 // returns once it is committed (and synced unless NoSync).
 func (l *Ledger) Flush() (err error) {
+	if l.readOnly {
+		return nil // Record refused every event: nothing is buffered
+	}
 	defer l.catch(&err)
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -446,12 +449,9 @@ func (l *Ledger) Flush() (err error) {
 		producers = append(producers, p)
 	}
 	l.shardsMu.RUnlock()
-	if l.readOnly {
-		return nil // Record refused every event: nothing is buffered
-	}
 
 	b := l.db.NewBatch()
-	fragNoBefore := l.fragNo
+	firstFrag := l.fragNo
 	defer b.Close()
 	var key [17]byte
 	var buf []byte
@@ -506,7 +506,6 @@ func (l *Ledger) Flush() (err error) {
 	if n == 0 {
 		return nil
 	}
-	firstFrag := fragNoBefore
 	for p, v := range newSentThru {
 		l.sentThru[p] = v
 	}

@@ -15,28 +15,17 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // realRun runs ackcheck against kfake for 3 s and adds the records of a
 // kill, a restart and an fsync toggle, as a fault run would have them.
 func realRun(t *testing.T) (*verifier.Result, string) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := kafkaDriver(t, newKfake(t).ListenAddrs())
 	out := filepath.Join(t.TempDir(), "run")
 	res, err := runner.Run(context.Background(), runner.Config{
 		Out: out, Driver: d, Topic: drivers.TopicSpec{Name: "t", Partitions: 4, ReplicationFactor: 3},

@@ -101,23 +101,7 @@ func TestRunReadBackFailsLeavesResult(t *testing.T) {
 // Fetches fail during a verify's read-back: the verdict is incomplete,
 // never pass, and the reason names each partition that stopped.
 func TestFetchFailsDuringReadBack(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	out := filepath.Join(t.TempDir(), "run")
-	if _, err := runner.Run(context.Background(), runner.Config{
-		Out: out, Driver: d, Topic: drivers.TopicSpec{Name: "t", Partitions: 2, ReplicationFactor: 1},
-		Load: load.Config{Rate: 500, Duration: time.Second, MessageSize: 100},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	c, d, out := loadedKfake(t)
 	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		return nil, errors.New("fetch refused on purpose"), true
@@ -142,23 +126,7 @@ func TestFetchFailsDuringReadBack(t *testing.T) {
 // The topic is deleted before verify: the read-back is not complete (the
 // broker answered that nothing is left), and the verdict fails on it.
 func TestTopicGoneIsNoCompleteRead(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	out := filepath.Join(t.TempDir(), "run")
-	if _, err := runner.Run(context.Background(), runner.Config{
-		Out: out, Driver: d, Topic: drivers.TopicSpec{Name: "t", Partitions: 2, ReplicationFactor: 1},
-		Load: load.Config{Rate: 500, Duration: time.Second, MessageSize: 100},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	c, d, out := loadedKfake(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +144,31 @@ func TestTopicGoneIsNoCompleteRead(t *testing.T) {
 	if res.Verdict != verifier.Fail || r.ReadBackComplete || !r.TopicGone || r.Lost != r.Acked || r.Resume != "" {
 		t.Fatalf("verdict %s, complete %v, gone %v, lost %d of %d, resume %q", res.Verdict, r.ReadBackComplete, r.TopicGone, r.Lost, r.Acked, r.Resume)
 	}
+}
+
+// loadedKfake runs a 1 s load, without its read-back, on a 1-broker kfake
+// cluster: the cluster, its driver (both closed when t ends) and the run
+// directory, for a test to break the cluster before it verifies.
+func loadedKfake(t *testing.T) (*kfake.Cluster, *kafka.Driver, string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	out := filepath.Join(t.TempDir(), "run")
+	if _, err := runner.Run(context.Background(), runner.Config{
+		Out: out, Driver: d, Topic: drivers.TopicSpec{Name: "t", Partitions: 2, ReplicationFactor: 1},
+		Load: load.Config{Rate: 500, Duration: time.Second, MessageSize: 100},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c, d, out
 }
 
 func portOf(t *testing.T, addr string) int {

@@ -26,12 +26,8 @@ func given(flags ...string) func(string) bool {
 // resultJSON reads a run directory's result.json.
 func resultJSON(t *testing.T, out string) verifier.Result {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(out, "result.json"))
+	r, err := runner.ReadResult(out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var r verifier.Result
-	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -68,6 +70,20 @@ func writeOutputs(out string, res *verifier.Result, run ledger.RunInfo) error {
 		return err
 	}
 	return report.Write(out, report.Input{Result: res, Settings: settingsRows(s, run)})
+}
+
+// ReadResult loads the result.json that a run, verify or report left in a
+// run directory.
+func ReadResult(out string) (verifier.Result, error) {
+	var r verifier.Result
+	data, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		return r, fmt.Errorf("%s has no result.json (run or verify it first): %w", out, err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%s/result.json is damaged (verify the run again to rewrite it): %w", out, err)
+	}
+	return r, nil
 }
 
 // Report judges a run directory again from its ledger alone (the last

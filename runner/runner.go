@@ -29,6 +29,7 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/remote"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -158,9 +159,11 @@ const ledgerBytesPerMessage = 80
 
 // Run performs the run. It returns the verdict (nil with --no-verify).
 func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
+	// defaults is the load as asked, before prepareLoad knows the topic.
+	defaults := cfg.Load.WithDefaults()
 	defer func() {
 		if errors.Is(err, ledger.ErrDiskFull) {
-			l := cfg.Load.WithDefaults()
+			l := defaults
 			err = fmt.Errorf("%w; the load stopped there. A run of %.0f msg/s for %s needs about %.0f MiB free for its ledger "+
 				"(up to %d bytes a message): free space or give --out on a larger disk", err, l.Rate, l.Duration, float64(diskNeed(l))/(1<<20), ledgerBytesPerMessage)
 		}
@@ -176,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := probe.Validate(); err != nil {
 		return nil, err
 	}
-	release, err := claimOut(cfg.Out, diskNeed(cfg.Load.WithDefaults()))
+	release, err := claimOut(cfg.Out, diskNeed(defaults))
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	runID := binary.BigEndian.Uint64(b[:])
 	// run.json first: a disk that cannot hold it fails the run before the
 	// topic is made.
-	if err := writeSettings(cfg, cfg.Load.WithDefaults(), runID); err != nil {
+	if err := writeSettings(cfg, defaults, runID); err != nil {
 		return nil, err
 	}
 	info, lc, err := prepareLoad(ctx, cfg, runID)
@@ -526,7 +529,7 @@ func writeSettings(cfg Config, lc load.Config, runID uint64) error {
 		return fmt.Errorf("record driver settings: %w", err)
 	}
 	s := Settings{
-		RunID: fmt.Sprintf("%016x", runID), Driver: cfg.Driver.Name(), DriverSettings: ds,
+		RunID: verifier.RunIDText(runID), Driver: cfg.Driver.Name(), DriverSettings: ds,
 		Topic: cfg.Topic, Rate: lc.Rate, Duration: lc.Duration.String(), Producers: lc.Producers,
 		MessageSize: lc.MessageSize, Keys: lc.Keys, MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
 	}
@@ -573,8 +576,6 @@ func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Opt
 	return verify(ctx, out, d, l, run, opts, idle, progress)
 }
 
-// openRun opens an existing run directory's ledger and its run
-// description. The caller closes the ledger.
 // ReadRunInfo reads a run directory's run description from its ledger.
 func ReadRunInfo(out string) (ledger.RunInfo, error) {
 	l, run, err := openRun(out)
@@ -584,6 +585,8 @@ func ReadRunInfo(out string) (ledger.RunInfo, error) {
 	return run, l.Close()
 }
 
+// openRun opens an existing run directory's ledger and its run
+// description. The caller closes the ledger.
 func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 	var run ledger.RunInfo
 	if _, err := os.Stat(LedgerDir(out)); err != nil {
@@ -605,7 +608,7 @@ func openRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
 		l.Close()
 		return nil, run, err
 	}
-	if want := fmt.Sprintf("%016x", run.RunID); s.RunID != want {
+	if want := verifier.RunIDText(run.RunID); s.RunID != want {
 		l.Close()
 		return nil, run, fmt.Errorf("%s: the ledger is not this run's: run.json describes run %q and the ledger %s holds run %s; "+
 			"no verdict can be given from them: put the run's own ledger back, or verify the directory the ledger came from",
@@ -857,5 +860,5 @@ func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+:=@%,") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return remote.Quote(s)
 }

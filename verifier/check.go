@@ -108,7 +108,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		return nil, err
 	}
 	res := &Result{
-		RunID:            runIDText(run.RunID),
+		RunID:            RunIDText(run.RunID),
 		Driver:           run.Driver,
 		Topic:            run.Topic,
 		Shed:             run.Shed,
@@ -294,8 +294,9 @@ func msText(v float64) string {
 	return fmt.Sprintf("%.0f ms", v)
 }
 
-// runIDText writes a run ID as run.json and result.json do.
-func runIDText(id uint64) string { return fmt.Sprintf("%016x", id) }
+// RunIDText writes a run ID as run.json, result.json and the read-back
+// report do: a run directory's parts are matched by it.
+func RunIDText(id uint64) string { return fmt.Sprintf("%016x", id) }
 
 // readsOfRun refuses a read-back ledger of its own (lg.Reads beside
 // lg.Run) that is not the read-back of run. The classifier matches reads
@@ -306,7 +307,7 @@ func readsOfRun(lg Ledgers, run ledger.RunInfo, rb ReadBackReport) error {
 	if lg.Reads == lg.Run {
 		return nil // a run directory from before reads ledgers: its reads are the run's own
 	}
-	if want := runIDText(run.RunID); rb.RunID != want {
+	if want := RunIDText(run.RunID); rb.RunID != want {
 		got := "a run it does not name (an ackcheck that did not record it wrote it)"
 		if rb.RunID != "" {
 			got = "run " + rb.RunID

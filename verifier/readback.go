@@ -97,7 +97,7 @@ func unreadPartitions(rb ReadBackReport) func(int32) bool {
 // writes a result (verdict incomplete). Errors are the ledger's, and ctx
 // ending.
 func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
-	rep := ReadBackReport{RunID: runIDText(run.RunID), At: time.Now(), Notes: map[int32]string{}}
+	rep := ReadBackReport{RunID: RunIDText(run.RunID), At: time.Now(), Notes: map[int32]string{}}
 	ends, err := d.EndOffsets(ctx, run.Topic)
 	switch {
 	case errors.Is(err, drivers.ErrTopicMissing):

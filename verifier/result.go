@@ -203,7 +203,7 @@ const (
 // CheckNames lists every check a verdict can fail, for tools that must
 // show each one (JUnit): a check added above belongs here too.
 var CheckNames = []string{CheckLost, CheckCorrupt, CheckPhantom, CheckDuplicates, CheckReordered, CheckReadBack,
-	CheckSent, CheckAcked, CheckMaxNoAck, CheckMaxReady, CheckMaxInSync, CheckUnexpectedDeath}
+	CheckSent, CheckAcked, CheckMaxNoAck, CheckMaxReady, CheckMaxInSync, CheckUnexpectedDeath, CheckLedgerWhole}
 
 // Failure is one reason the verdict failed.
 type Failure struct {

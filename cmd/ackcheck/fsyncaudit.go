@@ -13,6 +13,7 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
 	reportpkg "github.com/ackcheck/ackcheck/report"
+	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/scenarios"
 	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/spf13/cobra"
@@ -231,12 +232,8 @@ func auditCases(audit scenarios.FsyncAudit, res *scenarios.AuditResult, runErr e
 // runSeconds is how long a setting's run loaded and read back, from its
 // result.json (0 when it has none).
 func runSeconds(out string) float64 {
-	data, err := os.ReadFile(filepath.Join(out, "result.json"))
-	if err != nil {
-		return 0
-	}
-	var r verifier.Result
-	if json.Unmarshal(data, &r) != nil || r.LoadStart.IsZero() {
+	r, err := runner.ReadResult(out)
+	if err != nil || r.LoadStart.IsZero() {
 		return 0
 	}
 	return max(0, r.LoadEnd.Sub(r.LoadStart).Seconds()) + r.ReadBackS

@@ -15,6 +15,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/message"
+	"github.com/ackcheck/ackcheck/runner"
 	"github.com/spf13/pflag"
 )
 
@@ -128,7 +129,7 @@ func checkOut(out string) error {
 	case err == nil && !st.IsDir():
 		return fmt.Errorf("--out %s is a file, not a directory: give a new directory for the run", out)
 	case err == nil:
-		if _, err := os.Stat(filepath.Join(out, "ledger")); err == nil {
+		if _, err := os.Stat(runner.LedgerDir(out)); err == nil {
 			return fmt.Errorf("%s already holds a run: choose a new --out, or use `ackcheck verify --out %s` to check that run again", out, out)
 		}
 		return writable("--out "+out, out)

@@ -45,12 +45,8 @@ func kfakeCluster(t *testing.T) *kfake.Cluster {
 
 func readResult(t *testing.T, out string) verifier.Result {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(out, "result.json"))
+	r, err := runner.ReadResult(out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var r verifier.Result
-	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
 	return r
