@@ -79,6 +79,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -273,6 +274,10 @@ type Ledger struct {
 	// panic on the way out, nor waits on it for long.
 	damaged     atomic.Bool
 	damagedPath atomic.Pointer[string] // the first file Pebble found damaged
+	// writeFailed is the first error of a commit Pebble could not make
+	// (catch). Pebble may still hold its commit lock after it, so every
+	// later Flush or PutMeta returns it at once rather than wait forever.
+	writeFailed atomic.Pointer[error]
 	// backgroundErrs counts Pebble's failed background jobs.
 	backgroundErrs atomic.Int64
 }
@@ -438,6 +443,9 @@ func (l *Ledger) flushLoop() {
 func (l *Ledger) Flush() (err error) {
 	if l.readOnly {
 		return nil // Record refused every event: nothing is buffered
+	}
+	if err := l.failed(); err != nil {
+		return err
 	}
 	defer l.catch(&err)
 	l.flushMu.Lock()
@@ -637,6 +645,9 @@ func (l *Ledger) PutMeta(name string, v any) (err error) {
 	if l.readOnly {
 		return ErrReadOnly
 	}
+	if err := l.failed(); err != nil {
+		return err
+	}
 	defer l.catch(&err)
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -745,23 +756,49 @@ func (quietLogger) Fatalf(format string, args ...any) {
 
 type pebbleFatal struct{ msg string }
 
-// catch, deferred, turns a pebbleFatal panic into an ErrDamaged error in
-// *err and marks the ledger damaged; any other panic goes on.
+// catch, deferred, turns a panic of Pebble's into an error in *err and
+// marks the ledger damaged: a pebbleFatal (Fatalf), and an I/O error
+// Pebble panics with when its WAL writer already failed (a commit after a
+// write hit ENOSPC panics with that write's error, holding Pebble's commit
+// lock: nothing can be committed after it, so the ledger is done). A
+// runtime error or any other panic is a bug and goes on.
 func (l *Ledger) catch(err *error) {
 	r := recover()
 	if r == nil {
 		return
 	}
-	f, ok := r.(pebbleFatal)
-	if !ok {
+	var msg string
+	switch v := r.(type) {
+	case pebbleFatal:
+		msg = v.msg
+	case runtime.Error:
+		panic(r)
+	case error:
+		if errors.Is(v, syscall.ENOSPC) {
+			l.damaged.Store(true)
+			*err = fmt.Errorf("%w: the disk holding %s is full: %w", ErrDiskFull, l.dir, v)
+			l.writeFailed.CompareAndSwap(nil, err)
+			return
+		}
+		msg = "writing the ledger failed: " + v.Error()
+	default:
 		panic(r)
 	}
 	l.damaged.Store(true)
-	if strings.Contains(f.msg, "no space left on device") {
-		*err = fmt.Errorf("%w: the disk holding %s is full (%s)", ErrDiskFull, l.dir, firstLine(f.msg))
+	defer l.writeFailed.CompareAndSwap(nil, err)
+	if strings.Contains(msg, "no space left on device") {
+		*err = fmt.Errorf("%w: the disk holding %s is full (%s)", ErrDiskFull, l.dir, firstLine(msg))
 		return
 	}
-	*err = fmt.Errorf("%w: %s; no verdict can be given from it", ErrDamaged, firstLine(f.msg))
+	*err = fmt.Errorf("%w: %s; no verdict can be given from it", ErrDamaged, firstLine(msg))
+}
+
+// failed is the error of the first commit that failed, or nil.
+func (l *Ledger) failed() error {
+	if p := l.writeFailed.Load(); p != nil {
+		return fmt.Errorf("nothing more can be written to the ledger after: %w", *p)
+	}
+	return nil
 }
 
 // ErrDiskFull is returned (wrapped) when the ledger could not be written

@@ -1,0 +1,125 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// fullDisk fails every write to a WAL (*.log) with ENOSPC once full is
+// set, as a disk that filled under the run would.
+type fullDisk struct {
+	vfs.FS
+	full *atomic.Bool
+}
+
+func (fs fullDisk) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return fullFile{File: f, full: fs.full}, nil
+}
+
+func (fs fullDisk) ReuseForWrite(old, new string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(old, new, c)
+	if err != nil || !strings.HasSuffix(new, ".log") {
+		return f, err
+	}
+	return fullFile{File: f, full: fs.full}, nil
+}
+
+type fullFile struct {
+	vfs.File
+	full *atomic.Bool
+}
+
+func (f fullFile) Write(p []byte) (int, error) {
+	if f.full.Load() {
+		return 0, syscall.ENOSPC
+	}
+	return f.File.Write(p)
+}
+
+func (f fullFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.full.Load() {
+		return 0, syscall.ENOSPC
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// A disk that fills under a run: the WAL write fails, and Pebble panics
+// with that error on the next commit (CI saw "panic: write .../000002.log:
+// no space left on device" take the whole process down). Every later
+// Flush, and Close, returns ErrDiskFull instead; nothing panics, and
+// Close returns within its bound even though Pebble holds its commit lock.
+//
+// Synced, the first failure comes back from the WAL's fsync (Pebble calls
+// Fatalf); with NoSync nothing waits for the write, and the failure first
+// shows as the panic of a later commit.
+func TestDiskFillsUnderTheLedger(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) { diskFillsUnderTheLedger(t, noSync) })
+	}
+}
+
+func diskFillsUnderTheLedger(t *testing.T, noSync bool) {
+	var full atomic.Bool
+	l, err := Open("ledger", Options{FS: fullDisk{FS: vfs.NewMem(), full: &full}, FlushInterval: time.Hour, NoSync: noSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(from, to uint64) {
+		for s := from; s < to; s++ {
+			l.Record(Send, Event{Producer: 1, Seq: s, Time: int64(s)})
+		}
+	}
+	record(0, 100)
+	if err := l.Flush(); err != nil {
+		t.Fatalf("flush before the disk filled: %v", err)
+	}
+	full.Store(true)
+	// Each flush writes more than one 32 KiB WAL block: Pebble's log writer
+	// takes up a failed write's error when it queues the next block, and
+	// the commit after that panics with it. Synced, the first flush on the
+	// full disk fails; with NoSync a few may return before one does.
+	first := -1
+	for i := 0; i < 20 && first < 0; i++ {
+		record(uint64(100+i*5000), uint64(5100+i*5000))
+		err := l.Flush()
+		t.Logf("flush %d on a full disk: %v", i, err)
+		if err != nil {
+			if !errors.Is(err, ErrDiskFull) {
+				t.Fatalf("flush %d on a full disk: %v, want ErrDiskFull", i, err)
+			}
+			first = i
+		}
+	}
+	if first < 0 || (!noSync && first != 0) {
+		t.Fatalf("the first failed flush on a full disk was %d", first)
+	}
+	// After it, nothing waits on Pebble's commit lock, which it may hold.
+	record(200000, 200100)
+	if err := l.Flush(); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("flush after the disk filled: %v, want ErrDiskFull", err)
+	}
+	if err := l.PutMeta("after", 1); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("PutMeta after the disk filled: %v, want ErrDiskFull", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Close() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("Close after the disk filled returned nil")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return after the disk filled")
+	}
+}
