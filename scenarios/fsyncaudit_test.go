@@ -15,17 +15,27 @@ func TestAuditFinding(t *testing.T) {
 		s       AuditSetting
 		lost    int64
 		applied string
+		verdict string
 		agrees  bool
 		want    string
 	}{
-		{"default loses", lossy, 40, "applied", true, "As documented: 40 of 100"},
-		{"default keeps everything", lossy, 0, "applied", false, "Disagrees with the expectation: no acked message was lost"},
-		{"flush keeps everything", safe, 0, "applied", true, "As documented: none of 100"},
-		{"flush loses", safe, 3, "applied", false, "durability bug"},
-		{"no power loss", safe, 0, "failed: no lazyfs", false, "No conclusion"},
+		{"default loses", lossy, 40, "applied", verifier.Fail, true, "As documented: 40 of 100"},
+		{"default keeps everything", lossy, 0, "applied", verifier.Pass, false, "Disagrees with the expectation: no acked message was lost"},
+		{"flush keeps everything", safe, 0, "applied", verifier.Pass, true, "As documented: none of 100"},
+		{"flush loses", safe, 3, "applied", verifier.Fail, false, "durability bug"},
+		{"no power loss", safe, 0, "failed: no lazyfs", verifier.Pass, false, "No conclusion"},
+		// An unfinished read-back: what it did not read is no loss, and no
+		// finding either way (this once read "As documented: N lost").
+		{"default, read-back unfinished", lossy, 0, "applied", verifier.Incomplete, false, "No conclusion yet: the read-back did not finish; 7 acked messages are not read"},
+		{"default, unfinished with a proven loss", lossy, 5, "applied", verifier.Fail, true, "As documented: 5 of 100"},
+		{"flush, ledger unproven", safe, 2, "applied", verifier.Unproven, false, "cannot be proven whole"},
 	}
 	for _, tc := range tests {
-		agrees, f := finding(tc.s, AuditRow{Acked: 100, Lost: tc.lost, PowerLoss: tc.applied})
+		row := AuditRow{Acked: 100, Lost: tc.lost, PowerLoss: tc.applied, Verdict: tc.verdict, Out: "runs/a"}
+		if tc.verdict == verifier.Incomplete || strings.Contains(tc.name, "unfinished") {
+			row.Unread = 7
+		}
+		agrees, f := finding(tc.s, row)
 		if agrees != tc.agrees || !strings.Contains(f, tc.want) {
 			t.Errorf("%s: %v %q; want %v and %q", tc.name, agrees, f, tc.agrees, tc.want)
 		}
