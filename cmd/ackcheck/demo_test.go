@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -59,7 +61,13 @@ func TestRealDemo(t *testing.T) {
 	code := execute(context.Background(), []string{"demo", "--dir", filepath.Join(dir, "kafka"), "--duration", "30s", "--rate", "500", "--out", out}, &stdout, &stderr)
 	t.Log(stdout.String())
 	if code != exitPass {
-		t.Fatalf("exit %d\n%s", code, stderr.String())
+		// The first line says why: CI shows a failing test's message
+		// before, and sometimes instead of, its long log.
+		why := ""
+		if r, err := runner.ReadResult(out); err == nil {
+			why = fmt.Sprintf("verdict %s: %s", r.Verdict, strings.Join(r.Reasons, "; "))
+		}
+		t.Fatalf("exit %d; %s\nstderr: %s", code, why, stderr.String())
 	}
 	for _, want := range []string{"starting a local 3-node Kafka 4.3.1", "verdict: PASS", "node ready again", "report: " + out + "/report.html", "stopping the Kafka nodes the demo started"} {
 		if !strings.Contains(stdout.String(), want) {
