@@ -79,13 +79,37 @@ func stopProcess(ctx context.Context, pid int, marker string, grace time.Duratio
 	return waitGone(ctx, pid, marker, grace, func() { syscall.Kill(pid, syscall.SIGKILL) })
 }
 
-// waitGone waits until pid no longer runs as marker; once grace has
-// passed it calls kill, and waits 10 s more each time.
+// waitGone waits until pid has exited (gone, or a zombie), if it runs as
+// marker when called; once grace has passed it calls kill, and waits 10 s
+// more each time.
+//
+// Not until it stops running as marker: a process on its way out reads an
+// empty command line once its memory is released, and goes on exiting
+// (closing its files and sockets) after that. A JVM with a large heap
+// does so for a while on a busy machine: the demo's Down once returned
+// with a Kafka node still in state R. The process is told from a new one
+// that took its PID by its start time.
 func waitGone(ctx context.Context, pid int, marker string, grace time.Duration, kill func()) error {
+	if !runsAs(pid, marker) {
+		return nil
+	}
+	start, ok := procStart(pid)
+	if !ok {
+		return nil
+	}
 	deadline := time.Now().Add(grace)
-	for runsAs(pid, marker) {
+	for kills := 0; ; {
+		if now, ok := procStart(pid); !ok || now != start {
+			return nil
+		}
 		if time.Now().After(deadline) {
+			if kills == 3 {
+				// Stuck in the kernel (a hung FUSE mount under it can do
+				// that): say so rather than wait forever.
+				return fmt.Errorf("PID %d has not exited 30s after SIGKILL (state %s in /proc/%d/stat)", pid, procState(pid), pid)
+			}
 			kill()
+			kills++
 			deadline = time.Now().Add(10 * time.Second)
 		}
 		select {
@@ -94,7 +118,36 @@ func waitGone(ctx context.Context, pid int, marker string, grace time.Duration, 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return nil
+}
+
+// procState is the state letter of /proc/PID/stat, or "gone".
+func procState(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if i := bytes.LastIndexByte(stat, ')'); err == nil && i > 0 && i+2 < len(stat) {
+		return string(stat[i+2])
+	}
+	return "gone"
+}
+
+// procStart is pid's start time (in clock ticks since boot, field 22 of
+// /proc/PID/stat); ok is false when there is no such process or it is a
+// zombie (it has exited; only its exit status waits to be collected).
+func procStart(pid int) (start string, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", false
+	}
+	// The fields after the parenthesised command name, which may hold
+	// spaces: state is the first of them, starttime the 20th.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return "", false
+	}
+	return f[19], true
 }
 
 // startDetached starts cmd in a session of its own (a Ctrl-C to ackcheck

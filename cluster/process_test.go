@@ -69,3 +69,40 @@ func TestStartedProcessIsFoundAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A process on its way out no longer runs as its marker (its command line
+// reads empty once its memory is gone) but still exits for a while, its
+// sockets still open: the demo's Down once returned with a Kafka node in
+// state R. stopProcess waits until it has exited. perl stands in for it:
+// on SIGTERM it rewrites its command line without the marker, then takes
+// a second to exit.
+func TestStopWaitsForTheExitItself(t *testing.T) {
+	perl, err := exec.LookPath("perl")
+	if err != nil {
+		t.Skip("needs perl")
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker")
+	cmd := exec.Command(perl, "-e", `$SIG{TERM} = sub { $0 = "exiting"; select(undef, undef, undef, 1.0); exit 0 }; sleep 60`, marker)
+	if err := startDetached(cmd, filepath.Join(dir, "log"), filepath.Join(dir, "pid"), "perl"); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(5 * time.Second); !runsAs(pid, marker); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("perl never ran as its marker")
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // its TERM handler installed
+	start := time.Now()
+	if err := stopProcess(context.Background(), pid, marker, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, running := procStart(pid); running {
+		t.Fatalf("stopProcess returned after %s with PID %d still running (state %s)", time.Since(start).Round(time.Millisecond), pid, procState(pid))
+	}
+	if took := time.Since(start); took < 900*time.Millisecond {
+		t.Fatalf("stopped in %s: the process did not take its second to exit", took)
+	}
+}
