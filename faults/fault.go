@@ -166,6 +166,7 @@ func (pause) act(ctx context.Context, in *Injector, node int32, rec *Record) err
 	if err != nil {
 		return err
 	}
+	rec.At = time.Now() // the signal's time, after the journal's fsync (takeDown)
 	if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGSTOP); err != nil {
 		in.Journal.Done(id)
 		return err
