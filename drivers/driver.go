@@ -281,6 +281,20 @@ type AckClasser interface {
 	AckClasses() map[string]int64
 }
 
+// Settler is implemented by drivers whose broker can acknowledge a write
+// before a read can find it (Queen: a push answered "buffered" is in the
+// server's file buffer, and reaches PostgreSQL when it is replayed). The
+// read-back calls Settle before it reads where the partitions end.
+//
+// Settle returns once everything acknowledged is readable, with a note on
+// what it waited for ("" when nothing). It returns an error when that did
+// not happen while the broker made progress at least every idle (or it
+// cannot make any, as Queen in maintenance mode): a read then cannot show
+// that an acked message is gone, only that it is not there yet.
+type Settler interface {
+	Settle(ctx context.Context, topic string, idle time.Duration) (note string, err error)
+}
+
 // Switcher is implemented by drivers that can turn a broker-wide mode on
 // and off through the broker's own API (Queen's maintenance mode). Faults
 // <name>-on and <name>-off act on it, journaled and healed like every

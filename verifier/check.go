@@ -127,6 +127,9 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		Samples:          map[string][]Sample{},
 		Notes:            run.Notes,
 	}
+	if rb.Settled != "" {
+		res.Notes = append(slices.Clip(res.Notes), "before the read-back, "+rb.Settled)
+	}
 
 	if l.ReadOnly() {
 		p := l.Proof()

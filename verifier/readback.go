@@ -61,6 +61,13 @@ type ReadBackReport struct {
 	// TopicGone: the broker answered that the topic does not exist any
 	// more. Complete is false: nothing of it could be read.
 	TopicGone bool `json:"topic_gone,omitempty"`
+	// Settled is what the read-back waited for before it began, for a
+	// broker that acknowledges writes before they are readable
+	// (drivers.Settler): "" when nothing. Unsettled is why it stopped
+	// waiting without that: the read-back is then incomplete in every
+	// partition, since what is not readable yet may still become so.
+	Settled   string `json:"settled,omitempty"`
+	Unsettled string `json:"unsettled,omitempty"`
 	// Took is how long the read-back ran.
 	Took time.Duration `json:"took_ns"`
 	// Unread are the partitions not read to their end (a topic gone, or
@@ -98,6 +105,16 @@ func unreadPartitions(rb ReadBackReport) func(int32) bool {
 // ending.
 func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
 	rep := ReadBackReport{RunID: RunIDText(run.RunID), At: time.Now(), Notes: map[int32]string{}}
+	if s, ok := d.(drivers.Settler); ok {
+		note, err := s.Settle(ctx, run.Topic, idle)
+		if err != nil && ctx.Err() != nil {
+			return rep, fmt.Errorf("read-back: %w", err)
+		}
+		rep.Settled = note
+		if err != nil {
+			rep.Unsettled = err.Error()
+		}
+	}
 	ends, err := d.EndOffsets(ctx, run.Topic)
 	switch {
 	case errors.Is(err, drivers.ErrTopicMissing):
@@ -172,7 +189,7 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 	if err != nil && (recErr != nil || ctx.Err() != nil) {
 		return rep, fmt.Errorf("read-back: %w", err)
 	}
-	rep.Complete = reads.Complete() && err == nil && rep.Error == "" && !rep.TopicGone
+	rep.Complete = reads.Complete() && err == nil && rep.Error == "" && !rep.TopicGone && rep.Unsettled == ""
 	for p, pr := range reads.Partitions {
 		if pr.Note != "" {
 			rep.Notes[p] = pr.Note
@@ -189,9 +206,20 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 			rep.Complete, rep.TopicGone = false, true
 		}
 	}
+	if rep.Unsettled != "" && rep.Error == "" {
+		rep.Error = rep.Unsettled
+	}
 	rep.Unread = []int32{}
 	for p := range run.StartOffsets {
-		if _, bounded := to[p]; !rep.Complete && !rep.TopicGone && !gone[p] && (!bounded || !reads.Partitions[p].Complete) {
+		unsettled := rep.Unsettled != "" && !rep.TopicGone && !gone[p]
+		if unsettled {
+			// Any partition may still receive what was acked and is not
+			// readable yet: none of them is read to its end.
+			if _, noted := rep.Notes[p]; !noted {
+				rep.Notes[p] = "read to the end it had, but the broker may still make acked messages readable in it: " + rep.Unsettled
+			}
+		}
+		if _, bounded := to[p]; unsettled || (!rep.Complete && !rep.TopicGone && !gone[p] && (!bounded || !reads.Partitions[p].Complete)) {
 			rep.Unread = append(rep.Unread, p)
 		}
 	}
