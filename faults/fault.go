@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"syscall"
@@ -317,5 +318,42 @@ func (switchMode) fire(ctx context.Context, in *Injector, st Step, rec Record) p
 	if in.Nodes != nil {
 		ids = in.Nodes.IDs()
 	}
-	return plan{rec: rec, nodes: ids, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.switchMode) }}
+	return plan{rec: rec, nodes: ids, act: func(ctx context.Context, rec Record) Record {
+		in.waitAnswers(ctx, st)
+		return in.fsyncRecord(ctx, st, rec, in.switchMode)
+	}}
+}
+
+// switchAnswerWait bounds how long a switch waits for a broker that does
+// not answer, such as a server an earlier step restarted that is still
+// starting.
+const switchAnswerWait = 2 * time.Minute
+
+// waitAnswers waits, up to switchAnswerWait, until the broker answers
+// for the switch's mode. An earlier restart ends when the process runs,
+// not when it serves: under load Queen's server took 23 s to answer after
+// its restart, and a maintenance-off due meanwhile failed with "connection
+// refused" and left maintenance mode on for the rest of the load. The
+// switch then fires late, and its record says how late.
+func (in *Injector) waitAnswers(ctx context.Context, st Step) {
+	name, _, _ := st.Action.Switch()
+	sw, ok := in.Driver.(drivers.Switcher)
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(switchAnswerWait)
+	for said := false; time.Now().Before(deadline); {
+		if _, err := sw.Switch(ctx, name); !errors.Is(err, drivers.ErrUnreachable) {
+			return
+		}
+		if !said {
+			in.logf("fault %s: the broker does not answer yet; waiting up to %s for it", st.Action, switchAnswerWait)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -181,3 +181,34 @@ func TestSwitchWaitsForEarlierNodeActions(t *testing.T) {
 		t.Fatalf("the switch's record says it was %s late; it waited for the restart", late)
 	}
 }
+
+// startingModal does not answer (drivers.ErrUnreachable) until up, as a
+// server still starting after its restart.
+type startingModal struct {
+	timedModal
+	up time.Time
+}
+
+func (m *startingModal) Switch(ctx context.Context, name string) (bool, error) {
+	if time.Now().Before(m.up) {
+		return false, fmt.Errorf("GET /api/v1/system/maintenance: %w: connection refused", drivers.ErrUnreachable)
+	}
+	return m.timedModal.Switch(ctx, name)
+}
+
+// A switch waits for a broker that does not answer yet, then applies:
+// under load Queen's server answered 23 s after its restart, and a
+// maintenance-off due meanwhile failed with "connection refused", leaving
+// maintenance mode on for the rest of the load.
+func TestSwitchWaitsForTheBrokerToAnswer(t *testing.T) {
+	kd, topic := kfakeDriver(t)
+	d := &startingModal{timedModal: timedModal{modal: modal{namedDriver: namedDriver{kd}}}, up: time.Now().Add(600 * time.Millisecond)}
+	in := &Injector{Nodes: newFakeNodes(1, 2, 3), Driver: d, Topic: topic}
+	rec := in.Apply(context.Background(), Step{Action: "maintenance-on", Target: Target{Kind: Cluster}})
+	if rec.Result != Applied || !d.on {
+		t.Fatalf("%s %s, mode on %v", rec.Result, rec.Error, d.on)
+	}
+	if d.at.Before(d.up) {
+		t.Fatalf("switched at %s, before the broker answered at %s", d.at.Format("15:04:05.000"), d.up.Format("15:04:05.000"))
+	}
+}
