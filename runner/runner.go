@@ -204,7 +204,12 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		return nil, err
 	}
 
-	l, err := ledger.Open(LedgerDir(cfg.Out), cfg.Ledger)
+	lopts := cfg.Ledger
+	if lopts.ExpectedMessages == 0 {
+		// A ledger sized to the run takes a small run's disk, not 70 MB.
+		lopts.ExpectedMessages = int64(defaults.Rate * defaults.Duration.Seconds())
+	}
+	l, err := ledger.Open(LedgerDir(cfg.Out), lopts)
 	if err != nil {
 		return nil, err
 	}
@@ -661,7 +666,11 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if p := l.Proof(); !p.Whole {
 		logf("note: %s", p.Reason)
 	}
-	staged, err := freshLedger(stagedReadsDir(out))
+	var sent int64
+	for _, seq := range l.SentThrough() {
+		sent += int64(seq) + 1
+	}
+	staged, err := freshLedger(stagedReadsDir(out), sent)
 	if err != nil {
 		return nil, err
 	}
@@ -708,11 +717,12 @@ func stagedReadsDir(out string) string { return ReadsDir(out) + ".new" }
 
 // freshLedger makes an empty ledger at dir, removing what was there (the
 // staged read-back of a verify that was killed).
-func freshLedger(dir string) (*ledger.Ledger, error) {
+// expected sizes it (ledger.Options.ExpectedMessages).
+func freshLedger(dir string, expected int64) (*ledger.Ledger, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("remove %s: %w", dir, err)
 	}
-	l, err := ledger.Open(dir, ledger.Options{})
+	l, err := ledger.Open(dir, ledger.Options{ExpectedMessages: expected})
 	if err != nil {
 		return nil, fmt.Errorf("ledger for the read-back: %w", err)
 	}
