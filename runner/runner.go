@@ -280,7 +280,11 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		cfg.logf("load done; --no-verify: check it later with `ackcheck verify --out %s`", cfg.Out)
 		return nil, nil
 	}
-	return Verify(ctx, cfg.Out, cfg.Driver, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+	res, err = Verify(ctx, cfg.Out, cfg.Driver, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+	if v, ok := cfg.Observer.(VerdictObserver); ok && res != nil {
+		v.Verdict(res)
+	}
+	return res, err
 }
 
 // claimOut claims the run directory before anything else happens:
@@ -419,6 +423,14 @@ type Observer interface {
 	Attach(stats *load.Stats, start time.Time, active func() []faults.Record)
 }
 
+// LoadEnder is an Observer told when the load ended: its last send's
+// outcome is in (or the wait for it is over), and no ack is due after.
+type LoadEnder interface{ LoadEnded(at time.Time) }
+
+// VerdictObserver is an Observer given the verdict once the read-back
+// judged the run.
+type VerdictObserver interface{ Verdict(res *verifier.Result) }
+
 // runLoad runs the load with its progress lines and, when the run has
 // them, its faults and the watch for nodes that die unasked; then heals
 // what the faults left applied. An error healing is the run's error when
@@ -460,6 +472,9 @@ func runLoad(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger, 
 		}
 	}()
 	lres, loadErr := load.Run(ctx, lc, cfg.Driver, l, stats)
+	if e, ok := cfg.Observer.(LoadEnder); ok {
+		e.LoadEnded(time.Now())
+	}
 	close(loadDone)
 	close(stopProgress)
 	<-progressDone

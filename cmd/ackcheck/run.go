@@ -74,6 +74,7 @@ type runFlags struct {
 	recovery      time.Duration
 	file          string
 	metricsAddr   string
+	metricsLinger time.Duration
 	workload      string
 
 	// Set by config: the cluster faults act on (nil: none), the driver's
@@ -109,6 +110,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.StringVar(&r.fsync, "fsync", "", "on or off: switch the topic's fsync-before-ack for the run (Kafka flush.messages), put back afterwards")
 	f.DurationVar(&r.recovery, "recovery-timeout", 120*time.Second, "how long after the load ackcheck keeps measuring recovery from faults")
 	f.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics during the run (sent, acked, failed, in flight, latency, seconds since the last ack, faults in force)")
+	f.DurationVar(&r.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving this long after the verdict (ackcheck_verdict, ackcheck_lost), so that Prometheus scrapes it before ackcheck exits")
 	f.StringVar(&r.workload, "workload", "", "OpenMessaging Benchmark workload YAML, read unchanged: partitionsPerTopic, messageSize, producersPerTopic, producerRate, testDurationMinutes, keyDistributor become the flags that mean the same; flags given here override it")
 	f.StringVarP(&r.file, "file", "f", "", "scenario file (YAML): settings keyed by flag name (rate: 1000); flags given here override it; see: ackcheck scenario show")
 }
@@ -201,11 +203,19 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 // an error it has released them.
 func (r *runFlags) startMetrics(cmd *cobra.Command) (*metrics.Server, error) {
 	var srv *metrics.Server
+	ctx := cmd.Context()
 	r.release = func() {
 		if r.opened != nil {
 			r.opened.close()
 		}
 		if srv != nil {
+			if r.metricsLinger > 0 && srv.Judged() {
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics: serving the verdict at http://%s/metrics for %s (--metrics-linger)\n", srv.Addr(), r.metricsLinger)
+				select {
+				case <-time.After(r.metricsLinger):
+				case <-ctx.Done():
+				}
+			}
 			srv.Close()
 		}
 	}
