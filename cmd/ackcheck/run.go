@@ -76,6 +76,7 @@ type runFlags struct {
 	metricsAddr   string
 	metricsLinger time.Duration
 	workload      string
+	partial       bool
 
 	// Set by config: the cluster faults act on (nil: none), the driver's
 	// profile, and release, which closes what config opened (the
@@ -112,6 +113,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics during the run (sent, acked, failed, in flight, latency, seconds since the last ack, faults in force)")
 	f.DurationVar(&r.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving this long after the verdict (ackcheck_verdict, ackcheck_lost), so that Prometheus scrapes it before ackcheck exits")
 	f.StringVar(&r.workload, "workload", "", "OpenMessaging Benchmark workload YAML, read unchanged: partitionsPerTopic, messageSize, producersPerTopic, producerRate, testDurationMinutes, keyDistributor become the flags that mean the same; flags given here override it")
+	f.BoolVar(&r.partial, "workload-partial", false, "run a --workload whose fields ackcheck cannot honour (several topics, a backlog, a rate search, ...) without them, naming each")
 	f.StringVarP(&r.file, "file", "f", "", "scenario file (YAML): settings keyed by flag name (rate: 1000); flags given here override it; see: ackcheck scenario show")
 }
 
@@ -277,7 +279,7 @@ func (r *runFlags) applyFiles(cmd *cobra.Command) error {
 		return err
 	}
 	if r.workload != "" {
-		line, err := applyWorkload(cmd.Flags(), r.workload)
+		line, err := applyWorkload(cmd.Flags(), r.workload, r.partial)
 		if err != nil {
 			return err
 		}
