@@ -7,6 +7,12 @@
 // without, except one histogram observation per ack and per live read.
 // Figures are the current run's: the fsync audit attaches each of its
 // runs in turn, and the counters start again from zero with each.
+//
+// Once the load ended (LoadEnded), the seconds-since-last-ack gauges stay
+// at their value at the end: no ack is due after it, and a no-ack alert
+// must not fire at the end of every run. Once the read-back judged the
+// run (Verdict), ackcheck_verdict and ackcheck_lost are served; before
+// it, neither is (no verdict is not a pass).
 package metrics
 
 import (
@@ -21,6 +27,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -76,6 +83,28 @@ func (s *Server) Attach(stats *load.Stats, start time.Time, active func() []faul
 	s.collector.attach(stats, start, active)
 }
 
+// LoadEnded freezes the time-since-last-ack gauges at at: the load sent
+// its last message and every outcome is in (runner.LoadEnder).
+func (s *Server) LoadEnded(at time.Time) {
+	s.collector.mu.Lock()
+	defer s.collector.mu.Unlock()
+	s.collector.end = at
+}
+
+// Judged says whether Verdict was given for the run attached.
+func (s *Server) Judged() bool {
+	s.collector.mu.Lock()
+	defer s.collector.mu.Unlock()
+	return s.collector.verdict != ""
+}
+
+// Verdict serves the run's verdict and its lost count (runner.VerdictObserver).
+func (s *Server) Verdict(res *verifier.Result) {
+	s.collector.mu.Lock()
+	defer s.collector.mu.Unlock()
+	s.collector.verdict, s.collector.lost = res.Verdict, res.Lost
+}
+
 // Close stops serving.
 func (s *Server) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -92,6 +121,13 @@ type collector struct {
 	// seen are the (action, target) pairs of faults once in force: they
 	// are served as 0 after they end, so that a dashboard sees the end.
 	seen map[[2]string]bool
+	// end is when the load ended (zero while it runs): the gauges of
+	// time since an ack count to it, not to now.
+	end time.Time
+	// verdict is the run's verdict ("" until the read-back judged it)
+	// and lost its lost count.
+	verdict string
+	lost    int64
 }
 
 func (c *collector) attach(stats *load.Stats, start time.Time, active func() []faults.Record) {
@@ -99,6 +135,7 @@ func (c *collector) attach(stats *load.Stats, start time.Time, active func() []f
 	defer c.mu.Unlock()
 	c.stats, c.start, c.active = stats, start, active
 	c.seen = map[[2]string]bool{}
+	c.end, c.verdict, c.lost = time.Time{}, "", 0
 }
 
 var (
@@ -107,13 +144,18 @@ var (
 	descFailed    = prometheus.NewDesc("ackcheck_failed_total", "Sends with an outcome other than an ack: rejected by the broker, or unknown (no answer in time).", []string{"reason"}, nil)
 	descShed      = prometheus.NewDesc("ackcheck_shed_total", "Sends due while --max-in-flight sends awaited their outcome: never sent, counted.", nil, nil)
 	descInFlight  = prometheus.NewDesc("ackcheck_in_flight", "Sends awaiting their outcome.", nil, nil)
-	descSinceAck  = prometheus.NewDesc("ackcheck_seconds_since_last_ack", "Seconds since the latest ack (since the load started, before the first).", nil, nil)
+	descSinceAck  = prometheus.NewDesc("ackcheck_seconds_since_last_ack", "Seconds since the latest ack (since the load started, before the first); stops at the load's end.", nil, nil)
 	descFault     = prometheus.NewDesc("ackcheck_fault_active", "1 while a fault is in force (a node down or paused, a mode switched), 0 after it ended.", []string{"action", "target"}, nil)
-	descPartSince = prometheus.NewDesc("ackcheck_partition_seconds_since_last_ack", "Seconds since the partition's latest ack (since the load started, before its first).", []string{"partition"}, nil)
+	descPartSince = prometheus.NewDesc("ackcheck_partition_seconds_since_last_ack", "Seconds since the partition's latest ack (since the load started, before its first); stops at the load's end.", []string{"partition"}, nil)
+	descVerdict   = prometheus.NewDesc("ackcheck_verdict", "1 for the run's verdict (pass, fail, incomplete, unproven), 0 for the others; served once the read-back judged the run.", []string{"verdict"}, nil)
+	descLost      = prometheus.NewDesc("ackcheck_lost", "Acknowledged messages the read-back did not find intact; served once the read-back judged the run.", nil, nil)
 )
 
+// verdicts are the values ackcheck_verdict's label takes.
+var verdicts = []string{verifier.Pass, verifier.Fail, verifier.Incomplete, verifier.Unproven}
+
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSent, descAcked, descFailed, descShed, descInFlight, descSinceAck, descFault, descPartSince} {
+	for _, d := range []*prometheus.Desc{descSent, descAcked, descFailed, descShed, descInFlight, descSinceAck, descFault, descPartSince, descVerdict, descLost} {
 		ch <- d
 	}
 }
@@ -138,6 +180,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descShed, s.Shed.Load())
 	gauge(descInFlight, float64(s.InFlight.Load()))
 	now := time.Now()
+	if !c.end.IsZero() && c.end.Before(now) {
+		now = c.end
+	}
 	since := func(t time.Time) float64 {
 		if t.IsZero() || t.Before(c.start) {
 			t = c.start
@@ -147,6 +192,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descSinceAck, since(s.LastAck()))
 	for p, t := range s.PartitionLastAck() {
 		gauge(descPartSince, since(t), strconv.Itoa(int(p)))
+	}
+	if c.verdict != "" {
+		for _, v := range verdicts {
+			gauge(descVerdict, map[bool]float64{true: 1}[v == c.verdict], v)
+		}
+		gauge(descLost, float64(c.lost))
 	}
 	if c.active == nil {
 		return

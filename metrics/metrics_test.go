@@ -13,6 +13,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/verifier"
 )
 
 // A fault shows 1 while it is in force and 0 after it ended; the ack
@@ -109,4 +110,65 @@ func TestDashboardQueriesServedMetrics(t *testing.T) {
 	if n < 8 {
 		t.Fatalf("the dashboard queries %d metrics", n)
 	}
+}
+
+// After LoadEnded the time since the last ack stops rising (a no-ack
+// alert must not fire at every run's end); before it, it rises. The
+// verdict and lost count are served only once Verdict gave them.
+func TestLoadEndAndVerdict(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		end     bool
+		verdict *verifier.Result
+		want    []string // lines the second scrape holds
+		wantNot []string
+	}{
+		{"load running", false, nil, nil, []string{"ackcheck_verdict", "ackcheck_lost"}},
+		{"load ended", true, nil, nil, []string{"ackcheck_verdict", "ackcheck_lost"}},
+		{"judged pass", true, &verifier.Result{Verdict: verifier.Pass},
+			[]string{`ackcheck_verdict{verdict="pass"} 1`, `ackcheck_verdict{verdict="fail"} 0`, "ackcheck_lost 0"}, nil},
+		{"judged fail", true, &verifier.Result{Verdict: verifier.Fail, Lost: 7},
+			[]string{`ackcheck_verdict{verdict="fail"} 1`, `ackcheck_verdict{verdict="pass"} 0`, `ackcheck_verdict{verdict="incomplete"} 0`, "ackcheck_lost 7"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Listen("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.Attach(&load.Stats{}, time.Now().Add(-time.Second), nil)
+			if tt.end {
+				s.LoadEnded(time.Now())
+			}
+			if tt.verdict != nil {
+				s.Verdict(tt.verdict)
+			}
+			first := sinceLastAck(t, get(t, s.Addr()))
+			time.Sleep(200 * time.Millisecond)
+			body := get(t, s.Addr())
+			second := sinceLastAck(t, body)
+			if frozen := second == first; frozen != tt.end {
+				t.Errorf("seconds since the last ack %v then %v 200 ms later; want frozen %v", first, second, tt.end)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w+"\n") {
+					t.Errorf("lacks %q:\n%s", w, body)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(body, w) {
+					t.Errorf("serves %s before the read-back judged the run:\n%s", w, body)
+				}
+			}
+		})
+	}
+}
+
+func sinceLastAck(t *testing.T, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`\nackcheck_seconds_since_last_ack (\S+)`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no ackcheck_seconds_since_last_ack:\n%s", body)
+	}
+	return m[1]
 }

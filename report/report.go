@@ -341,6 +341,22 @@ func mdRow(cells ...string) string {
 	return "| " + strings.Join(cells, " | ") + " |\n"
 }
 
+// mdHeader writes a table's header and its delimiter row, one cell each
+// per column: GFM renders no table whose two counts differ. A name that
+// ends in ":" is a right-aligned column (the colon is not shown).
+func mdHeader(b *strings.Builder, names ...string) {
+	cells := make([]string, len(names))
+	delim := make([]string, len(names))
+	for i, n := range names {
+		cells[i], delim[i] = n, "---"
+		if strings.HasSuffix(n, ":") {
+			cells[i], delim[i] = strings.TrimSuffix(n, ":"), "---:"
+		}
+	}
+	b.WriteString(mdRow(cells...))
+	b.WriteString("|" + strings.Join(delim, "|") + "|\n")
+}
+
 // Markdown renders the tables of the HTML page for a pull request.
 func Markdown(in Input) string {
 	r := in.Result
@@ -366,22 +382,19 @@ func Markdown(in Input) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(mdRow("check", "count", ""))
-	b.WriteString("|---|---:|---|\n")
+	mdHeader(&b, "check", "count:", "")
 	for _, c := range counts(r) {
 		b.WriteString(mdRow(c[0], c[1], c[2]))
 	}
 	if rows := recovery(r); len(rows) > 0 {
 		b.WriteString("\n### Recovery\n\n")
-		b.WriteString(mdRow(recoveryHeader...))
-		b.WriteString("|---|---|---|---|---|---|---|\n")
+		mdHeader(&b, recoveryHeader...)
 		for _, row := range rows {
 			b.WriteString(mdRow(row...))
 		}
 	}
 	b.WriteString("\n### Latency (ms)\n\n")
-	b.WriteString(mdRow("", "p50", "p99", "p99.9", "max"))
-	b.WriteString("|---|---:|---:|---:|---:|\n")
+	mdHeader(&b, "", "p50:", "p99:", "p99.9:", "max:")
 	for _, l := range []struct {
 		name string
 		v    verifier.Latency
@@ -390,15 +403,13 @@ func Markdown(in Input) string {
 	}
 	if len(r.AckMeanings) > 0 {
 		b.WriteString("\n### What an ack meant\n\n")
-		b.WriteString(mdRow("from", "since", "meaning"))
-		b.WriteString("|---|---|---|\n")
+		mdHeader(&b, "from", "since", "meaning")
 		for _, p := range r.AckMeanings {
 			b.WriteString(mdRow(fmt.Sprintf("%.1f s", p.FromS), p.Since, p.Meaning))
 		}
 	}
 	b.WriteString("\n### Settings\n\n")
-	b.WriteString(mdRow("setting", "value"))
-	b.WriteString("|---|---|\n")
+	mdHeader(&b, "setting", "value")
 	for _, s := range in.Settings {
 		b.WriteString(mdRow(s[0], s[1]))
 	}

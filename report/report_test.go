@@ -15,6 +15,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/internal/mdcheck"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
@@ -147,6 +148,26 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q\n%s", want, md)
 		}
+	}
+}
+
+// Every table of report.md renders as a table, parsed as GitHub does
+// (goldmark, GFM tables): the Recovery table had 9 header cells over 7
+// delimiter cells, and rendered as a paragraph of pipes.
+func TestMarkdownTablesRender(t *testing.T) {
+	res, _ := realRun(t)
+	res.AckMeanings = []verifier.Phase{{FromS: 0, Since: "start", Meaning: "fsynced | on the leader"}}
+	md := report.Markdown(report.Input{Result: res, Settings: settings})
+	for _, want := range []string{"### Recovery", "### Latency", "### What an ack meant", "### Settings"} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("report.md lacks %s: the check below would not see its table\n%s", want, md)
+		}
+	}
+	for _, err := range mdcheck.Tables([]byte(md)) {
+		t.Errorf("report.md: %v", err)
+	}
+	if n := strings.Count(md, "\n|---"); n != 5 {
+		t.Errorf("%d tables in report.md, want 5 (counts, recovery, latency, ack meanings, settings)\n%s", n, md)
 	}
 }
 

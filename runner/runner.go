@@ -204,7 +204,12 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		return nil, err
 	}
 
-	l, err := ledger.Open(LedgerDir(cfg.Out), cfg.Ledger)
+	lopts := cfg.Ledger
+	if lopts.ExpectedMessages == 0 {
+		// A ledger sized to the run takes a small run's disk, not 70 MB.
+		lopts.ExpectedMessages = int64(defaults.Rate * defaults.Duration.Seconds())
+	}
+	l, err := ledger.Open(LedgerDir(cfg.Out), lopts)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +280,11 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		cfg.logf("load done; --no-verify: check it later with `ackcheck verify --out %s`", cfg.Out)
 		return nil, nil
 	}
-	return Verify(ctx, cfg.Out, cfg.Driver, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+	res, err = Verify(ctx, cfg.Out, cfg.Driver, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+	if v, ok := cfg.Observer.(VerdictObserver); ok && res != nil {
+		v.Verdict(res)
+	}
+	return res, err
 }
 
 // claimOut claims the run directory before anything else happens:
@@ -414,6 +423,14 @@ type Observer interface {
 	Attach(stats *load.Stats, start time.Time, active func() []faults.Record)
 }
 
+// LoadEnder is an Observer told when the load ended: its last send's
+// outcome is in (or the wait for it is over), and no ack is due after.
+type LoadEnder interface{ LoadEnded(at time.Time) }
+
+// VerdictObserver is an Observer given the verdict once the read-back
+// judged the run.
+type VerdictObserver interface{ Verdict(res *verifier.Result) }
+
 // runLoad runs the load with its progress lines and, when the run has
 // them, its faults and the watch for nodes that die unasked; then heals
 // what the faults left applied. An error healing is the run's error when
@@ -455,6 +472,9 @@ func runLoad(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger, 
 		}
 	}()
 	lres, loadErr := load.Run(ctx, lc, cfg.Driver, l, stats)
+	if e, ok := cfg.Observer.(LoadEnder); ok {
+		e.LoadEnded(time.Now())
+	}
 	close(loadDone)
 	close(stopProgress)
 	<-progressDone
@@ -661,7 +681,11 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if p := l.Proof(); !p.Whole {
 		logf("note: %s", p.Reason)
 	}
-	staged, err := freshLedger(stagedReadsDir(out))
+	var sent int64
+	for _, seq := range l.SentThrough() {
+		sent += int64(seq) + 1
+	}
+	staged, err := freshLedger(stagedReadsDir(out), sent)
 	if err != nil {
 		return nil, err
 	}
@@ -708,11 +732,12 @@ func stagedReadsDir(out string) string { return ReadsDir(out) + ".new" }
 
 // freshLedger makes an empty ledger at dir, removing what was there (the
 // staged read-back of a verify that was killed).
-func freshLedger(dir string) (*ledger.Ledger, error) {
+// expected sizes it (ledger.Options.ExpectedMessages).
+func freshLedger(dir string, expected int64) (*ledger.Ledger, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("remove %s: %w", dir, err)
 	}
-	l, err := ledger.Open(dir, ledger.Options{})
+	l, err := ledger.Open(dir, ledger.Options{ExpectedMessages: expected})
 	if err != nil {
 		return nil, fmt.Errorf("ledger for the read-back: %w", err)
 	}

@@ -104,12 +104,15 @@ acknowledged message ID in a ledger on disk, reads every partition back and
 reports what was lost, corrupted, duplicated, reordered or never sent.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version and "ackcheck version" print it (cobra's flag).
+		Version: buildVersion(),
 		// Every command's duration flags and --junit, before it does
 		// anything (verify, report and the rest too); a run checks them
 		// again after its scenario or workload file set more
 		// (runFlags.refuse).
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return refuseEveryCommand(cmd.Flags()) },
 	}
+	root.SetVersionTemplate("ackcheck {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd(), newVerifyCmd(), newBenchCmd(), newClusterCmd(), newLeaderKillCmd(), newHealCmd(), newReportCmd(), newLazyFSCmd(), newFsyncAuditCmd(), newScenarioCmd(), newDemoCmd())

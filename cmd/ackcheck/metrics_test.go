@@ -124,3 +124,42 @@ func metricValue(body, name string) float64 {
 	}
 	return v
 }
+
+// After a run's read-back, with --metrics-linger, the verdict and the
+// lost count are served and the time since the last ack no longer rises.
+func TestMetricsVerdictAfterTheRun(t *testing.T) {
+	c := kfakeCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	out := t.TempDir() + "/run"
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	go func() {
+		done <- execute(context.Background(), []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out,
+			"--partitions", "2", "--rate", "200", "--duration", "1s", "--metrics-addr", addr, "--metrics-linger", "3s"}, &stdout, &stderr)
+	}()
+	var body string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(body, "ackcheck_verdict") {
+		time.Sleep(100 * time.Millisecond)
+		body = scrape(t, addr)
+	}
+	if v := metricValue(body, `ackcheck_verdict{verdict="pass"}`); v != 1 {
+		t.Errorf("ackcheck_verdict{verdict=\"pass\"} = %v after a passing run:\n%s", v, body)
+	}
+	if v := metricValue(body, "ackcheck_lost"); v != 0 {
+		t.Errorf("ackcheck_lost = %v after a passing run", v)
+	}
+	first := metricValue(body, "ackcheck_seconds_since_last_ack")
+	time.Sleep(300 * time.Millisecond)
+	if again := metricValue(scrape(t, addr), "ackcheck_seconds_since_last_ack"); first < 0 || again != first {
+		t.Errorf("seconds since the last ack %v, then %v 300 ms later: it must stop at the load's end", first, again)
+	}
+	if code := <-done; code != exitPass {
+		t.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
+	}
+}

@@ -74,7 +74,9 @@ type runFlags struct {
 	recovery      time.Duration
 	file          string
 	metricsAddr   string
+	metricsLinger time.Duration
 	workload      string
+	partial       bool
 
 	// Set by config: the cluster faults act on (nil: none), the driver's
 	// profile, and release, which closes what config opened (the
@@ -109,7 +111,9 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.StringVar(&r.fsync, "fsync", "", "on or off: switch the topic's fsync-before-ack for the run (Kafka flush.messages), put back afterwards")
 	f.DurationVar(&r.recovery, "recovery-timeout", 120*time.Second, "how long after the load ackcheck keeps measuring recovery from faults")
 	f.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics during the run (sent, acked, failed, in flight, latency, seconds since the last ack, faults in force)")
+	f.DurationVar(&r.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving this long after the verdict (ackcheck_verdict, ackcheck_lost), so that Prometheus scrapes it before ackcheck exits")
 	f.StringVar(&r.workload, "workload", "", "OpenMessaging Benchmark workload YAML, read unchanged: partitionsPerTopic, messageSize, producersPerTopic, producerRate, testDurationMinutes, keyDistributor become the flags that mean the same; flags given here override it")
+	f.BoolVar(&r.partial, "workload-partial", false, "run a --workload whose fields ackcheck cannot honour (several topics, a backlog, a rate search, ...) without them, naming each")
 	f.StringVarP(&r.file, "file", "f", "", "scenario file (YAML): settings keyed by flag name (rate: 1000); flags given here override it; see: ackcheck scenario show")
 }
 
@@ -201,11 +205,19 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 // an error it has released them.
 func (r *runFlags) startMetrics(cmd *cobra.Command) (*metrics.Server, error) {
 	var srv *metrics.Server
+	ctx := cmd.Context()
 	r.release = func() {
 		if r.opened != nil {
 			r.opened.close()
 		}
 		if srv != nil {
+			if r.metricsLinger > 0 && srv.Judged() {
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics: serving the verdict at http://%s/metrics for %s (--metrics-linger)\n", srv.Addr(), r.metricsLinger)
+				select {
+				case <-time.After(r.metricsLinger):
+				case <-ctx.Done():
+				}
+			}
 			srv.Close()
 		}
 	}
@@ -267,7 +279,7 @@ func (r *runFlags) applyFiles(cmd *cobra.Command) error {
 		return err
 	}
 	if r.workload != "" {
-		line, err := applyWorkload(cmd.Flags(), r.workload)
+		line, err := applyWorkload(cmd.Flags(), r.workload, r.partial)
 		if err != nil {
 			return err
 		}

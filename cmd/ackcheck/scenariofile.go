@@ -308,7 +308,11 @@ func copyFlag(to *pflag.FlagSet, f *pflag.Flag) error {
 // defines the check, at the built-in's values, with each flag's help as a
 // comment. Settings of the user's own machine (addresses, --out) are left
 // as comments.
-func showScenario(cmd *cobra.Command, driver string, effective map[string]string, header string) []byte {
+//
+// Keys of given are written as settings even where they would be
+// comments: a variant asked for by name (acks=1) must be what the file
+// runs.
+func showScenario(cmd *cobra.Command, driver string, effective map[string]string, header string, given map[string]string) []byte {
 	fs := cmd.Flags()
 	owners := flagOwners()
 	var b bytes.Buffer
@@ -355,7 +359,8 @@ func showScenario(cmd *cobra.Command, driver string, effective map[string]string
 		// share of --duration) stays a comment: given, it is refused
 		// (refuseDurations).
 		unsetDuration := f.Value.Type() == "duration" && val == "0s"
-		if local[name] || clientFlag || val == "" || unsetDuration {
+		_, asked := given[name]
+		if !asked && (local[name] || clientFlag || val == "" || unsetDuration) {
 			fmt.Fprintf(&b, "# %s: %s\n", name, placeholder(name, val))
 			continue
 		}

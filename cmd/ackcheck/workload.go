@@ -13,7 +13,12 @@ import (
 
 // OpenMessaging Benchmark workload files (--workload), read unchanged:
 // each field ackcheck can honour becomes the setting of the flag that
-// means the same; every other field is named in one line, with why.
+// means the same. A field ackcheck cannot honour at its value (several
+// topics, a backlog phase, a rate search) is refused, each named with
+// why, unless --workload-partial runs without them; a field whose value
+// only changes the bytes sent (payloadFile) is noted in the one line
+// printed. A field that is not OMB's is refused, with the field it
+// probably meant.
 
 // ombKeys is the number of keys OMB's key distributors draw from
 // (KeyDistributor.UNIQUE_COUNT).
@@ -29,6 +34,9 @@ type ombField struct {
 	// idle is the value that asks nothing of ackcheck ("" for any).
 	idle string
 	why  string
+	// note: the field, unhonoured, changes what is sent, not what the
+	// check measures: named, never refused (as conv's why, for a flag).
+	note bool
 }
 
 func intAtLeast(min int) func(string) (string, string, error) {
@@ -52,7 +60,9 @@ var ombFields = map[string]ombField{
 			return "", "", fmt.Errorf("must be a rate in messages per second, got %q", v)
 		}
 		if n == 0 {
-			return "", "producerRate 0 (OMB searches for the highest rate the broker sustains; ackcheck's load is paced and keeps --rate)", nil
+			// Not run unpaced: a closed loop lets a slow broker slow the
+			// load and hide its stalls (load.Config.Unpaced).
+			return "", "producerRate 0: OMB searches for the highest rate the broker sustains; ackcheck's load is paced at --rate (an unpaced load would hide the broker's stalls): give --rate", nil
 		}
 		return v, "", nil
 	}},
@@ -73,12 +83,12 @@ var ombFields = map[string]ombField{
 			return strconv.Itoa(ombKeys), "keyDistributor RANDOM_NANO (ackcheck spreads messages over the same 10,000 keys in turn, not at random)", nil
 		}
 		return "", "", fmt.Errorf("must be NO_KEY, KEY_ROUND_ROBIN or RANDOM_NANO, got %q", v)
-	}},
+	}, note: true},
 	"topics":                             {idle: "1", why: "several topics (ackcheck writes one)"},
 	"subscriptionsPerTopic":              {idle: "1", why: "several subscriptions (ackcheck reads once live and once back)"},
 	"consumerPerSubscription":            {idle: "1", why: "several consumers per subscription (ackcheck reads with one live consumer)"},
-	"payloadFile":                        {why: "a payload file (each value carries its ID, send time and checksum)"},
-	"useRandomizedPayloads":              {idle: "false", why: "randomized payloads (each value carries its ID, send time and checksum)"},
+	"payloadFile":                        {why: "a payload file (each value carries its ID, send time and checksum; its size is messageSize)", note: true},
+	"useRandomizedPayloads":              {idle: "false", why: "randomized payloads (each value carries its ID, send time and checksum)", note: true},
 	"randomBytesRatio":                   {idle: "", why: ""},
 	"randomizedPayloadPoolSize":          {idle: "", why: ""},
 	"consumerBacklogSizeGB":              {idle: "0", why: "a backlog phase (ackcheck's consumers read during the whole load)"},
@@ -97,8 +107,10 @@ var ombPlaceholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]
 
 // applyWorkload reads an OMB workload and sets the flags it maps to that
 // the command line (or a scenario file) did not set. It returns the line
-// to print: what was taken, and what was not honoured.
-func applyWorkload(fs *pflag.FlagSet, path string) (string, error) {
+// to print: what was taken, and what was not honoured. A field that
+// cannot be honoured is an error naming every such field, unless partial
+// (--workload-partial); a field that is not OMB's is an error.
+func applyWorkload(fs *pflag.FlagSet, path string, partial bool) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("--workload: %w", err)
@@ -112,7 +124,7 @@ func applyWorkload(fs *pflag.FlagSet, path string) (string, error) {
 	}
 	root := doc.Content[0]
 	var name string
-	var taken, kept, ignored []string
+	var taken, kept, notes, refused, unknown []string
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		if v.Kind != yaml.ScalarNode {
@@ -126,14 +138,22 @@ func applyWorkload(fs *pflag.FlagSet, path string) (string, error) {
 			return g[2]
 		})
 		f, known := ombFields[k.Value]
+		// not is where a field ackcheck does not honour goes.
+		not := &refused
+		if f.note {
+			not = &notes
+		}
 		switch {
 		case !known:
-			ignored = append(ignored, k.Value+" (not an OpenMessaging Benchmark field)")
+			if near := ombNearest(k.Value); near != "" {
+				return "", fmt.Errorf("%s:%d: %s is not an OpenMessaging Benchmark field: did you mean %s?", path, k.Line, k.Value, near)
+			}
+			unknown = append(unknown, fmt.Sprintf("%s (line %d)", k.Value, k.Line))
 		case k.Value == "name":
 			name = val
 		case f.flag == "":
 			if f.why != "" && val != f.idle && !(f.idle == "" && val == "") {
-				ignored = append(ignored, k.Value+" "+val+": "+f.why)
+				*not = append(*not, k.Value+" "+val+": "+f.why)
 			}
 		default:
 			to, why, err := f.conv(val)
@@ -141,7 +161,7 @@ func applyWorkload(fs *pflag.FlagSet, path string) (string, error) {
 				return "", fmt.Errorf("%s:%d: %s: %v", path, k.Line, k.Value, err)
 			}
 			if why != "" {
-				ignored = append(ignored, why)
+				*not = append(*not, why)
 			}
 			if to == "" {
 				continue
@@ -156,13 +176,42 @@ func applyWorkload(fs *pflag.FlagSet, path string) (string, error) {
 			taken = append(taken, fmt.Sprintf("--%s %s", f.flag, to))
 		}
 	}
+	if len(unknown) > 0 {
+		refused = append(refused, "not OpenMessaging Benchmark fields: "+strings.Join(unknown, ", "))
+	}
+	if len(refused) > 0 && !partial {
+		return "", fmt.Errorf("--workload %s asks for what ackcheck cannot do, so it would run something else:\n  %s\nremove those fields, or give --workload-partial to run the rest without them",
+			path, strings.Join(refused, "\n  "))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "workload %q: %s", name, strings.Join(taken, " "))
 	if len(kept) > 0 {
 		fmt.Fprintf(&b, "; kept from the command line: %s", strings.Join(kept, ", "))
 	}
-	if len(ignored) > 0 {
-		fmt.Fprintf(&b, "; not honoured: %s", strings.Join(ignored, "; "))
+	if len(refused) > 0 {
+		fmt.Fprintf(&b, "; not honoured (--workload-partial): %s", strings.Join(refused, "; "))
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(&b, "; sent otherwise: %s", strings.Join(notes, "; "))
 	}
 	return b.String(), nil
+}
+
+// ombNearest is the OMB field a misspelled name most likely meant: the
+// same letters in another case, or at most a quarter of its letters (and
+// at least 1) away; "" when none is that close.
+func ombNearest(name string) string {
+	best, bestD := "", max(1, len(name)/4)+1
+	for f := range ombFields {
+		if strings.EqualFold(f, name) {
+			return f
+		}
+		if d := editDistance(strings.ToLower(f), strings.ToLower(name)); d < bestD || (d == bestD && f < best) {
+			best, bestD = f, d
+		}
+	}
+	if bestD > max(1, len(name)/4) {
+		return ""
+	}
+	return best
 }
