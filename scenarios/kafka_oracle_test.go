@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
 )
 
 // kafkaAccount is what the brokers' own logs say happened to one broker
@@ -69,7 +69,7 @@ func parseISR(s string) []int32 {
 // since. Kafka writes its log timestamps in local time, to the millisecond.
 // Lines after until (zero: no bound) belong to a later fault and are left
 // out: a later power loss of every broker changes this topic's ISRs too.
-func readKafkaAccount(t *testing.T, k *cluster.Kafka, topic string, node int32, since, until time.Time) kafkaAccount {
+func readKafkaAccount(t *testing.T, k *kafka.Cluster, topic string, node int32, since, until time.Time) kafkaAccount {
 	t.Helper()
 	a := kafkaAccount{ISRBack: map[int32]time.Time{}}
 	type isrLine struct {
@@ -152,7 +152,7 @@ func readKafkaAccount(t *testing.T, k *cluster.Kafka, topic string, node int32, 
 // node fenced, or its new incarnation registered): every partition waits
 // for that, so the first ack of a message sent after the kill cannot come
 // before it.
-func checkAgainstKafkaLogs(t *testing.T, k *cluster.Kafka, topic string, f killFigures) {
+func checkAgainstKafkaLogs(t *testing.T, k *kafka.Cluster, topic string, f killFigures) {
 	t.Helper()
 	after := func(at time.Time) float64 {
 		if at.IsZero() {

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/faults"
@@ -27,7 +26,7 @@ import (
 // runRealSchedule runs a load with a fault schedule on the shared real
 // cluster and returns the verdict and the run directory. The cluster is
 // whole again when it returns.
-func runRealSchedule(t *testing.T, k *cluster.Kafka, topic drivers.TopicSpec, rate float64, dur time.Duration, schedule string) (*verifier.Result, string) {
+func runRealSchedule(t *testing.T, k *kafka.Cluster, topic drivers.TopicSpec, rate float64, dur time.Duration, schedule string) (*verifier.Result, string) {
 	t.Helper()
 	d := realDriver(t, k, kafka.Config{})
 	steps, err := faults.ParseSchedule(schedule)
@@ -157,7 +156,7 @@ var (
 
 // kafkaLogLines calls fn with every line of every node's log at or after
 // since, with its time.
-func kafkaLogLines(t *testing.T, k *cluster.Kafka, since time.Time, fn func(node int32, at time.Time, line string)) {
+func kafkaLogLines(t *testing.T, k *kafka.Cluster, since time.Time, fn func(node int32, at time.Time, line string)) {
 	t.Helper()
 	for _, id := range k.Nodes() {
 		f, err := os.Open(k.LogFile(id))
@@ -188,7 +187,7 @@ func kafkaLogLines(t *testing.T, k *cluster.Kafka, since time.Time, fn func(node
 // leader replicas (Kafka 4.3 logs "isr: [] -> [3] ... lastKnownElr: [3]"
 // when the last leader comes back with unclean election off) is no unclean
 // election and is left out.
-func readUnclean(t *testing.T, k *cluster.Kafka, topic string, since time.Time) (map[int32]uncleanElection, map[int32]int64) {
+func readUnclean(t *testing.T, k *kafka.Cluster, topic string, since time.Time) (map[int32]uncleanElection, map[int32]int64) {
 	t.Helper()
 	elections := map[int32]uncleanElection{}
 	type trunc struct {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers/nats"
 )
 
 // natsAccount is what a restarted nats-server's own log says about its
@@ -41,7 +41,7 @@ var (
 	natsHealthRe = regexp.MustCompile(`Healthcheck failed: "(.*)"`)
 )
 
-func readNATSAccount(t *testing.T, n *cluster.NATS, node int32, pid int) natsAccount {
+func readNATSAccount(t *testing.T, n *nats.Cluster, node int32, pid int) natsAccount {
 	t.Helper()
 	a := natsAccount{Reasons: map[string]int{}, Catchups: map[string]time.Time{}}
 	f, err := os.Open(n.LogFile(node))
@@ -78,7 +78,7 @@ func readNATSAccount(t *testing.T, n *cluster.NATS, node int32, pid int) natsAcc
 // checkAgainstNATSLog asserts that the kill's ready and in-sync figures
 // agree, within 2 s, with the restarted server's own log: not before it
 // started, and not later than 2 s after its last failed health check.
-func checkAgainstNATSLog(t *testing.T, n *cluster.NATS, kill killFigures, newPID int) {
+func checkAgainstNATSLog(t *testing.T, n *nats.Cluster, kill killFigures, newPID int) {
 	t.Helper()
 	a := readNATSAccount(t, n, kill.Nodes[0], newPID)
 	after := func(at time.Time) float64 { return float64(at.Sub(kill.At)) / float64(time.Millisecond) }

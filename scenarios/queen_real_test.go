@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/drivers/queen"
 	queendriver "github.com/ackcheck/ackcheck/drivers/queen"
+	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -30,7 +30,7 @@ import (
 // (every acked message is queued, duplicate or buffered; a lost message
 // fails the verdict).
 
-func queenRun(t *testing.T, q *cluster.Queen, name, schedule string) *verifier.Result {
+func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.Result {
 	t.Helper()
 	d, err := queendriver.New(queendriver.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
@@ -154,7 +154,7 @@ func checkReady(t *testing.T, f verifier.FaultReport, path, what string, slack t
 // buffer path) during which the server is SIGKILLed, stopped cleanly, or
 // loses power.
 func TestRealQueenFaults(t *testing.T) {
-	q := clustertest.Queen(t)
+	q := queentest.Cluster(t)
 	pgReady := "database system is ready to accept connections"
 	t.Run("clean", func(t *testing.T) {
 		res := queenRun(t, q, "clean", "")
@@ -166,15 +166,15 @@ func TestRealQueenFaults(t *testing.T) {
 		res := queenRun(t, q, "kill-server", "at=8s kill node:1; at=14s restart")
 		// The server answers /health once it has loaded its schema: its
 		// log's start line comes before, by up to a few seconds.
-		checkReady(t, res.Faults[0], q.LogFile(cluster.QueenServerNode), "Queen C++ Message Queue Server", 10*time.Second)
+		checkReady(t, res.Faults[0], q.LogFile(queen.ServerNode), "Queen C++ Message Queue Server", 10*time.Second)
 	})
 	t.Run("kill-db", func(t *testing.T) {
 		res := queenRun(t, q, "kill-db", "at=8s kill db; at=14s restart db")
-		checkReady(t, res.Faults[0], q.LogFile(cluster.QueenDBNode), pgReady, 2*time.Second)
+		checkReady(t, res.Faults[0], q.LogFile(queen.DBNode), pgReady, 2*time.Second)
 	})
 	t.Run("stop-db", func(t *testing.T) {
 		res := queenRun(t, q, "stop-db", "at=8s stop db; at=14s restart db")
-		checkReady(t, res.Faults[0], q.LogFile(cluster.QueenDBNode), pgReady, 2*time.Second)
+		checkReady(t, res.Faults[0], q.LogFile(queen.DBNode), pgReady, 2*time.Second)
 	})
 	for _, c := range []struct{ name, fault string }{
 		{"maintenance-kill-server", "at=10s kill node:1; at=14s restart"},
@@ -193,10 +193,10 @@ func TestRealQueenFaults(t *testing.T) {
 			}
 			if strings.HasPrefix(c.name, "maintenance-power-loss") {
 				pl := res.Faults[1]
-				if !strings.Contains(pl.Lost[cluster.QueenServerNode], "bytes dropped") {
-					t.Errorf("lazyfs's account of the power loss: %q", pl.Lost[cluster.QueenServerNode])
+				if !strings.Contains(pl.Lost[queen.ServerNode], "bytes dropped") {
+					t.Errorf("lazyfs's account of the power loss: %q", pl.Lost[queen.ServerNode])
 				}
-				t.Logf("lazyfs under the Queen server's file buffer: %s; ackcheck: %d acked lost, of %d buffered", pl.Lost[cluster.QueenServerNode], res.Lost, res.AckedByClass["buffered"])
+				t.Logf("lazyfs under the Queen server's file buffer: %s; ackcheck: %d acked lost, of %d buffered", pl.Lost[queen.ServerNode], res.Lost, res.AckedByClass["buffered"])
 			}
 		})
 	}
@@ -206,7 +206,7 @@ func TestRealQueenFaults(t *testing.T) {
 // against synchronous_commit=off, each with a power loss of the database
 // (and the server) at 12 s.
 func TestRealQueenFsyncAudit(t *testing.T) {
-	q := clustertest.Queen(t)
+	q := queentest.Cluster(t)
 	d, err := queendriver.New(queendriver.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +246,8 @@ func TestRealQueenFsyncAudit(t *testing.T) {
 		if !strings.Contains(row.AckMeaning, want) {
 			t.Errorf("%s: an ack meant %q, read from PostgreSQL; want it to say %s", row.Setting.Name, row.AckMeaning, want)
 		}
-		if row.PowerLoss != "applied" || !strings.Contains(row.NodeLoss[cluster.QueenDBNode], "bytes dropped") {
-			t.Errorf("%s: power loss %q, the database's filesystem: %q", row.Setting.Name, row.PowerLoss, row.NodeLoss[cluster.QueenDBNode])
+		if row.PowerLoss != "applied" || !strings.Contains(row.NodeLoss[queen.DBNode], "bytes dropped") {
+			t.Errorf("%s: power loss %q, the database's filesystem: %q", row.Setting.Name, row.PowerLoss, row.NodeLoss[queen.DBNode])
 		}
 		t.Logf("%s: acked %d, lost %d, verdict %s", row.Setting.Name, row.Acked, row.Lost, row.Verdict)
 	}
