@@ -1,12 +1,10 @@
 package scenarios
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -95,48 +93,20 @@ func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.R
 	return res
 }
 
-// logTime finds the time of the last line of path that contains what and
-// is not after before; zero when none. PostgreSQL writes
-// "2026-12-01 05:30:48.633 UTC [...]", the Queen server
-// "[2026-12-01 05:30:48.580] [...]".
-func logTime(t *testing.T, path, what string, before time.Time) time.Time {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("oracle: %v", err)
-	}
-	defer f.Close()
-	re := regexp.MustCompile(`^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})`)
-	var last time.Time
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, what) {
-			continue
-		}
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.UTC)
-		if err == nil && !at.After(before) {
-			last = at
-		}
-	}
-	return last
-}
-
 // checkReady asserts that a node's ready figure agrees with its own log:
 // not before the line that says it was back, and within slack of it.
-func checkReady(t *testing.T, f verifier.FaultReport, path, what string, slack time.Duration) {
+func checkReady(t *testing.T, f verifier.FaultReport, q *queen.Cluster, node int32, what string, slack time.Duration) {
 	t.Helper()
 	if f.ReadyMs <= 0 {
 		t.Errorf("%s %s: no ready figure", f.Action, f.Target)
 		return
 	}
 	ready := f.At.Add(time.Duration(f.ReadyMs * float64(time.Millisecond)))
-	back := logTime(t, path, what, ready.Add(slack))
+	path := q.LogFile(node)
+	back, err := q.LastLine(node, what, ready.Add(slack))
+	if err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
 	if back.IsZero() || back.Before(f.At) {
 		t.Errorf("%s %s: %s has no %q after the fault", f.Action, f.Target, path, what)
 		return
@@ -155,7 +125,7 @@ func checkReady(t *testing.T, f verifier.FaultReport, path, what string, slack t
 // loses power.
 func TestRealQueenFaults(t *testing.T) {
 	q := queentest.Cluster(t)
-	pgReady := "database system is ready to accept connections"
+	pgReady := queen.DBBack
 	t.Run("clean", func(t *testing.T) {
 		res := queenRun(t, q, "clean", "")
 		if res.Lost != 0 || res.Verdict != verifier.Pass {
@@ -166,15 +136,15 @@ func TestRealQueenFaults(t *testing.T) {
 		res := queenRun(t, q, "kill-server", "at=8s kill node:1; at=14s restart")
 		// The server answers /health once it has loaded its schema: its
 		// log's start line comes before, by up to a few seconds.
-		checkReady(t, res.Faults[0], q.LogFile(queen.ServerNode), "Queen C++ Message Queue Server", 10*time.Second)
+		checkReady(t, res.Faults[0], q, queen.ServerNode, queen.ServerBack, 10*time.Second)
 	})
 	t.Run("kill-db", func(t *testing.T) {
 		res := queenRun(t, q, "kill-db", "at=8s kill db; at=14s restart db")
-		checkReady(t, res.Faults[0], q.LogFile(queen.DBNode), pgReady, 2*time.Second)
+		checkReady(t, res.Faults[0], q, queen.DBNode, pgReady, 2*time.Second)
 	})
 	t.Run("stop-db", func(t *testing.T) {
 		res := queenRun(t, q, "stop-db", "at=8s stop db; at=14s restart db")
-		checkReady(t, res.Faults[0], q.LogFile(queen.DBNode), pgReady, 2*time.Second)
+		checkReady(t, res.Faults[0], q, queen.DBNode, pgReady, 2*time.Second)
 	})
 	for _, c := range []struct{ name, fault string }{
 		{"maintenance-kill-server", "at=10s kill node:1; at=14s restart"},
