@@ -17,7 +17,10 @@ import (
 // Embed implements drivers.Embedder: an in-process kfake cluster of n
 // brokers, for `ackcheck demo --embedded`. Its data stays in this one
 // process: a demonstration of the pipeline, never a test of durability.
-func (Profile) Embed(n int) (drivers.Embedded, error) {
+func (Profile) Embed(n int) (drivers.Embedded, error) { return StartEmbedded(n) }
+
+// StartEmbedded starts an in-process kfake cluster of n brokers.
+func StartEmbedded(n int) (*Embedded, error) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(n))
 	if err != nil {
 		return nil, fmt.Errorf("start the in-process broker (kfake): %w", err)
