@@ -1,3 +1,24 @@
+// Package cluster is what every broker's local test cluster is built
+// from: the interfaces a launcher implements (Launcher, Local, FsyncSwitch,
+// Demo) and that `ackcheck cluster <broker>` and the faults drive, and the
+// generic machinery under them. Each broker's launcher lives in its own
+// directory (drivers/<broker>/cluster.go); this package names no broker.
+//
+// A cluster lives in one directory, with a cluster.json that records its
+// kind (Kind) and settings.
+//
+// Nodes run detached (their own session, StartDetached), so they outlive
+// the ackcheck command that started them. Stop and Down only ever signal a
+// PID read from a node's pid file, and only after checking that the
+// process's command line still holds a marker that names that node's own
+// files (PIDFrom): a stale pid file never stops somebody else's process.
+//
+// With LazyFS, each data dir is a lazyfs mount (Mount), for power losses.
+//
+// Every file and directory a launcher writes for a broker is durable
+// (fsynced with its directory) before the cluster counts as up, and so is
+// each rewrite of a setting: a power loss takes only what the broker did
+// not fsync (WriteFileDurable, MkdirAllDurable, SyncTree).
 package cluster
 
 import (

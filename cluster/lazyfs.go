@@ -39,18 +39,18 @@ func (m Mount) Socket() string  { return filepath.Join(m.NodeDir, "lazyfs.sock")
 func (m Mount) PIDFile() string { return filepath.Join(m.NodeDir, "lazyfs.pid") }
 func (m Mount) LogFile() string { return filepath.Join(m.NodeDir, "lazyfs.log") }
 
-// marker is what the mount's command line holds: its mountpoint as the
+// Marker is what the mount's command line holds: its mountpoint as the
 // argument of --mountpoint.
 func (m Mount) Marker() string { return "--mountpoint\x00" + m.DataDir + "\x00" }
 
-// pid is the mount's lazyfs process, 0 if it does not run. Like a
+// PID is the mount's lazyfs process, 0 if it does not run. Like a
 // broker's, it counts only if its command line names this mountpoint.
 func (m Mount) PID() int {
 	pid, _ := PIDFrom(m.PIDFile(), m.Marker())
 	return pid
 }
 
-// start mounts the data dir, unless it is mounted, and waits until its
+// Start mounts the data dir, unless it is mounted, and waits until its
 // control socket answers.
 func (m Mount) Start(ctx context.Context) error {
 	if m.PID() != 0 {
@@ -91,7 +91,7 @@ func (m Mount) Start(ctx context.Context) error {
 	}
 }
 
-// check fails if the mount does not answer: a broker must never start on
+// Check fails if the mount does not answer: a broker must never start on
 // the bare mountpoint.
 func (m Mount) Check(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -102,7 +102,7 @@ func (m Mount) Check(ctx context.Context) error {
 	return nil
 }
 
-// stop unmounts the data dir (SIGTERM to its lazyfs), and clears the dead
+// Stop unmounts the data dir (SIGTERM to its lazyfs), and clears the dead
 // mount a killed lazyfs leaves.
 func (m Mount) Stop(ctx context.Context) error {
 	if err := StopPIDFile(ctx, m.PIDFile(), m.Marker(), 15*time.Second); err != nil {
@@ -111,7 +111,7 @@ func (m Mount) Stop(ctx context.Context) error {
 	return lazyfs.ClearDeadMount(m.DataDir)
 }
 
-// lose makes the data dir lose every write not fsynced; the caller makes
+// Lose makes the data dir lose every write not fsynced; the caller makes
 // sure the broker is dead. It returns when the loss is complete, with what
 // was lost.
 func (m Mount) Lose(ctx context.Context) (string, error) {
@@ -134,7 +134,7 @@ func (m Mount) Lose(ctx context.Context) (string, error) {
 	return s, nil
 }
 
-// sync makes everything on the mount durable.
+// Sync makes everything on the mount durable.
 func (m Mount) Sync(ctx context.Context) error {
 	if _, err := lazyfs.Control(ctx, m.Socket(), "sync"); err != nil {
 		return fmt.Errorf("sync node %d's lazyfs: %w", m.ID, err)

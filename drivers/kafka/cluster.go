@@ -1,8 +1,4 @@
-// Package cluster starts and stops local broker clusters on 127.0.0.1 for
-// ackcheck's own tests and for users who want to try a fault before they
-// point ackcheck at a real cluster.
-//
-// A cluster lives in one directory:
+// The local Kafka cluster lives in one directory:
 //
 //	<dir>/cluster.json            ports, version, cluster ID
 //	<dir>/log4j2.properties
@@ -11,18 +7,10 @@
 //	<dir>/node<N>/kafka.log       stdout and stderr of the JVM
 //	<dir>/node<N>/pid             the PID of the running JVM
 //
-// With LazyFS, each data dir is a lazyfs mount (see lazyfs.go).
-//
-// Every file and directory a launcher writes for a broker is durable
-// (fsynced with its directory) before the cluster counts as up, and so is
-// each rewrite of a setting: a power loss takes only what the broker did
-// not fsync (see durable.go).
-//
-// Nodes run detached (their own session), so they outlive the ackcheck
-// command that started them. Stop and Down only ever signal a PID read from
-// a node's pid file, and only after checking that the process's command
-// line still names that node's server.properties: a stale pid file never
-// stops somebody else's process.
+// With LazyFS, each data dir is a lazyfs mount (cluster.Mount). A node's
+// process counts only while its command line still names that node's
+// server.properties: a stale pid file never stops somebody else's process.
+
 package kafka
 
 import (
