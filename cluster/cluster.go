@@ -1,3 +1,24 @@
+// Package cluster is what every broker's local test cluster is built
+// from: the interfaces a launcher implements (Launcher, Local, FsyncSwitch,
+// Demo) and that `ackcheck cluster <broker>` and the faults drive, and the
+// generic machinery under them. Each broker's launcher lives in its own
+// directory (drivers/<broker>/cluster.go); this package names no broker.
+//
+// A cluster lives in one directory, with a cluster.json that records its
+// kind (Kind) and settings.
+//
+// Nodes run detached (their own session, StartDetached), so they outlive
+// the ackcheck command that started them. Stop and Down only ever signal a
+// PID read from a node's pid file, and only after checking that the
+// process's command line still holds a marker that names that node's own
+// files (PIDFrom): a stale pid file never stops somebody else's process.
+//
+// With LazyFS, each data dir is a lazyfs mount (Mount), for power losses.
+//
+// Every file and directory a launcher writes for a broker is durable
+// (fsynced with its directory) before the cluster counts as up, and so is
+// each rewrite of a setting: a power loss takes only what the broker did
+// not fsync (WriteFileDurable, MkdirAllDurable, SyncTree).
 package cluster
 
 import (
@@ -101,16 +122,42 @@ type LaunchFlags interface {
 	AfterUp(ctx context.Context, fs *pflag.FlagSet, c Local, progress io.Writer) error
 }
 
+// Demo is implemented by a launcher whose cluster `ackcheck demo` can
+// start on this machine.
+type Demo interface {
+	Launcher
+	// Missing names the tools this machine lacks to run the cluster, each
+	// with the package that provides it; empty when none is missing.
+	// Install is the command that installs them.
+	Missing() (missing []string, install string)
+	// OpenDemo returns the demo's cluster in dir (which may not exist yet),
+	// its first node on basePort; one that exists keeps its own ports.
+	OpenDemo(dir string, basePort int) (Local, error)
+	// Version names what the cluster runs ("Apache Kafka 4.3.1").
+	Version() string
+}
+
 // Provider is implemented by a broker's profile (drivers.Profile) when the
 // broker has a local test cluster.
 type Provider interface {
 	Launcher() Launcher
 }
 
+// Unrecorded is implemented by the one launcher whose clusters were made
+// before cluster.json recorded a kind: a cluster.json without one is that
+// launcher's (Kind returns KindUnrecorded for it).
+type Unrecorded interface {
+	Launcher
+	OpensUnrecorded()
+}
+
+// KindUnrecorded is Kind's answer for a cluster.json that records no kind.
+const KindUnrecorded = "(unrecorded)"
+
 // Kind reads which kind of local cluster a directory holds, "" when it
-// holds none.
+// holds none, KindUnrecorded when its cluster.json does not say.
 func Kind(dir string) string {
-	_, data, err := readClusterJSON(dir)
+	_, data, err := ReadClusterJSON(dir)
 	if err != nil || data == nil {
 		return ""
 	}
@@ -119,7 +166,17 @@ func Kind(dir string) string {
 	}
 	json.Unmarshal(data, &k)
 	if k.Kind == "" {
-		return legacyKind
+		return KindUnrecorded
 	}
 	return k.Kind
+}
+
+// Opens reports whether l is the launcher of a cluster of kind (as Kind
+// read it).
+func Opens(l Launcher, kind string) bool {
+	if kind == KindUnrecorded {
+		_, ok := l.(Unrecorded)
+		return ok
+	}
+	return l.Kind() == kind
 }

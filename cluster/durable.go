@@ -21,19 +21,19 @@ import (
 // (issue 24).
 //
 // Invariant: every file and directory the cluster package creates or
-// replaces for a broker goes through writeFileDurable, mkdirAllDurable or
-// syncTree before the call that created it returns. Left out on purpose:
+// replaces for a broker goes through WriteFileDurable, MkdirAllDurable or
+// SyncTree before the call that created it returns. Left out on purpose:
 // pid files (a power loss kills the process they name, and a stale one is
 // never trusted: see process.go), logs, and the pom.xml a fetch hands to
 // mvn (a fetch cut short is redone).
 
-// writeFileDurable replaces path with data so that a power loss at any
+// WriteFileDurable replaces path with data so that a power loss at any
 // moment leaves either the old file or the new one, whole: the data goes
 // to a temporary file in the same directory, which is fsynced and renamed
 // over path, and then the directory is fsynced (the rename is durable only
 // then). own, when not nil, is applied to the temporary file before its
 // fsync (to give it to the user a broker runs as).
-func writeFileDurable(path string, data []byte, perm os.FileMode, own func(*os.File) error) error {
+func WriteFileDurable(path string, data []byte, perm os.FileMode, own func(*os.File) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -64,15 +64,15 @@ func writeFileDurable(path string, data []byte, perm os.FileMode, own func(*os.F
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w (check that the directory is writable and the disk not full)", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-// mkdirAllDurable is os.MkdirAll whose new directories survive a power
+// MkdirAllDurable is os.MkdirAll whose new directories survive a power
 // loss: the parent of each directory it created is fsynced after it.
-func mkdirAllDurable(dir string, perm os.FileMode) error {
+func MkdirAllDurable(dir string, perm os.FileMode) error {
 	var created []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
@@ -85,22 +85,22 @@ func mkdirAllDurable(dir string, perm os.FileMode) error {
 	}
 	// Deepest first: a parent's entry is synced after its child's.
 	for _, d := range created {
-		if err := syncDir(filepath.Dir(d)); err != nil {
+		if err := SyncDir(filepath.Dir(d)); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
 	return nil
 }
 
-// syncDir fsyncs a directory: its entries (files created, renamed into or
+// SyncDir fsyncs a directory: its entries (files created, renamed into or
 // removed from it) become durable.
-func syncDir(dir string) error {
-	return syncPath(dir)
+func SyncDir(dir string) error {
+	return SyncPath(dir)
 }
 
-// syncPath fsyncs one file or directory, its data and its own metadata
+// SyncPath fsyncs one file or directory, its data and its own metadata
 // (size, mode, owner).
-func syncPath(path string) error {
+func SyncPath(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open %s to fsync it: %w", path, err)
@@ -115,24 +115,24 @@ func syncPath(path string) error {
 	return nil
 }
 
-// syncTree fsyncs every regular file and directory under root, root
+// SyncTree fsyncs every regular file and directory under root, root
 // included, and root's parent (whose entry names root): for what a tool
 // ackcheck runs wrote without fsync (Kafka's storage format, the jars mvn
 // fetched), so that it is durable before ackcheck relies on it.
-func syncTree(root string) error {
+func SyncTree(root string) error {
 	var errs []error
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.Type().IsRegular() || d.IsDir() {
-			errs = append(errs, syncPath(p))
+			errs = append(errs, SyncPath(p))
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("fsync everything under %s: %w", root, err)
 	}
-	errs = append(errs, syncDir(filepath.Dir(root)))
+	errs = append(errs, SyncDir(filepath.Dir(root)))
 	return errors.Join(errs...)
 }

@@ -19,9 +19,9 @@ import (
 // still holds a marker that names this cluster's own files: a stale pid
 // file never leads to signalling somebody else's process.
 
-// readClusterJSON makes dir absolute and reads its cluster.json; data is
+// ReadClusterJSON makes dir absolute and reads its cluster.json; data is
 // nil when the directory holds no cluster yet.
-func readClusterJSON(dir string) (abs string, data []byte, err error) {
+func ReadClusterJSON(dir string) (abs string, data []byte, err error) {
 	if dir == "" {
 		return "", nil, errors.New("no cluster directory: pass --dir")
 	}
@@ -35,9 +35,9 @@ func readClusterJSON(dir string) (abs string, data []byte, err error) {
 	return abs, data, err
 }
 
-// runsAs reports whether pid is alive (not a zombie) and its command line
+// RunsAs reports whether pid is alive (not a zombie) and its command line
 // contains marker.
-func runsAs(pid int, marker string) bool {
+func RunsAs(pid int, marker string) bool {
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil || !bytes.Contains(cmdline, []byte(marker)) {
 		return false
@@ -53,9 +53,9 @@ func runsAs(pid int, marker string) bool {
 	return true
 }
 
-// pidFrom reads a pid file and returns its process if it runs as marker,
+// PIDFrom reads a pid file and returns its process if it runs as marker,
 // 0 otherwise (no file, a dead process, another program).
-func pidFrom(path, marker string) (int, error) {
+func PIDFrom(path, marker string) (int, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -64,39 +64,44 @@ func pidFrom(path, marker string) (int, error) {
 		return 0, err
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 || !runsAs(pid, marker) {
+	if err != nil || pid <= 0 || !RunsAs(pid, marker) {
 		return 0, nil
 	}
 	return pid, nil
 }
 
-// stopProcess sends SIGCONT (a paused process cannot shut down) and
-// SIGTERM to pid, SIGKILL after grace, and waits until it no longer runs
-// as marker.
-func stopProcess(ctx context.Context, pid int, marker string, grace time.Duration) error {
-	syscall.Kill(pid, syscall.SIGCONT)
-	syscall.Kill(pid, syscall.SIGTERM)
-	return waitGone(ctx, pid, marker, grace, func() { syscall.Kill(pid, syscall.SIGKILL) })
+// StopProcess sends SIGCONT (a paused process cannot shut down) and
+// SIGTERM to pid, SIGKILL after grace, and waits until it has exited.
+func StopProcess(ctx context.Context, pid int, marker string, grace time.Duration) error {
+	return SignalAndWait(ctx, pid, marker, grace, syscall.SIGTERM, func() { syscall.Kill(pid, syscall.SIGKILL) })
 }
 
-// waitGone waits until pid has exited (gone, or a zombie), if it runs as
-// marker when called; once grace has passed it calls kill, and waits 10 s
+// SignalAndWait sends SIGCONT and sig to pid, if it runs as marker, and
+// waits until it has exited; once grace has passed it calls kill, and
+// waits 10 s more each time (waitExit).
+func SignalAndWait(ctx context.Context, pid int, marker string, grace time.Duration, sig syscall.Signal, kill func()) error {
+	// Which process to wait for is read before the signal: once it has
+	// the signal, a process on its way out may no longer run as marker.
+	start, ok := procStart(pid)
+	if !ok || !RunsAs(pid, marker) {
+		return nil
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	syscall.Kill(pid, sig)
+	return waitExit(ctx, pid, start, grace, kill)
+}
+
+// waitExit waits until the process pid that started at start has exited
+// (gone, or a zombie); once grace has passed it calls kill, and waits 10 s
 // more each time.
 //
-// Not until it stops running as marker: a process on its way out reads an
-// empty command line once its memory is released, and goes on exiting
-// (closing its files and sockets) after that. A JVM with a large heap
-// does so for a while on a busy machine: the demo's Down once returned
-// with a Kafka node still in state R. The process is told from a new one
-// that took its PID by its start time.
-func waitGone(ctx context.Context, pid int, marker string, grace time.Duration, kill func()) error {
-	if !runsAs(pid, marker) {
-		return nil
-	}
-	start, ok := procStart(pid)
-	if !ok {
-		return nil
-	}
+// Not until it stops running as its marker: a process on its way out
+// reads an empty command line once its memory is released, and goes on
+// exiting (closing its files and sockets) after that. A JVM with a large
+// heap does so for a while on a busy machine: the demo's Down once
+// returned with a Kafka node still in state R. The process is told from a
+// new one that took its PID by its start time.
+func waitExit(ctx context.Context, pid int, start string, grace time.Duration, kill func()) error {
 	deadline := time.Now().Add(grace)
 	for kills := 0; ; {
 		if now, ok := procStart(pid); !ok || now != start {
@@ -150,12 +155,12 @@ func procStart(pid int) (start string, ok bool) {
 	return f[19], true
 }
 
-// startDetached starts cmd in a session of its own (a Ctrl-C to ackcheck
+// StartDetached starts cmd in a session of its own (a Ctrl-C to ackcheck
 // does not reach it) with its output appended to logFile, and records its
 // PID in pidFile. The child is reaped when it exits, if this process
 // still runs then, so that it never lingers as a zombie. what names it in
 // errors.
-func startDetached(cmd *exec.Cmd, logFile, pidFile, what string) error {
+func StartDetached(cmd *exec.Cmd, logFile, pidFile, what string) error {
 	logf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -174,7 +179,7 @@ func startDetached(cmd *exec.Cmd, logFile, pidFile, what string) error {
 // waitExeced waits, up to 2 s, until pid's command line can be read.
 // cmd.Start returns once the kernel has committed to the new program,
 // before it has set up the program's arguments: in between,
-// /proc/PID/cmdline reads empty, so runsAs (which looks for a marker in
+// /proc/PID/cmdline reads empty, so RunsAs (which looks for a marker in
 // it) took a server just started for one that does not run. In one CI
 // run `cluster queen up` failed that way at once, while the server went
 // on to start and serve. A process that exits meanwhile ends the wait.
@@ -187,10 +192,10 @@ func waitExeced(pid int) {
 	}
 }
 
-// signalPIDFile sends sig to the process in pidFile that runs as marker,
+// SignalPIDFile sends sig to the process in pidFile that runs as marker,
 // and fails if there is none. what names it in errors.
-func signalPIDFile(pidFile, marker, what string, sig syscall.Signal) (int, error) {
-	pid, err := pidFrom(pidFile, marker)
+func SignalPIDFile(pidFile, marker, what string, sig syscall.Signal) (int, error) {
+	pid, err := PIDFrom(pidFile, marker)
 	if err != nil {
 		return 0, err
 	}
@@ -203,39 +208,39 @@ func signalPIDFile(pidFile, marker, what string, sig syscall.Signal) (int, error
 	return pid, nil
 }
 
-// stopPIDFile stops the process in pidFile that runs as marker, if there
-// is one (stopProcess).
-func stopPIDFile(ctx context.Context, pidFile, marker string, grace time.Duration) error {
-	pid, err := pidFrom(pidFile, marker)
+// StopPIDFile stops the process in pidFile that runs as marker, if there
+// is one (StopProcess).
+func StopPIDFile(ctx context.Context, pidFile, marker string, grace time.Duration) error {
+	pid, err := PIDFrom(pidFile, marker)
 	if err != nil || pid == 0 {
 		return err
 	}
-	return stopProcess(ctx, pid, marker, grace)
+	return StopProcess(ctx, pid, marker, grace)
 }
 
-// localCluster is what up and down need of a local cluster.
-type localCluster interface {
+// Nodeset is what up and down need of a local cluster.
+type Nodeset interface {
 	Nodes() []int32
 	PID(id int32) (int, error)
 	StartNode(ctx context.Context, id int32) error
 	StopNode(ctx context.Context, id int32, grace time.Duration) error
-	mount(id int32) *lazyMount // nil without lazyfs
+	Mount(id int32) *Mount // nil without lazyfs
 }
 
-// restartClean stops every node cleanly (SIGTERM, SIGKILL after grace),
+// RestartClean stops every node cleanly (SIGTERM, SIGKILL after grace),
 // makes everything on their lazyfs mounts, if any, durable (a clean
 // shutdown loses nothing), runs change while no node runs (it rewrites
 // their configuration), and starts every node again. It does not wait for
 // them to be ready. why names the change in errors.
-func restartClean(ctx context.Context, c localCluster, grace time.Duration, why string, change func() error) error {
+func RestartClean(ctx context.Context, c Nodeset, grace time.Duration, why string, change func() error) error {
 	for _, id := range c.Nodes() {
 		if err := c.StopNode(ctx, id, grace); err != nil {
 			return fmt.Errorf("stop node %d to %s: %w", id, why, err)
 		}
 	}
 	for _, id := range c.Nodes() {
-		if m := c.mount(id); m != nil {
-			if err := m.sync(ctx); err != nil {
+		if m := c.Mount(id); m != nil {
+			if err := m.Sync(ctx); err != nil {
 				return err
 			}
 		}
@@ -251,12 +256,12 @@ func restartClean(ctx context.Context, c localCluster, grace time.Duration, why 
 	return nil
 }
 
-// startNodes mounts every node's lazyfs, if any, then starts every node
+// StartNodes mounts every node's lazyfs, if any, then starts every node
 // that does not run. It does not wait for them to be ready.
-func startNodes(ctx context.Context, c localCluster) error {
+func StartNodes(ctx context.Context, c Nodeset) error {
 	for _, id := range c.Nodes() {
-		if m := c.mount(id); m != nil {
-			if err := m.start(ctx); err != nil {
+		if m := c.Mount(id); m != nil {
+			if err := m.Start(ctx); err != nil {
 				return err
 			}
 		}
@@ -272,10 +277,10 @@ func startNodes(ctx context.Context, c localCluster) error {
 	return nil
 }
 
-// stopNodes stops every node (SIGTERM, SIGKILL after grace), then
+// StopNodes stops every node (SIGTERM, SIGKILL after grace), then
 // unmounts the lazyfs under each node that stopped: a mount never goes
 // from under a running broker.
-func stopNodes(ctx context.Context, c localCluster, grace time.Duration) error {
+func StopNodes(ctx context.Context, c Nodeset, grace time.Duration) error {
 	var errs []error
 	stopped := map[int32]bool{}
 	for _, id := range c.Nodes() {
@@ -284,9 +289,30 @@ func stopNodes(ctx context.Context, c localCluster, grace time.Duration) error {
 		errs = append(errs, err)
 	}
 	for _, id := range c.Nodes() {
-		if m := c.mount(id); m != nil && stopped[id] {
-			errs = append(errs, m.stop(ctx))
+		if m := c.Mount(id); m != nil && stopped[id] {
+			errs = append(errs, m.Stop(ctx))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Tail is the last n bytes of b, for a log quoted in an error.
+func Tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// DefaultCacheDir is where launchers keep what they fetch or build once
+// (jars, server binaries), outside any repository: $XDG_CACHE_HOME/ackcheck
+// or ~/.cache/ackcheck.
+func DefaultCacheDir() string {
+	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "ackcheck")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".cache", "ackcheck")
+	}
+	return filepath.Join(os.TempDir(), "ackcheck-cache")
 }

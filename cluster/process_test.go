@@ -26,32 +26,32 @@ func TestPIDFileOnlyNamesOurProcess(t *testing.T) {
 	pidFile := filepath.Join(dir, "pid")
 	write := func(pid int) { os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644) }
 
-	if pid, err := pidFrom(pidFile, marker); pid != 0 || err != nil {
+	if pid, err := PIDFrom(pidFile, marker); pid != 0 || err != nil {
 		t.Fatalf("no pid file: %d, %v", pid, err)
 	}
 	write(other.Process.Pid)
-	if pid, _ := pidFrom(pidFile, marker); pid != 0 {
+	if pid, _ := PIDFrom(pidFile, marker); pid != 0 {
 		t.Fatalf("a pid file naming another program's process gave %d", pid)
 	}
 	write(ours.Process.Pid)
-	if pid, _ := pidFrom(pidFile, marker); pid != ours.Process.Pid {
+	if pid, _ := PIDFrom(pidFile, marker); pid != ours.Process.Pid {
 		t.Fatalf("our process: got %d, want %d", pid, ours.Process.Pid)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := stopProcess(ctx, ours.Process.Pid, marker, 5*time.Second); err != nil {
+	if err := StopProcess(ctx, ours.Process.Pid, marker, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if pid, _ := pidFrom(pidFile, marker); pid != 0 {
-		t.Fatalf("after stopProcess the pid file still names a running process %d", pid)
+	if pid, _ := PIDFrom(pidFile, marker); pid != 0 {
+		t.Fatalf("after StopProcess the pid file still names a running process %d", pid)
 	}
-	if !runsAs(other.Process.Pid, "sleep") {
-		t.Fatal("stopProcess touched another process")
+	if !RunsAs(other.Process.Pid, "sleep") {
+		t.Fatal("StopProcess touched another process")
 	}
 }
 
-// A process startDetached has started is found by its PID file at once:
-// the callers' first health check asks pidFrom whether the node runs,
+// A process StartDetached has started is found by its PID file at once:
+// the callers' first health check asks PIDFrom whether the node runs,
 // and a node taken for exited ends `cluster ... up` with an error.
 func TestStartedProcessIsFoundAtOnce(t *testing.T) {
 	dir := t.TempDir()
@@ -59,13 +59,13 @@ func TestStartedProcessIsFoundAtOnce(t *testing.T) {
 	pidFile := filepath.Join(dir, "pid")
 	for i := range 100 {
 		cmd := exec.Command("sh", "-c", "sleep 30; :", marker)
-		if err := startDetached(cmd, filepath.Join(dir, "log"), pidFile, "sleeper"); err != nil {
+		if err := StartDetached(cmd, filepath.Join(dir, "log"), pidFile, "sleeper"); err != nil {
 			t.Fatal(err)
 		}
-		pid, err := pidFrom(pidFile, marker)
+		pid, err := PIDFrom(pidFile, marker)
 		cmd.Process.Kill()
 		if pid != cmd.Process.Pid || err != nil {
-			t.Fatalf("start %d: pidFrom = %d, %v just after the start of PID %d", i, pid, err, cmd.Process.Pid)
+			t.Fatalf("start %d: PIDFrom = %d, %v just after the start of PID %d", i, pid, err, cmd.Process.Pid)
 		}
 	}
 }
@@ -84,19 +84,19 @@ func TestStopWaitsForTheExitItself(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "marker")
 	cmd := exec.Command(perl, "-e", `$SIG{TERM} = sub { $0 = "exiting"; select(undef, undef, undef, 1.0); exit 0 }; sleep 60`, marker)
-	if err := startDetached(cmd, filepath.Join(dir, "log"), filepath.Join(dir, "pid"), "perl"); err != nil {
+	if err := StartDetached(cmd, filepath.Join(dir, "log"), filepath.Join(dir, "pid"), "perl"); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
 	pid := cmd.Process.Pid
-	for deadline := time.Now().Add(5 * time.Second); !runsAs(pid, marker); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !RunsAs(pid, marker); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("perl never ran as its marker")
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // its TERM handler installed
 	start := time.Now()
-	if err := stopProcess(context.Background(), pid, marker, 10*time.Second); err != nil {
+	if err := StopProcess(context.Background(), pid, marker, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, running := procStart(pid); running {

@@ -110,3 +110,30 @@ func DecodeSaved(saved json.RawMessage, c any) error {
 	}
 	return nil
 }
+
+// Embedder is implemented by a profile whose broker can run inside this
+// process, for `ackcheck demo --embedded`: a demonstration of the tool,
+// never a test of a broker.
+type Embedder interface {
+	// Embed starts a cluster of n brokers in this process. What it returns
+	// also implements faults.Nodes (a kill and a start of one broker):
+	// declared there, since faults depends on this package.
+	Embed(n int) (Embedded, error)
+}
+
+// Embedded is a broker cluster running inside this process.
+type Embedded interface {
+	// Addrs are its client addresses: the value of the profile's
+	// AddressFlag.
+	Addrs() []string
+	// Where says what it is, for reports.
+	Where() string
+	Close()
+}
+
+// TargetWords is implemented by a profile whose broker has its own words
+// for fault targets: word -> ackcheck's target kind ("owner" -> "leader").
+// A schedule accepts them for every driver.
+type TargetWords interface {
+	TargetWords() map[string]string
+}

@@ -50,6 +50,18 @@ func TestParseSchedule(t *testing.T) {
 	}
 }
 
+// Without the alias, owner:t/1 is no leader target: faults knows no
+// broker's words of its own.
+func TestAliasOnlyFromBrokers(t *testing.T) {
+	if tg, err := ParseTarget("owner:t/1"); err == nil && tg.Kind == Leader {
+		t.Errorf("owner:t/1 parsed as %v without an alias", tg)
+	}
+	steps, err := Aliases{"owner": Leader}.ParseSchedule("at=1s kill owner:t/1")
+	if err != nil || len(steps) != 1 || steps[0].Target != (Target{Kind: Leader, Topic: "t", Partition: 1}) {
+		t.Errorf("with the alias: %v, %v", steps, err)
+	}
+}
+
 func TestResolve(t *testing.T) {
 	topo := drivers.Topology{Controller: 3, Partitions: []drivers.PartitionState{
 		{Partition: 0, Leader: 2}, {Partition: 1, Leader: 1}, {Partition: 2, Leader: 2}, {Partition: 3, Leader: -1},
@@ -61,7 +73,7 @@ func TestResolve(t *testing.T) {
 		err    bool
 	}{
 		{"leader:t/1", -1, 1, false},
-		{"owner:t/1", -1, 1, false},  // Pulsar's name for a partition's leader
+		{"owner:t/1", -1, 1, false},  // a broker's own word for a partition's leader (an alias)
 		{"leader:t/3", -1, -1, true}, // no leader now
 		{"leader:t/9", -1, -1, true}, // no such partition
 		{"most-leaders:t", -1, 2, false},
@@ -70,8 +82,9 @@ func TestResolve(t *testing.T) {
 		{"previous", 2, 2, false},
 		{"previous", -1, -1, true},
 	}
+	aliases := Aliases{"owner": Leader}
 	for _, tc := range tests {
-		tg, err := ParseTarget(tc.target)
+		tg, err := aliases.ParseTarget(tc.target)
 		if err != nil {
 			t.Fatal(err)
 		}

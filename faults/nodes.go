@@ -40,7 +40,8 @@ type PowerLosser interface {
 }
 
 // LocalCluster is a cluster ackcheck started on this machine (`ackcheck
-// cluster kafka|pulsar|nats up`): cluster.Kafka, cluster.Pulsar and cluster.NATS.
+// cluster <broker> up`): every cluster.Local, whose launchers live in
+// each broker's directory (drivers/<broker>/cluster.go).
 type LocalCluster interface {
 	Nodes() []int32
 	PID(id int32) (int, error)

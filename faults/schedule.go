@@ -97,7 +97,10 @@ func (s Step) String() string { return fmt.Sprintf("at=%s %s %s", s.At, s.Action
 // for example "at=20s kill most-leaders:ackcheck; at=25s restart". restart
 // and resume default to the node the previous fault hit; kill, stop and
 // pause need a target. Steps are returned in time order.
-func ParseSchedule(s string) ([]Step, error) {
+func ParseSchedule(s string) ([]Step, error) { return Aliases(nil).ParseSchedule(s) }
+
+// ParseSchedule is ParseSchedule, with a's words for target kinds.
+func (a Aliases) ParseSchedule(s string) ([]Step, error) {
 	var steps []Step
 	for _, raw := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
 		fields := strings.Fields(raw)
@@ -133,7 +136,7 @@ func ParseSchedule(s string) ([]Step, error) {
 			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause, resume, power-loss, fsync-on, fsync-off, or <mode>-on and <mode>-off for a broker's mode (maintenance-on)")
 		}
 		if len(fields) == 3 {
-			if st.Target, err = ParseTarget(fields[2]); err != nil {
+			if st.Target, err = a.ParseTarget(fields[2]); err != nil {
 				return nil, bad(err.Error())
 			}
 		}

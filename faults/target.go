@@ -110,20 +110,28 @@ func (t Target) String() string {
 	return string(t.Kind)
 }
 
+// Aliases maps a broker's own words for target kinds to ackcheck's (a
+// broker that calls a partition's leader its owner: "owner" -> leader).
+// The brokers' profiles declare them (drivers.TargetWords); faults knows
+// none of its own.
+type Aliases map[string]TargetKind
+
 // ParseTarget reads leader:T/P, most-leaders:T, controller, node:N,
 // previous, all, topic:T, brokers, cluster, or a bare word: a node's name.
-func ParseTarget(s string) (Target, error) {
+func ParseTarget(s string) (Target, error) { return Aliases(nil).ParseTarget(s) }
+
+// ParseTarget is ParseTarget, with a's words for target kinds.
+func (a Aliases) ParseTarget(s string) (Target, error) {
 	kind, arg, _ := strings.Cut(s, ":")
-	if kind == "owner" {
-		// Pulsar's word for the broker that serves a partition: its leader.
-		kind = string(Leader)
+	if k, ok := a[kind]; ok {
+		kind = string(k)
 	}
 	switch TargetKind(kind) {
 	case Leader:
 		topic, part, ok := strings.Cut(arg, "/")
 		p, err := strconv.ParseInt(part, 10, 32)
 		if !ok || topic == "" || err != nil || p < 0 {
-			return Target{}, fmt.Errorf("target %q: write leader:<topic>/<partition> (owner:<topic>/<partition> for Pulsar), e.g. leader:orders/3", s)
+			return Target{}, fmt.Errorf("target %q: write leader:<topic>/<partition>, e.g. leader:orders/3", s)
 		}
 		return Target{Kind: Leader, Topic: topic, Partition: int32(p)}, nil
 	case MostLeaders:

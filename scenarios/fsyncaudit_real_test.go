@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -24,7 +24,7 @@ import (
 // could, in principle, find everything written back), and
 // flush.messages=1 must lose none.
 func TestRealFsyncAudit(t *testing.T) {
-	k := clustertest.KafkaLazyFS(t)
+	k := kafkatest.LazyFS(t)
 	d, err := kafka.New(kafka.Config{Brokers: k.Brokers(), Acks: "all"})
 	if err != nil {
 		t.Fatal(err)

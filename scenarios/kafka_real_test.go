@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/report"
@@ -28,7 +27,7 @@ import (
 // run's summary. ACKCHECK_RATE overrides the load rate (default 1000 msg/s:
 // see README.md for why).
 
-func realCluster(t *testing.T) *cluster.Kafka { return clustertest.Kafka(t) }
+func realCluster(t *testing.T) *kafka.Cluster { return kafkatest.Cluster(t) }
 
 func rate() float64 {
 	if r, err := strconv.ParseFloat(os.Getenv("ACKCHECK_RATE"), 64); err == nil && r > 0 {
@@ -37,7 +36,7 @@ func rate() float64 {
 	return 1000
 }
 
-func realDriver(t *testing.T, k *cluster.Kafka, cfg kafka.Config) drivers.Driver {
+func realDriver(t *testing.T, k *kafka.Cluster, cfg kafka.Config) drivers.Driver {
 	t.Helper()
 	cfg.Brokers = k.Brokers()
 	d, err := kafka.New(cfg)
@@ -64,7 +63,7 @@ func saveSummary(t *testing.T, name string, res *verifier.Result) {
 
 // runLeaderKill runs the leader-kill scenario through the runner, as the
 // leader-kill command does.
-func runLeaderKill(t *testing.T, k *cluster.Kafka, d drivers.Driver, dur, killAt, restartAfter time.Duration) *verifier.Result {
+func runLeaderKill(t *testing.T, k *kafka.Cluster, d drivers.Driver, dur, killAt, restartAfter time.Duration) *verifier.Result {
 	t.Helper()
 	res, _ := runLeaderKillOut(t, k, d, dur, killAt, restartAfter)
 	return res
@@ -93,7 +92,7 @@ func checkReportRenders(t *testing.T, out, name string) {
 	}
 }
 
-func runLeaderKillOut(t *testing.T, k *cluster.Kafka, d drivers.Driver, dur, killAt, restartAfter time.Duration) (*verifier.Result, string) {
+func runLeaderKillOut(t *testing.T, k *kafka.Cluster, d drivers.Driver, dur, killAt, restartAfter time.Duration) (*verifier.Result, string) {
 	t.Helper()
 	topic := topicName(t)
 	sc := LeaderKill{Topic: topic, KillAt: killAt, RestartAfter: restartAfter}
@@ -133,7 +132,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // The broker versions ackcheck reports agree with the release the local
-// cluster runs (its jars, cluster.KafkaVersion), not with a guess.
+// cluster runs (its jars, kafka.Version), not with a guess.
 func TestRealKafkaVersions(t *testing.T) {
 	k := realCluster(t)
 	d := realDriver(t, k, kafka.Config{})
@@ -141,13 +140,13 @@ func TestRealKafkaVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "v" + cluster.KafkaVersion[:strings.LastIndex(cluster.KafkaVersion, ".")] // 4.3.1 -> v4.3
+	want := "v" + kafka.Version[:strings.LastIndex(kafka.Version, ".")] // 4.3.1 -> v4.3
 	if len(vs) != 3 {
 		t.Fatalf("versions of %d brokers: %v", len(vs), vs)
 	}
 	for id, v := range vs {
 		if v != want {
-			t.Errorf("node %d reported as %q; the cluster runs Kafka %s", id, v, cluster.KafkaVersion)
+			t.Errorf("node %d reported as %q; the cluster runs Kafka %s", id, v, kafka.Version)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/faults"
@@ -27,7 +25,7 @@ import (
 // runRealSchedule runs a load with a fault schedule on the shared real
 // cluster and returns the verdict and the run directory. The cluster is
 // whole again when it returns.
-func runRealSchedule(t *testing.T, k *cluster.Kafka, topic drivers.TopicSpec, rate float64, dur time.Duration, schedule string) (*verifier.Result, string) {
+func runRealSchedule(t *testing.T, k *kafka.Cluster, topic drivers.TopicSpec, rate float64, dur time.Duration, schedule string) (*verifier.Result, string) {
 	t.Helper()
 	d := realDriver(t, k, kafka.Config{})
 	steps, err := faults.ParseSchedule(schedule)
@@ -135,119 +133,6 @@ func processStart(pid int) (time.Time, error) {
 	return boot.Add(time.Duration(ticks) * 10 * time.Millisecond), nil
 }
 
-// uncleanElection is one partition's unclean election as the controller
-// logged it: the new leader was not in the ISR (nor the eligible leader
-// replicas) before the change.
-type uncleanElection struct {
-	At        time.Time
-	OldISR    []int32
-	NewLeader int32
-}
-
-var (
-	// "UNCLEAN partition change for T-P with topic ID X: ..., isr: [3] -> [1], leader: -1 -> 1, ...,
-	// elr: ..., lastKnownElr: ...": the fields a change logs are the ones
-	// that changed, so each is optional.
-	kafkaUncleanLine = regexp.MustCompile(`UNCLEAN partition change for (\S+)-(\d+) with topic ID \S+: (.*)`)
-	kafkaField       = regexp.MustCompile(`(\w+): (\[[\d, ]*\]|-?\d+) -> (\[[\d, ]*\]|-?\d+)`)
-	kafkaFieldOld    = regexp.MustCompile(`(\w+): (\[[\d, ]*\])(?:,|$)`)
-	// The old leader, back, truncating its log to the new leader's end.
-	kafkaTruncLine = regexp.MustCompile(`Truncating partition (\S+)-(\d+) with TruncationState\(offset=(\d+)`)
-)
-
-// kafkaLogLines calls fn with every line of every node's log at or after
-// since, with its time.
-func kafkaLogLines(t *testing.T, k *cluster.Kafka, since time.Time, fn func(node int32, at time.Time, line string)) {
-	t.Helper()
-	for _, id := range k.Nodes() {
-		f, err := os.Open(k.LogFile(id))
-		if err != nil {
-			t.Fatalf("oracle: %v", err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			m := kafkaLogTime.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
-			}
-			at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], time.Local)
-			if err != nil || at.Before(since.Truncate(time.Millisecond)) {
-				continue
-			}
-			fn(id, at, sc.Text())
-		}
-		f.Close()
-	}
-}
-
-// readUnclean reads, from every node's log after since, each partition of
-// topic that went through an unclean election (the first one, by time) and
-// the lowest offset any replica of it truncated to afterwards. A line that
-// says UNCLEAN but whose new leader was in the old ISR or the eligible
-// leader replicas (Kafka 4.3 logs "isr: [] -> [3] ... lastKnownElr: [3]"
-// when the last leader comes back with unclean election off) is no unclean
-// election and is left out.
-func readUnclean(t *testing.T, k *cluster.Kafka, topic string, since time.Time) (map[int32]uncleanElection, map[int32]int64) {
-	t.Helper()
-	elections := map[int32]uncleanElection{}
-	type trunc struct {
-		at     time.Time
-		offset int64
-	}
-	truncs := map[int32][]trunc{}
-	kafkaLogLines(t, k, since, func(node int32, at time.Time, line string) {
-		if m := kafkaUncleanLine.FindStringSubmatch(line); m != nil && m[1] == topic {
-			p, _ := strconv.Atoi(m[2])
-			var oldISR, elr []int32
-			leader, newLeader := int32(-2), int32(-2)
-			for _, f := range kafkaField.FindAllStringSubmatch(m[3], -1) {
-				switch f[1] {
-				case "isr":
-					oldISR = parseISR(strings.Trim(f[2], "[]"))
-				case "leader":
-					l, _ := strconv.Atoi(f[2])
-					n, _ := strconv.Atoi(f[3])
-					leader, newLeader = int32(l), int32(n)
-				case "elr", "lastKnownElr":
-					elr = append(elr, parseISR(strings.Trim(f[2], "[]"))...)
-				}
-			}
-			for _, f := range kafkaFieldOld.FindAllStringSubmatch(m[3], -1) {
-				if f[1] == "elr" || f[1] == "lastKnownElr" {
-					elr = append(elr, parseISR(strings.Trim(f[2], "[]"))...)
-				}
-			}
-			_ = leader
-			t.Logf("oracle: node %d at %s: %s", node, at.Format("15:04:05.000"), strings.TrimSpace(m[0]))
-			if newLeader < 0 || slices.Contains(oldISR, newLeader) || slices.Contains(elr, newLeader) {
-				return // the new leader had all acked data: a clean election
-			}
-			if e, ok := elections[int32(p)]; !ok || at.Before(e.At) {
-				elections[int32(p)] = uncleanElection{At: at, OldISR: oldISR, NewLeader: newLeader}
-			}
-		}
-		if m := kafkaTruncLine.FindStringSubmatch(line); m != nil && m[1] == topic {
-			p, _ := strconv.Atoi(m[2])
-			off, _ := strconv.ParseInt(m[3], 10, 64)
-			truncs[int32(p)] = append(truncs[int32(p)], trunc{at, off})
-			t.Logf("oracle: node %d at %s: %s", node, at.Format("15:04:05.000"), m[0])
-		}
-	})
-	truncatedTo := map[int32]int64{}
-	for p, e := range elections {
-		for _, tr := range truncs[p] {
-			if tr.at.Before(e.At) {
-				continue
-			}
-			if cur, ok := truncatedTo[p]; !ok || tr.offset < cur {
-				truncatedTo[p] = tr.offset
-			}
-		}
-	}
-	return elections, truncatedTo
-}
-
 // lostLines reads lost.jsonl.
 func lostLines(t *testing.T, out string) []verifier.LostLine {
 	t.Helper()
@@ -293,7 +178,14 @@ func TestRealUncleanElectionOracle(t *testing.T) {
 			res, out := runRealSchedule(t, k, topic, 300, 26*time.Second, schedule)
 			saveSummary(t, fmt.Sprintf("unclean-election-%v", unclean), res)
 			checkOnTime(t, res)
-			elections, truncatedTo := readUnclean(t, k, topic.Name, start)
+			u, err := k.Unclean(topic.Name, start)
+			if err != nil {
+				t.Fatalf("oracle: %v", err)
+			}
+			for _, l := range u.Lines {
+				t.Logf("oracle: %s", l)
+			}
+			elections, truncatedTo := u.Elections, u.TruncatedTo
 			lines := lostLines(t, out)
 			if int64(len(lines)) != res.Lost {
 				t.Fatalf("lost.jsonl lists %d, lost %d", len(lines), res.Lost)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
+	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/faults"
 )
 
@@ -18,7 +18,7 @@ import (
 // lose acked messages (within up to 3 tries); always must lose none.
 // .ci/run starts the cluster.
 func TestRealNATSFsyncAudit(t *testing.T) {
-	n := clustertest.NATSLazyFS(t)
+	n := natstest.LazyFS(t)
 	d := natsDriver(t, n)
 	defer d.Close()
 	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
 	natsdriver "github.com/ackcheck/ackcheck/drivers/nats"
+	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -22,7 +21,7 @@ import (
 // `ackcheck cluster nats up --dir D`; .ci/run starts one and sets
 // ACKCHECK_NATS_DIR=D.
 
-func natsDriver(t *testing.T, n *cluster.NATS) drivers.Driver {
+func natsDriver(t *testing.T, n *natsdriver.Cluster) drivers.Driver {
 	t.Helper()
 	d, err := natsdriver.New(natsdriver.Config{Servers: n.Servers(), MonitorURLs: n.MonitorURLs()})
 	if err != nil {
@@ -36,7 +35,7 @@ func natsDriver(t *testing.T, n *cluster.NATS) drivers.Driver {
 // stream acks once a majority stored the message, so a single kill may
 // lose nothing acked.
 func TestRealNATSLeaderKill(t *testing.T) {
-	n := clustertest.NATS(t)
+	n := natstest.Cluster(t)
 	d := natsDriver(t, n)
 	defer d.Close()
 	topic := fmt.Sprintf("nats-leader-kill-%d", time.Now().Unix())

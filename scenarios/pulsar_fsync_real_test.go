@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
+	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 	"github.com/ackcheck/ackcheck/faults"
 )
 
@@ -18,7 +18,7 @@ import (
 // journal about every second); true must lose none. .ci/run starts the
 // standalone.
 func TestRealPulsarFsyncAudit(t *testing.T) {
-	p := clustertest.PulsarLazyFS(t)
+	p := pulsartest.LazyFS(t)
 	d := pulsarDriver(t, p, true)
 	defer d.Close()
 	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
+	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -22,7 +21,7 @@ import (
 // cluster pulsar up --dir D`; .ci/run starts one and sets
 // ACKCHECK_PULSAR_DIR=D.
 
-func pulsarDriver(t *testing.T, p *cluster.Pulsar, batching bool) drivers.Driver {
+func pulsarDriver(t *testing.T, p *pulsar.Cluster, batching bool) drivers.Driver {
 	t.Helper()
 	d, err := pulsar.New(pulsar.Config{ServiceURL: p.ServiceURL(), AdminURL: p.AdminURL(), BookieHTTPURL: p.BookieHTTPURL(),
 		DisableBatching: !batching})
@@ -37,7 +36,7 @@ func pulsarDriver(t *testing.T, p *cluster.Pulsar, batching bool) drivers.Driver
 // bookie fsyncs its journal before acking (journalSyncData=true, read
 // from the running bookie), so nothing acked may be lost.
 func TestRealPulsarKill(t *testing.T) {
-	p := clustertest.Pulsar(t)
+	p := pulsartest.Cluster(t)
 	d := pulsarDriver(t, p, true)
 	defer d.Close()
 	topic := fmt.Sprintf("pulsar-kill-%d", time.Now().Unix())

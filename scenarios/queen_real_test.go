@@ -1,20 +1,18 @@
 package scenarios
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/drivers/queen"
 	queendriver "github.com/ackcheck/ackcheck/drivers/queen"
+	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -30,7 +28,7 @@ import (
 // (every acked message is queued, duplicate or buffered; a lost message
 // fails the verdict).
 
-func queenRun(t *testing.T, q *cluster.Queen, name, schedule string) *verifier.Result {
+func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.Result {
 	t.Helper()
 	d, err := queendriver.New(queendriver.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
@@ -95,48 +93,20 @@ func queenRun(t *testing.T, q *cluster.Queen, name, schedule string) *verifier.R
 	return res
 }
 
-// logTime finds the time of the last line of path that contains what and
-// is not after before; zero when none. PostgreSQL writes
-// "2026-12-01 05:30:48.633 UTC [...]", the Queen server
-// "[2026-12-01 05:30:48.580] [...]".
-func logTime(t *testing.T, path, what string, before time.Time) time.Time {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("oracle: %v", err)
-	}
-	defer f.Close()
-	re := regexp.MustCompile(`^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})`)
-	var last time.Time
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, what) {
-			continue
-		}
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.UTC)
-		if err == nil && !at.After(before) {
-			last = at
-		}
-	}
-	return last
-}
-
 // checkReady asserts that a node's ready figure agrees with its own log:
 // not before the line that says it was back, and within slack of it.
-func checkReady(t *testing.T, f verifier.FaultReport, path, what string, slack time.Duration) {
+func checkReady(t *testing.T, f verifier.FaultReport, q *queen.Cluster, node int32, what string, slack time.Duration) {
 	t.Helper()
 	if f.ReadyMs <= 0 {
 		t.Errorf("%s %s: no ready figure", f.Action, f.Target)
 		return
 	}
 	ready := f.At.Add(time.Duration(f.ReadyMs * float64(time.Millisecond)))
-	back := logTime(t, path, what, ready.Add(slack))
+	path := q.LogFile(node)
+	back, err := q.LastLine(node, what, ready.Add(slack))
+	if err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
 	if back.IsZero() || back.Before(f.At) {
 		t.Errorf("%s %s: %s has no %q after the fault", f.Action, f.Target, path, what)
 		return
@@ -154,8 +124,8 @@ func checkReady(t *testing.T, f verifier.FaultReport, path, what string, slack t
 // buffer path) during which the server is SIGKILLed, stopped cleanly, or
 // loses power.
 func TestRealQueenFaults(t *testing.T) {
-	q := clustertest.Queen(t)
-	pgReady := "database system is ready to accept connections"
+	q := queentest.Cluster(t)
+	pgReady := queen.DBBack
 	t.Run("clean", func(t *testing.T) {
 		res := queenRun(t, q, "clean", "")
 		if res.Lost != 0 || res.Verdict != verifier.Pass {
@@ -166,15 +136,15 @@ func TestRealQueenFaults(t *testing.T) {
 		res := queenRun(t, q, "kill-server", "at=8s kill node:1; at=14s restart")
 		// The server answers /health once it has loaded its schema: its
 		// log's start line comes before, by up to a few seconds.
-		checkReady(t, res.Faults[0], q.LogFile(cluster.QueenServerNode), "Queen C++ Message Queue Server", 10*time.Second)
+		checkReady(t, res.Faults[0], q, queen.ServerNode, queen.ServerBack, 10*time.Second)
 	})
 	t.Run("kill-db", func(t *testing.T) {
 		res := queenRun(t, q, "kill-db", "at=8s kill db; at=14s restart db")
-		checkReady(t, res.Faults[0], q.LogFile(cluster.QueenDBNode), pgReady, 2*time.Second)
+		checkReady(t, res.Faults[0], q, queen.DBNode, pgReady, 2*time.Second)
 	})
 	t.Run("stop-db", func(t *testing.T) {
 		res := queenRun(t, q, "stop-db", "at=8s stop db; at=14s restart db")
-		checkReady(t, res.Faults[0], q.LogFile(cluster.QueenDBNode), pgReady, 2*time.Second)
+		checkReady(t, res.Faults[0], q, queen.DBNode, pgReady, 2*time.Second)
 	})
 	for _, c := range []struct{ name, fault string }{
 		{"maintenance-kill-server", "at=10s kill node:1; at=14s restart"},
@@ -193,10 +163,10 @@ func TestRealQueenFaults(t *testing.T) {
 			}
 			if strings.HasPrefix(c.name, "maintenance-power-loss") {
 				pl := res.Faults[1]
-				if !strings.Contains(pl.Lost[cluster.QueenServerNode], "bytes dropped") {
-					t.Errorf("lazyfs's account of the power loss: %q", pl.Lost[cluster.QueenServerNode])
+				if !strings.Contains(pl.Lost[queen.ServerNode], "bytes dropped") {
+					t.Errorf("lazyfs's account of the power loss: %q", pl.Lost[queen.ServerNode])
 				}
-				t.Logf("lazyfs under the Queen server's file buffer: %s; ackcheck: %d acked lost, of %d buffered", pl.Lost[cluster.QueenServerNode], res.Lost, res.AckedByClass["buffered"])
+				t.Logf("lazyfs under the Queen server's file buffer: %s; ackcheck: %d acked lost, of %d buffered", pl.Lost[queen.ServerNode], res.Lost, res.AckedByClass["buffered"])
 			}
 		})
 	}
@@ -206,7 +176,7 @@ func TestRealQueenFaults(t *testing.T) {
 // against synchronous_commit=off, each with a power loss of the database
 // (and the server) at 12 s.
 func TestRealQueenFsyncAudit(t *testing.T) {
-	q := clustertest.Queen(t)
+	q := queentest.Cluster(t)
 	d, err := queendriver.New(queendriver.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +216,8 @@ func TestRealQueenFsyncAudit(t *testing.T) {
 		if !strings.Contains(row.AckMeaning, want) {
 			t.Errorf("%s: an ack meant %q, read from PostgreSQL; want it to say %s", row.Setting.Name, row.AckMeaning, want)
 		}
-		if row.PowerLoss != "applied" || !strings.Contains(row.NodeLoss[cluster.QueenDBNode], "bytes dropped") {
-			t.Errorf("%s: power loss %q, the database's filesystem: %q", row.Setting.Name, row.PowerLoss, row.NodeLoss[cluster.QueenDBNode])
+		if row.PowerLoss != "applied" || !strings.Contains(row.NodeLoss[queen.DBNode], "bytes dropped") {
+			t.Errorf("%s: power loss %q, the database's filesystem: %q", row.Setting.Name, row.PowerLoss, row.NodeLoss[queen.DBNode])
 		}
 		t.Logf("%s: acked %d, lost %d, verdict %s", row.Setting.Name, row.Acked, row.Lost, row.Verdict)
 	}

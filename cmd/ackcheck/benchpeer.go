@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	binenc "encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,8 +13,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,9 +23,6 @@ import (
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The peer benchmark: ackcheck against the bare client doing the same
@@ -50,6 +44,13 @@ type peerShape struct {
 	Rate        float64  `json:"rate"` // 0: unpaced
 	Topic       string   `json:"topic"`
 	Out         string   `json:"out"` // ackcheck's run directory
+}
+
+// peerWork is the shape as bare franz-go's workloads take it.
+func (s peerShape) peerWork() kafka.PeerWork {
+	linger, _ := time.ParseDuration(s.Linger)
+	return kafka.PeerWork{Brokers: s.Brokers, Topic: s.Topic, Messages: s.Messages, Size: s.Size, Producers: s.Producers,
+		Partitions: s.Partitions, MaxInFlight: s.MaxInFlight, Linger: linger, Rate: s.Rate}
 }
 
 // peerFigures is what a child measured.
@@ -116,14 +117,14 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 	if err != nil {
 		return err
 	}
-	var fake *kfake.Cluster
+	var fake *kafka.Embedded
 	if len(shape.Brokers) == 0 {
-		fake, err = kfake.NewCluster(kfake.NumBrokers(3))
+		fake, err = kafka.StartEmbedded(3)
 		if err != nil {
-			return fmt.Errorf("start kfake: %w", err)
+			return err
 		}
 		defer fake.Close()
-		shape.Brokers = fake.ListenAddrs()
+		shape.Brokers = fake.Addrs()
 		fmt.Fprintf(out, "broker: kfake, 3 brokers in this process (not counted); every topic's partition p led by broker p mod 3\n")
 	} else {
 		fmt.Fprintf(out, "broker: %s\n", strings.Join(shape.Brokers, ","))
@@ -154,7 +155,7 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 				topics[k] = strings.TrimSuffix(t, old) + tag
 			}
 		}
-		if err := createPeerTopics(ctx, shape, fake, topicNames(topics, workloads)); err != nil {
+		if err := kafka.CreatePeerTopics(ctx, shape.Brokers, shape.Partitions, fake, topicNames(topics, workloads)); err != nil {
 			return err
 		}
 		for i, kind := range workloads {
@@ -175,7 +176,7 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 			runs[kind] = append(runs[kind], f)
 			fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB  steal %4.1f%%\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024, f.StealPct)
 			if !slices.ContainsFunc(workloads[i+1:], func(later string) bool { return topics[later] == topics[kind] }) {
-				if err := deletePeerTopics(ctx, shape, []string{topics[kind]}); err != nil {
+				if err := kafka.DeleteTopics(ctx, shape.Brokers, []string{topics[kind]}); err != nil {
 					return fmt.Errorf("delete %s's topic: %w", kind, err)
 				}
 			}
@@ -267,18 +268,6 @@ func topicNames(topics map[string]string, kinds []string) []string {
 	return names
 }
 
-// deletePeerTopics removes topics: kfake keeps every record in memory, and
-// three rounds of four 1 GiB topics filled this machine.
-func deletePeerTopics(ctx context.Context, shape peerShape, names []string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(shape.Brokers...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	_, err = kadm.NewClient(cl).DeleteTopics(ctx, names...)
-	return err
-}
-
 // writePeerTable prints the medians r of the rounds runs. A ratio is the
 // median of the rounds' ratios, each of two workloads of one round (run
 // within a minute of each other), with their range when there are several:
@@ -333,45 +322,6 @@ func writePeerTable(out io.Writer, shape peerShape, r map[string]peerFigures, ru
 	}
 }
 
-// createPeerTopics creates a round's topics, ackcheck's too (its run then
-// finds the topic there and uses it as it is), all alike. In kfake, which
-// gives each partition a leader at random, partition p of every topic is
-// then led by broker p mod 3. A producer sends one request per leader, so
-// its CPU per message depends on the placement, and with leaders placed at
-// random per topic the two producers of a pair did not meet the same
-// broker. With the code unchanged, bare franz-go took 1.7-2.0 CPU-s per 1M
-// in one invocation and 2.5-2.9 in the next; the placement is one cause
-// of such swings this removes, not shown to be the only one.
-func createPeerTopics(ctx context.Context, shape peerShape, fake *kfake.Cluster, names []string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(shape.Brokers...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	rf := int16(3)
-	if len(shape.Brokers) < 3 {
-		rf = int16(len(shape.Brokers))
-	}
-	resp, err := kadm.NewClient(cl).CreateTopics(ctx, int32(shape.Partitions), rf, nil, names...)
-	if err != nil {
-		return fmt.Errorf("create the round's topics: %w", err)
-	}
-	if err := resp.Error(); err != nil {
-		return fmt.Errorf("create the round's topics: %w", err)
-	}
-	if fake == nil {
-		return nil
-	}
-	for _, t := range names {
-		for p := range int32(shape.Partitions) {
-			if err := fake.MoveTopicPartition(t, p, p%3); err != nil {
-				return fmt.Errorf("lead partition %d of %s by broker %d: %w", p, t, p%3, err)
-			}
-		}
-	}
-	return nil
-}
-
 // runPeerChild runs one workload in this process and prints its figures.
 func runPeerChild(cmd *cobra.Command, kind, shapeJSON string) error {
 	var s peerShape
@@ -403,11 +353,11 @@ func runPeerChild(cmd *cobra.Command, kind, shapeJSON string) error {
 	var err error
 	switch kind {
 	case "bare-produce", "bare-produce-paced":
-		f.Messages, err = bareProduce(ctx, s)
+		f.Messages, err = kafka.BareProduce(ctx, s.peerWork())
 	case "ackcheck-produce", "ackcheck-produce-paced":
 		f, err = ackcheckProduce(ctx, s)
 	case "bare-consume":
-		f.Messages, err = bareConsume(ctx, s)
+		f.Messages, err = kafka.BareConsume(ctx, s.Brokers, s.Topic)
 	case "ackcheck-verify":
 		f.Messages, err = ackcheckVerify(ctx, s)
 	default:
@@ -427,61 +377,6 @@ func cpuNow() float64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
-}
-
-// bareProduce is franz-go doing what ackcheck's load does, and nothing
-// else (a value of its own per record, its index in the first bytes): Producers clients, producer k sending messages i = k mod
-// Producers to partition i mod Partitions (the manual partitioner), linger,
-// acks=all (idempotent, as kgo's default), no compression, the in-flight
-// bound split over the clients, paced at Rate when Rate > 0 the way
-// ackcheck paces (message i due at start + i/Rate).
-func bareProduce(ctx context.Context, s peerShape) (int64, error) {
-	linger, _ := time.ParseDuration(s.Linger)
-	var acked, failed atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for k := 0; k < s.Producers; k++ {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(s.Brokers...), kgo.ProducerLinger(linger), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.MaxBufferedRecords(max(1, s.MaxInFlight/s.Producers)))
-		if err != nil {
-			return 0, err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cl.Close()
-			timer := time.NewTimer(time.Hour)
-			defer timer.Stop()
-			for i := k; i < s.Messages; i += s.Producers {
-				if s.Rate > 0 {
-					if wait := time.Until(start.Add(time.Duration(float64(i) * float64(time.Second) / s.Rate))); wait > 0 {
-						timer.Reset(wait)
-						<-timer.C
-					}
-				}
-				// A value of its own per record, as any producer's
-				// messages are: one shared slice would hold 1 KiB where
-				// ackcheck (and every real producer) holds the bound x 1 KiB.
-				value := make([]byte, s.Size)
-				binenc.LittleEndian.PutUint64(value, uint64(i))
-				r := &kgo.Record{Topic: s.Topic, Value: value, Partition: int32(i % s.Partitions)}
-				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-					if err != nil {
-						failed.Add(1)
-						return
-					}
-					acked.Add(1)
-				})
-			}
-			cl.Flush(ctx)
-		}()
-	}
-	wg.Wait()
-	if n := failed.Load(); n > 0 {
-		return acked.Load(), fmt.Errorf("bare produce: %d records failed", n)
-	}
-	return acked.Load(), nil
 }
 
 // ackcheckProduce is `ackcheck run --no-e2e --no-verify` with the same
@@ -529,52 +424,6 @@ func ackcheckProduce(ctx context.Context, s peerShape) (peerFigures, error) {
 type statsGrab struct{ stats *load.Stats }
 
 func (g *statsGrab) Attach(s *load.Stats, _ time.Time, _ func() []faults.Record) { g.stats = s }
-
-// bareConsume reads the topic from its start to its end offsets with one
-// franz-go client, touching every value once, as a plain consumer would.
-func bareConsume(ctx context.Context, s peerShape) (int64, error) {
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(s.Brokers...))
-	if err != nil {
-		return 0, err
-	}
-	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, s.Topic)
-	admCl.Close()
-	if err != nil {
-		return 0, err
-	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-		}
-	})
-	parts := map[string]map[int32]kgo.Offset{s.Topic: {}}
-	for p := range want {
-		parts[s.Topic][p] = kgo.NewOffset().AtStart()
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Brokers...), kgo.ConsumePartitions(parts))
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	var n int64
-	var sum byte
-	for len(want) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			sum ^= r.Value[len(r.Value)-1]
-			if r.Offset+1 >= want[r.Partition] {
-				delete(want, r.Partition)
-			}
-		})
-	}
-	_ = sum
-	return n, nil
-}
 
 // ackcheckVerify is `ackcheck verify` of the unpaced produce's run.
 func ackcheckVerify(ctx context.Context, s peerShape) (int64, error) {

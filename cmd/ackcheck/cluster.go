@@ -12,12 +12,16 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newClusterCmd() *cobra.Command {
+func newClusterCmd() *cobra.Command { return newClusterCmdOf(profiles()) }
+
+// newClusterCmdOf is `ackcheck cluster`, with a command for the local
+// cluster of each broker of brokers that has one.
+func newClusterCmdOf(brokers brokerList) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Start, stop and inspect a local test cluster on 127.0.0.1",
 	}
-	for _, p := range profiles() {
+	for _, p := range brokers {
 		if l, ok := launcherOf(p); ok {
 			cmd.AddCommand(newClusterKindCmd(l))
 		}

@@ -5,22 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/scenarios"
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/spf13/pflag"
 )
 
 // demoOptions are the demo's few settings; everything else is the
@@ -60,7 +56,7 @@ report.`,
 			if o.embedded {
 				return runEmbeddedDemo(cmd, o)
 			}
-			return runKafkaDemo(cmd, o)
+			return runLocalDemo(cmd, o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.embedded, "embedded", false, "run on an in-process broker (kfake) instead of a local Kafka: a demonstration of the tool, not a test of a broker")
@@ -72,53 +68,59 @@ report.`,
 	return cmd
 }
 
-// missingTools names what a real Kafka needs and this machine lacks.
-func missingTools() []string {
-	var missing []string
-	for _, t := range []struct{ bin, pkg string }{{"java", "default-jre-headless"}, {"mvn", "maven"}} {
-		if _, err := exec.LookPath(t.bin); err != nil {
-			missing = append(missing, t.bin+" (Debian/Ubuntu package "+t.pkg+")")
+// demoBroker is the broker the demo runs: the first of brokers whose local
+// cluster can be a demo's.
+func demoBroker(brokers brokerList) (drivers.Profile, cluster.Demo, error) {
+	for _, p := range brokers {
+		if l, ok := launcherOf(p); ok {
+			if d, ok := l.(cluster.Demo); ok {
+				return p, d, nil
+			}
 		}
 	}
-	return missing
+	return nil, nil, errors.New("no broker of this ackcheck has a local cluster for the demo")
 }
 
-func runKafkaDemo(cmd *cobra.Command, o demoOptions) error {
+func runLocalDemo(cmd *cobra.Command, o demoOptions) error {
 	out := cmd.OutOrStdout()
-	if missing := missingTools(); len(missing) > 0 {
-		return fmt.Errorf("a local Kafka needs %s: install them with `sudo apt-get install -y default-jre-headless maven`, or run `ackcheck demo --embedded` (an in-process broker: a demonstration of the tool, not a test of a broker)", strings.Join(missing, " and "))
+	p, l, err := demoBroker(profiles())
+	if err != nil {
+		return err
+	}
+	if missing, install := l.Missing(); len(missing) > 0 {
+		return fmt.Errorf("a local %s needs %s: install them with `%s`, or run `ackcheck demo --embedded` (an in-process broker: a demonstration of the tool, not a test of a broker)", p.Name(), strings.Join(missing, " and "), install)
 	}
 	if o.dir == "" {
-		o.dir = filepath.Join(cacheDir(), "demo-kafka")
+		o.dir = filepath.Join(cacheDir(), "demo-"+p.Name())
 	}
-	k, err := cluster.OpenKafka(cluster.KafkaOptions{Dir: o.dir, BasePort: o.basePort})
+	c, err := l.OpenDemo(o.dir, o.basePort)
 	if err != nil {
 		return err
 	}
 	started := false
-	for _, st := range k.Health(cmd.Context()) {
+	for _, st := range c.Health(cmd.Context()) {
 		if st.PID == 0 {
 			started = true
 		}
 	}
 	if started {
-		fmt.Fprintf(out, "starting a local 3-node Kafka 4.3.1 in %s (the first time fetches the jars with Maven: a few minutes) ...\n", o.dir)
-		if err := k.Up(cmd.Context()); err != nil {
-			k.Down(context.WithoutCancel(cmd.Context()))
-			return fmt.Errorf("start the demo's Kafka: %w", err)
+		fmt.Fprintf(out, "starting a local %d-node %s in %s (the first time fetches what it runs: a few minutes) ...\n", len(c.Nodes()), l.Version(), o.dir)
+		if err := c.Up(cmd.Context()); err != nil {
+			c.Down(context.WithoutCancel(cmd.Context()))
+			return fmt.Errorf("start the demo's %s: %w", p.Name(), err)
 		}
 		defer func() {
-			fmt.Fprintf(out, "stopping the Kafka nodes the demo started (the cluster stays in %s for the next demo) ...\n", o.dir)
-			if err := k.Down(context.WithoutCancel(cmd.Context())); err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "could not stop the demo's Kafka: %v; run `ackcheck cluster kafka down --dir %s`\n", err, o.dir)
+			fmt.Fprintf(out, "stopping the %s nodes the demo started (the cluster stays in %s for the next demo) ...\n", p.Name(), o.dir)
+			if err := c.Down(context.WithoutCancel(cmd.Context())); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "could not stop the demo's %s: %v; run `ackcheck cluster %s down --dir %s`\n", p.Name(), err, l.Kind(), o.dir)
 			}
 		}()
 	} else {
-		fmt.Fprintf(out, "using the Kafka the demo started before in %s (left running, as it was)\n", o.dir)
+		fmt.Fprintf(out, "using the %s the demo started before in %s (left running, as it was)\n", p.Name(), o.dir)
 	}
 	// The demo is the built-in leader kill, run from its scenario file
 	// with the demo's length: what `ackcheck leader-kill -f` does.
-	sc, err := scenarioFileOf(builtinScenario{command: "leader-kill", driver: "kafka"})
+	sc, err := scenarioFileOf(builtinScenario{command: "leader-kill", driver: p.Name()})
 	if err != nil {
 		return err
 	}
@@ -145,21 +147,49 @@ func cacheDir() string {
 }
 
 // embeddedLabel marks every output of an embedded demo.
-const embeddedLabel = "EMBEDDED DEMONSTRATION: an in-process broker (franz-go's kfake) played Kafka; this shows what ackcheck does, it tests no broker"
+const embeddedLabel = "EMBEDDED DEMONSTRATION: an in-process broker played the part of a real one; this shows what ackcheck does, it tests no broker"
+
+// embeddedBroker is the broker an embedded demo runs: the first of
+// brokers that can run inside this process.
+func embeddedBroker(brokers brokerList) (drivers.Profile, drivers.Embedder, error) {
+	for _, p := range brokers {
+		if e, ok := p.(drivers.Embedder); ok {
+			return p, e, nil
+		}
+	}
+	return nil, nil, errors.New("no broker of this ackcheck can run inside it")
+}
 
 func runEmbeddedDemo(cmd *cobra.Command, o demoOptions) error {
 	out := cmd.OutOrStdout()
-	if missing := missingTools(); len(missing) > 0 {
-		fmt.Fprintf(out, "no local Kafka here (missing %s; `sudo apt-get install -y default-jre-headless maven` to run one)\n", strings.Join(missing, " and "))
+	if _, l, err := demoBroker(profiles()); err == nil {
+		if missing, install := l.Missing(); len(missing) > 0 {
+			fmt.Fprintf(out, "no local %s here (missing %s; `%s` to run one)\n", l.Kind(), strings.Join(missing, " and "), install)
+		}
 	}
 	fmt.Fprintln(out, embeddedLabel)
-	kc, err := kfake.NewCluster(kfake.NumBrokers(3))
+	p, e, err := embeddedBroker(profiles())
 	if err != nil {
-		return fmt.Errorf("start the in-process broker: %w", err)
+		return err
 	}
-	defer kc.Close()
-	nodes := newKfakeNodes(kc)
-	d, err := kafka.New(kafka.Config{Brokers: kc.ListenAddrs()})
+	emb, err := e.Embed(3)
+	if err != nil {
+		return err
+	}
+	defer emb.Close()
+	fmt.Fprintf(out, "broker: %s, 3 brokers playing %s\n", emb.Where(), p.Name())
+	nodes, ok := emb.(faults.Nodes)
+	if !ok {
+		return fmt.Errorf("the in-process %s has no nodes that faults can act on", p.Name())
+	}
+	// The driver as its flags make it, with the brokers' addresses.
+	fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
+	df := p.NewFlags()
+	df.Register(fs)
+	if err := fs.Set(p.AddressFlag(), strings.Join(emb.Addrs(), ",")); err != nil {
+		return err
+	}
+	d, settings, err := df.Open(fs, nil)
 	if err != nil {
 		return err
 	}
@@ -169,17 +199,17 @@ func runEmbeddedDemo(cmd *cobra.Command, o demoOptions) error {
 	if err := sc.Validate(o.duration); err != nil {
 		return err
 	}
-	name, expect := sc.Describe(kafka.Profile{}, d)
+	name, expect := sc.Describe(p, d)
 	fmt.Fprintf(out, "scenario %s: %s\n", name, expect)
 	cfg := runner.Config{
-		Out: o.out, Driver: d, DriverSettings: d.Config(),
+		Out: o.out, Driver: d, DriverSettings: settings,
 		Topic:  drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
 		Load:   load.Config{Rate: o.rate, Duration: o.duration, MessageSize: 1024, LiveRead: true},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Progress: out, ProgressEvery: 5 * time.Second, Live: isTerminal(os.Stdout),
 		Faults: &runner.FaultPlan{Nodes: nodes, Steps: sc.Steps(), RecoveryTimeout: 30 * time.Second,
-			Expect: func(a faults.Action) string { _, e := kafka.Profile{}.Expect(drivers.Scenario(a), d); return e },
-			Notes:  []string{embeddedLabel}},
+			Expect: func(a faults.Action) string { _, e := p.Expect(drivers.Scenario(a), d); return e },
+			Notes:  []string{embeddedLabel + ": " + emb.Where()}},
 		Abort: abortOf(cmd.Context()),
 	}
 	res, err := runner.Run(cmd.Context(), cfg)
@@ -190,93 +220,3 @@ func runEmbeddedDemo(cmd *cobra.Command, o demoOptions) error {
 	fmt.Fprintln(out, embeddedLabel)
 	return err
 }
-
-// kfakeNodes are the brokers of an in-process kfake cluster as
-// faults.Nodes: a kill removes the broker from the cluster (its listener
-// closes and its partitions elect other leaders), a start adds it back
-// with the same ID on a new port. The data stays in the one process: a demonstration of the
-// pipeline, never a test of durability.
-type kfakeNodes struct {
-	c     *kfake.Cluster
-	mu    sync.Mutex
-	ports map[int32]int
-	down  map[int32]bool
-}
-
-func newKfakeNodes(c *kfake.Cluster) *kfakeNodes {
-	n := &kfakeNodes{c: c, ports: map[int32]int{}, down: map[int32]bool{}}
-	for i, addr := range c.ListenAddrs() {
-		var port int
-		fmt.Sscanf(addr[strings.LastIndex(addr, ":")+1:], "%d", &port)
-		n.ports[int32(i)] = port
-	}
-	return n
-}
-
-var _ faults.Nodes = (*kfakeNodes)(nil)
-
-func (n *kfakeNodes) IDs() []int32 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	ids := make([]int32, 0, len(n.ports))
-	for id := range int32(len(n.ports)) {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-func (n *kfakeNodes) PID(_ context.Context, id int32) (int, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, ok := n.ports[id]; !ok {
-		return 0, fmt.Errorf("no node %d", id)
-	}
-	if n.down[id] {
-		return 0, nil
-	}
-	return os.Getpid(), nil
-}
-
-func (n *kfakeNodes) Signal(_ context.Context, id int32, sig syscall.Signal) (int, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if sig != syscall.SIGKILL && sig != syscall.SIGTERM {
-		return 0, errors.New("the embedded broker can only be killed and started again")
-	}
-	if n.down[id] {
-		return 0, fmt.Errorf("node %d is not running", id)
-	}
-	if err := n.c.RemoveNode(id); err != nil {
-		return 0, err
-	}
-	n.down[id] = true
-	return os.Getpid(), nil
-}
-
-func (n *kfakeNodes) Stop(ctx context.Context, id int32, _ time.Duration) error {
-	_, err := n.Signal(ctx, id, syscall.SIGTERM)
-	return err
-}
-
-func (n *kfakeNodes) Start(_ context.Context, id int32) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.down[id] {
-		return nil
-	}
-	// A new port: kfake keeps serving the removed broker's open
-	// connections, and a client that reconnected to the same address
-	// would reach the old broker; on a new address every client drops
-	// them.
-	_, port, err := n.c.AddNode(id, 0)
-	if err != nil {
-		return err
-	}
-	n.ports[id] = port
-	n.down[id] = false
-	return nil
-}
-
-func (n *kfakeNodes) DataDirInode(context.Context, int32) (uint64, error) { return 0, nil }
-
-func (n *kfakeNodes) Where() string { return "in-process kfake (embedded demonstration)" }

@@ -7,36 +7,41 @@ import (
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/kafka"
-	natsdriver "github.com/ackcheck/ackcheck/drivers/nats"
-	"github.com/ackcheck/ackcheck/drivers/pulsar"
-	"github.com/ackcheck/ackcheck/drivers/queen"
+	"github.com/ackcheck/ackcheck/drivers/brokers"
+	"github.com/ackcheck/ackcheck/faults"
 	"github.com/spf13/pflag"
 )
 
-// profiles are the brokers ackcheck knows. A new broker is one package
-// under drivers/ (and its launcher in cluster/) and one entry here.
-func profiles() []drivers.Profile {
-	return []drivers.Profile{kafka.Profile{}, pulsar.Profile{}, natsdriver.Profile{}, queen.Profile{}}
-}
+// brokerList is a list of brokers ackcheck knows, with the lookups the
+// command line makes in it. The command line's is profiles(); a test can
+// build one with a broker of its own.
+type brokerList []drivers.Profile
+
+// profiles are the brokers the command line knows: brokers.All, the one
+// list of them.
+func profiles() brokerList { return brokers.All() }
 
 // profileNames lists the --driver values.
-func profileNames() []string {
+func profileNames() []string { return profiles().names() }
+
+// profileNamed is the profile whose name is --driver's value.
+func profileNamed(name string) (drivers.Profile, error) { return profiles().named(name) }
+
+func (l brokerList) names() []string {
 	var names []string
-	for _, p := range profiles() {
+	for _, p := range l {
 		names = append(names, p.Name())
 	}
 	return names
 }
 
-// profileNamed is the profile whose name is --driver's value.
-func profileNamed(name string) (drivers.Profile, error) {
-	for _, p := range profiles() {
+func (l brokerList) named(name string) (drivers.Profile, error) {
+	for _, p := range l {
 		if p.Name() == strings.ToLower(name) {
 			return p, nil
 		}
 	}
-	return nil, fmt.Errorf("--driver %q: the drivers are: %s", name, strings.Join(profileNames(), ", "))
+	return nil, fmt.Errorf("--driver %q: the drivers are: %s", name, strings.Join(l.names(), ", "))
 }
 
 // launcherOf is the local cluster of a profile's broker, if it has one.
@@ -64,9 +69,11 @@ func (k *driverFlags) register(fs *pflag.FlagSet) {
 }
 
 // flagOwners maps each driver's own flag to that driver.
-func flagOwners() map[string]string {
+func flagOwners() map[string]string { return profiles().flagOwners() }
+
+func (l brokerList) flagOwners() map[string]string {
 	owners := map[string]string{}
-	for _, p := range profiles() {
+	for _, p := range l {
 		fs := pflag.NewFlagSet(p.Name(), pflag.ContinueOnError)
 		p.NewFlags().Register(fs)
 		fs.VisitAll(func(f *pflag.Flag) { owners[f.Name] = p.Name() })
@@ -100,4 +107,24 @@ func newDriver(name string, fs *pflag.FlagSet, kf *driverFlags, saved json.RawMe
 		return nil, nil, err
 	}
 	return kf.byDriver[p.Name()].Open(fs, saved)
+}
+
+// targetWords are the words for fault targets that the brokers declare
+// (drivers.TargetWords), for every schedule.
+func (l brokerList) targetWords() (faults.Aliases, error) {
+	a := faults.Aliases{}
+	owner := map[string]string{}
+	for _, p := range l {
+		tw, ok := p.(drivers.TargetWords)
+		if !ok {
+			continue
+		}
+		for w, kind := range tw.TargetWords() {
+			if k, ok := a[w]; ok && string(k) != kind {
+				return nil, fmt.Errorf("brokers %s and %s give the fault target %q two meanings", owner[w], p.Name(), w)
+			}
+			a[w], owner[w] = faults.TargetKind(kind), p.Name()
+		}
+	}
+	return a, nil
 }

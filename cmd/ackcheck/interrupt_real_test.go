@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
+	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 )
 
 // Ctrl-C while a fault is applied: the killed broker is down when SIGINT
 // arrives; ackcheck must start it again before it exits, and say so.
 // Needs the real cluster (ACKCHECK_KAFKA_CLUSTER_DIR).
 func TestRealInterruptHeals(t *testing.T) {
-	k := clustertest.Kafka(t)
+	k := kafkatest.Cluster(t)
 	dir := k.Dir()
 	bin := binary(t)
 	out := filepath.Join(t.TempDir(), "run")
@@ -61,7 +61,7 @@ func TestRealInterruptHeals(t *testing.T) {
 // The first interrupt says what ackcheck waits for and for how long; the
 // second stops the wait at once, resumes the paused broker and exits.
 func TestRealSecondInterruptHealsAtOnce(t *testing.T) {
-	k := clustertest.Kafka(t)
+	k := kafkatest.Cluster(t)
 	bin := binary(t)
 	topic := "interrupt2-" + time.Now().Format("150405")
 	out := filepath.Join(t.TempDir(), "run")

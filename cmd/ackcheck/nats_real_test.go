@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
+	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 )
 
 // TestRealNATSBrokerFsyncRollingRestart drives the real local NATS cluster
@@ -20,7 +20,7 @@ import (
 // ack meaning read from /varz must follow, and every nats.conf must be
 // restored byte for byte at the end.
 func TestRealNATSBrokerFsyncRollingRestart(t *testing.T) {
-	n := clustertest.NATS(t)
+	n := natstest.Cluster(t)
 	bin := binary(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "broker: nats\nbrokers: [%s]\nnodes:\n", strings.Join(n.Servers(), ", "))

@@ -69,17 +69,17 @@ func openNodes(ctx context.Context, src runner.FaultSource, acceptUnknown bool) 
 }
 
 // openLocal opens the local cluster in dir, of whichever broker it holds.
-func openLocal(dir string) (cluster.Local, string, error) {
+func openLocal(dir string) (cluster.Local, string, error) { return profiles().openLocal(dir) }
+
+func (l brokerList) openLocal(dir string) (cluster.Local, string, error) {
 	kind := cluster.Kind(dir)
-	for _, p := range profiles() {
-		if l, ok := launcherOf(p); ok && l.Kind() == kind {
-			c, err := l.NewFlags().Open(dir)
-			return c, p.Name(), err
-		}
-	}
 	var ups []string
-	for _, p := range profiles() {
-		if _, ok := launcherOf(p); ok {
+	for _, p := range l {
+		if lc, ok := launcherOf(p); ok {
+			if cluster.Opens(lc, kind) {
+				c, err := lc.NewFlags().Open(dir)
+				return c, p.Name(), err
+			}
 			ups = append(ups, p.Name())
 		}
 	}

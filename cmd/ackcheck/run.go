@@ -367,7 +367,11 @@ func newRunCmd() *cobra.Command {
 			if err := rf.applyFiles(cmd); err != nil {
 				return err
 			}
-			steps, err := faults.ParseSchedule(schedule)
+			words, err := profiles().targetWords()
+			if err != nil {
+				return err
+			}
+			steps, err := words.ParseSchedule(schedule)
 			if err != nil {
 				return err
 			}

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/remote/sshdtest"
 )
 
@@ -24,12 +23,12 @@ import (
 type sshRig struct {
 	bin, dir, clusterFile string
 	srv                   *sshdtest.Server
-	k                     *cluster.Kafka
+	k                     *kafka.Cluster
 }
 
 func newSSHRig(t *testing.T) *sshRig {
 	t.Helper()
-	k := clustertest.Kafka(t)
+	k := kafkatest.Cluster(t)
 	r := &sshRig{bin: binary(t), dir: k.Dir(), srv: sshdtest.Start(t), k: k}
 	r.clusterFile = r.writeClusterFile(t, r.srv.User, r.srv.KeyFile, r.srv.KnownHosts)
 	return r

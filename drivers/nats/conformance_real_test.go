@@ -1,12 +1,13 @@
-package nats
+package nats_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
+	"github.com/ackcheck/ackcheck/drivers/nats"
+	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 )
 
 // TestRealNATSConformance runs the conformance suite on R3 streams of the
@@ -15,10 +16,10 @@ import (
 // by a wrapped driver that drops, duplicates, corrupts, invents or
 // reorders.
 func TestRealNATSConformance(t *testing.T) {
-	n := clustertest.NATS(t)
+	n := natstest.Cluster(t)
 	drivertest.Run(t, drivertest.Harness{
 		NewDriver: func(t *testing.T) drivers.Driver {
-			d, err := New(Config{Servers: n.Servers(), MonitorURLs: n.MonitorURLs()})
+			d, err := nats.New(nats.Config{Servers: n.Servers(), MonitorURLs: n.MonitorURLs()})
 			if err != nil {
 				t.Fatal(err)
 			}

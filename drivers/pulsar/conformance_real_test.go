@@ -1,13 +1,14 @@
-package pulsar
+package pulsar_test
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
+	"github.com/ackcheck/ackcheck/drivers/pulsar"
+	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 )
 
 // TestRealPulsarConformance runs the conformance suite on the real
@@ -15,12 +16,12 @@ import (
 // producer batching: the Driver contract, a clean run, and each verdict
 // class fired on purpose.
 func TestRealPulsarConformance(t *testing.T) {
-	p := clustertest.Pulsar(t)
+	p := pulsartest.Cluster(t)
 	for _, batching := range []bool{true, false} {
 		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
 			drivertest.Run(t, drivertest.Harness{
 				NewDriver: func(t *testing.T) drivers.Driver {
-					d, err := New(Config{ServiceURL: p.ServiceURL(), AdminURL: p.AdminURL(), BookieHTTPURL: p.BookieHTTPURL(),
+					d, err := pulsar.New(pulsar.Config{ServiceURL: p.ServiceURL(), AdminURL: p.AdminURL(), BookieHTTPURL: p.BookieHTTPURL(),
 						DisableBatching: !batching})
 					if err != nil {
 						t.Fatal(err)

@@ -14,9 +14,15 @@ import (
 type Profile struct{}
 
 var (
-	_ drivers.Profile  = Profile{}
-	_ cluster.Provider = Profile{}
+	_ drivers.Profile     = Profile{}
+	_ cluster.Provider    = Profile{}
+	_ drivers.TargetWords = Profile{}
 )
+
+// TargetWords implements drivers.TargetWords: Pulsar calls the broker that
+// serves a partition its owner, so owner:<topic>/<partition> is
+// leader:<topic>/<partition>.
+func (Profile) TargetWords() map[string]string { return map[string]string{"owner": "leader"} }
 
 // Name implements drivers.Profile.
 func (Profile) Name() string { return driverName }
@@ -25,7 +31,7 @@ func (Profile) Name() string { return driverName }
 func (Profile) AddressFlag() string { return "service-url" }
 
 // Launcher implements cluster.Provider: a local standalone.
-func (Profile) Launcher() cluster.Launcher { return cluster.PulsarLauncher{} }
+func (Profile) Launcher() cluster.Launcher { return LocalLauncher{} }
 
 // Expect implements drivers.Profile.
 func (Profile) Expect(s drivers.Scenario, _ drivers.Driver) (string, string) {

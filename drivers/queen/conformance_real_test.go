@@ -1,12 +1,13 @@
-package queen
+package queen_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
+	"github.com/ackcheck/ackcheck/drivers/queen"
+	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 )
 
 // TestRealQueenConformance runs the conformance suite on the real Queen
@@ -17,10 +18,10 @@ import (
 // producer's pushes in any order, and the clean run would count them
 // reordered (they are: see the README).
 func TestRealQueenConformance(t *testing.T) {
-	q := clustertest.Queen(t)
+	q := queentest.Cluster(t)
 	drivertest.Run(t, drivertest.Harness{
 		NewDriver: func(t *testing.T) drivers.Driver {
-			d, err := New(Config{URL: q.URL(), PostgresURL: q.PostgresURL(), MaxConcurrent: 1})
+			d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL(), MaxConcurrent: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

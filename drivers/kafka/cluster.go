@@ -1,8 +1,4 @@
-// Package cluster starts and stops local broker clusters on 127.0.0.1 for
-// ackcheck's own tests and for users who want to try a fault before they
-// point ackcheck at a real cluster.
-//
-// A cluster lives in one directory:
+// The local Kafka cluster lives in one directory:
 //
 //	<dir>/cluster.json            ports, version, cluster ID
 //	<dir>/log4j2.properties
@@ -11,19 +7,11 @@
 //	<dir>/node<N>/kafka.log       stdout and stderr of the JVM
 //	<dir>/node<N>/pid             the PID of the running JVM
 //
-// With LazyFS, each data dir is a lazyfs mount (see lazyfs.go).
-//
-// Every file and directory a launcher writes for a broker is durable
-// (fsynced with its directory) before the cluster counts as up, and so is
-// each rewrite of a setting: a power loss takes only what the broker did
-// not fsync (see durable.go).
-//
-// Nodes run detached (their own session), so they outlive the ackcheck
-// command that started them. Stop and Down only ever signal a PID read from
-// a node's pid file, and only after checking that the process's command
-// line still names that node's server.properties: a stale pid file never
-// stops somebody else's process.
-package cluster
+// With LazyFS, each data dir is a lazyfs mount (cluster.Mount). A node's
+// process counts only while its command line still names that node's
+// server.properties: a stale pid file never stops somebody else's process.
+
+package kafka
 
 import (
 	"bytes"
@@ -42,14 +30,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/spf13/pflag"
 )
 
-// KafkaVersion is the Apache Kafka release the local cluster runs.
-const KafkaVersion = "4.3.1"
+// Version is the Apache Kafka release the local cluster runs.
+const Version = "4.3.1"
 
-// KafkaOptions configures a local Kafka cluster. Zero values take defaults.
-type KafkaOptions struct {
+// ClusterOptions configures a local Kafka cluster. Zero values take defaults.
+type ClusterOptions struct {
 	// Dir holds the cluster (see the package doc). Required.
 	Dir string
 	// Nodes is the number of combined broker+controller nodes. Default 3.
@@ -75,7 +64,7 @@ type KafkaOptions struct {
 	LazyFSBinary string
 }
 
-func (o *KafkaOptions) defaults() {
+func (o *ClusterOptions) defaults() {
 	if o.Nodes == 0 {
 		o.Nodes = 3
 	}
@@ -86,20 +75,14 @@ func (o *KafkaOptions) defaults() {
 		o.HeapMB = 768
 	}
 	if o.CacheDir == "" {
-		if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
-			o.CacheDir = filepath.Join(x, "ackcheck")
-		} else if h, err := os.UserHomeDir(); err == nil {
-			o.CacheDir = filepath.Join(h, ".cache", "ackcheck")
-		} else {
-			o.CacheDir = filepath.Join(os.TempDir(), "ackcheck-cache")
-		}
+		o.CacheDir = cluster.DefaultCacheDir()
 	}
 }
 
-// Kafka is a local Kafka cluster. Its methods are safe to call from one
+// Cluster is a local Kafka cluster. Its methods are safe to call from one
 // goroutine at a time.
-type Kafka struct {
-	opts KafkaOptions
+type Cluster struct {
+	opts ClusterOptions
 }
 
 // clusterFile is what <dir>/cluster.json records.
@@ -115,10 +98,10 @@ type clusterFile struct {
 	LazyFSBin string `json:"lazyfs_binary,omitempty"`
 }
 
-// OpenKafka returns the cluster in opts.Dir. If the directory already holds
+// OpenCluster returns the cluster in opts.Dir. If the directory already holds
 // a cluster, its recorded ports and node count win over opts.
-func OpenKafka(opts KafkaOptions) (*Kafka, error) {
-	dir, data, err := readClusterJSON(opts.Dir)
+func OpenCluster(opts ClusterOptions) (*Cluster, error) {
+	dir, data, err := cluster.ReadClusterJSON(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +123,11 @@ func OpenKafka(opts KafkaOptions) (*Kafka, error) {
 		}
 	}
 	opts.defaults()
-	return &Kafka{opts: opts}, nil
+	return &Cluster{opts: opts}, nil
 }
 
 // Nodes returns the node IDs, 1..N.
-func (k *Kafka) Nodes() []int32 {
+func (k *Cluster) Nodes() []int32 {
 	ids := make([]int32, k.opts.Nodes)
 	for i := range ids {
 		ids[i] = int32(i + 1)
@@ -153,7 +136,7 @@ func (k *Kafka) Nodes() []int32 {
 }
 
 // Brokers returns the client addresses of every node.
-func (k *Kafka) Brokers() []string {
+func (k *Cluster) Brokers() []string {
 	var out []string
 	for _, id := range k.Nodes() {
 		out = append(out, k.clientAddr(id))
@@ -161,33 +144,37 @@ func (k *Kafka) Brokers() []string {
 	return out
 }
 
-func (k *Kafka) clientAddr(id int32) string {
+func (k *Cluster) clientAddr(id int32) string {
 	return "127.0.0.1:" + strconv.Itoa(k.opts.BasePort+int(id)-1)
 }
 
-func (k *Kafka) controllerAddr(id int32) string {
+func (k *Cluster) controllerAddr(id int32) string {
 	return "127.0.0.1:" + strconv.Itoa(k.opts.BasePort+100+int(id)-1)
 }
 
-func (k *Kafka) nodeDir(id int32) string { return filepath.Join(k.opts.Dir, fmt.Sprintf("node%d", id)) }
+func (k *Cluster) nodeDir(id int32) string {
+	return filepath.Join(k.opts.Dir, fmt.Sprintf("node%d", id))
+}
 
 // DataDir is node id's log dir.
-func (k *Kafka) DataDir(id int32) string { return filepath.Join(k.nodeDir(id), "data") }
+func (k *Cluster) DataDir(id int32) string { return filepath.Join(k.nodeDir(id), "data") }
 
 // LogFile is node id's JVM output.
-func (k *Kafka) LogFile(id int32) string { return filepath.Join(k.nodeDir(id), "kafka.log") }
+func (k *Cluster) LogFile(id int32) string { return filepath.Join(k.nodeDir(id), "kafka.log") }
 
-func (k *Kafka) propsFile(id int32) string { return filepath.Join(k.nodeDir(id), "server.properties") }
-func (k *Kafka) pidFile(id int32) string   { return filepath.Join(k.nodeDir(id), "pid") }
-func (k *Kafka) libDir() string {
-	return filepath.Join(k.opts.CacheDir, "kafka-"+KafkaVersion, "libs")
+func (k *Cluster) propsFile(id int32) string {
+	return filepath.Join(k.nodeDir(id), "server.properties")
+}
+func (k *Cluster) pidFile(id int32) string { return filepath.Join(k.nodeDir(id), "pid") }
+func (k *Cluster) libDir() string {
+	return filepath.Join(k.opts.CacheDir, "kafka-"+Version, "libs")
 }
 
 // Fetch downloads Kafka's jars and their runtime dependencies from Maven
 // Central with mvn, once; later calls find them in the cache.
-func (k *Kafka) Fetch(ctx context.Context) error {
+func (k *Cluster) Fetch(ctx context.Context) error {
 	libs := k.libDir()
-	if m, _ := filepath.Glob(filepath.Join(libs, "kafka_2.13-"+KafkaVersion+".jar")); len(m) == 1 {
+	if m, _ := filepath.Glob(filepath.Join(libs, "kafka_2.13-"+Version+".jar")); len(m) == 1 {
 		if s, _ := filepath.Glob(filepath.Join(libs, "log4j-slf4j-impl-*.jar")); len(s) == 1 {
 			return nil
 		}
@@ -196,7 +183,7 @@ func (k *Kafka) Fetch(ctx context.Context) error {
 		return errors.New("mvn not found: install Maven (and Java 17) to fetch Apache Kafka from Maven Central")
 	}
 	home := filepath.Dir(libs)
-	if err := mkdirAllDurable(home, 0o755); err != nil {
+	if err := cluster.MkdirAllDurable(home, 0o755); err != nil {
 		return err
 	}
 	// log4j-slf4j-impl routes Kafka's slf4j logging into log4j2, so that
@@ -206,7 +193,7 @@ func (k *Kafka) Fetch(ctx context.Context) error {
   <groupId>ackcheck</groupId><artifactId>kafka-runtime</artifactId><version>1</version>
   <packaging>pom</packaging>
   <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>` + KafkaVersion + `</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>` + Version + `</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>2.25.4</version></dependency>
   </dependencies>
 </project>
@@ -218,21 +205,14 @@ func (k *Kafka) Fetch(ctx context.Context) error {
 		"-DoutputDirectory=libs", "-DincludeScope=runtime")
 	cmd.Dir = home
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("fetch Kafka %s with mvn: %w\n%s", KafkaVersion, err, tail(out, 2000))
+		return fmt.Errorf("fetch Kafka %s with mvn: %w\n%s", Version, err, cluster.Tail(out, 2000))
 	}
 	// mvn does not fsync the jars: a power loss could leave a cut one
 	// that the check above takes for complete.
-	return syncTree(libs)
+	return cluster.SyncTree(libs)
 }
 
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
-
-func (k *Kafka) java(ctx context.Context, args ...string) *exec.Cmd {
+func (k *Cluster) java(ctx context.Context, args ...string) *exec.Cmd {
 	full := append([]string{"-cp", filepath.Join(k.libDir(), "*"),
 		"-Dlog4j2.configurationFile=" + filepath.Join(k.opts.Dir, "log4j2.properties")}, args...)
 	return exec.CommandContext(ctx, "java", full...)
@@ -254,7 +234,7 @@ logger.request.level = WARN
 // serverProps are the defaults of every node: the replication settings
 // ackcheck's scenarios assume (RF 3, min.insync.replicas 2), no automatic
 // topic creation, and thread counts sized for 2 cores.
-func (k *Kafka) serverProps(id int32) map[string]string {
+func (k *Cluster) serverProps(id int32) map[string]string {
 	var voters []string
 	for _, n := range k.Nodes() {
 		voters = append(voters, fmt.Sprintf("%d@%s", n, k.controllerAddr(n)))
@@ -296,13 +276,13 @@ func writeProps(path string, props map[string]string) error {
 	for _, key := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", key, props[key])
 	}
-	return writeFileDurable(path, b.Bytes(), 0o644, nil)
+	return cluster.WriteFileDurable(path, b.Bytes(), 0o644, nil)
 }
 
 // Up fetches Kafka if needed, writes and formats a new cluster (once), and
 // starts every node that is not running. It returns when every node
 // answers on its client port, or with the log lines that say why not.
-func (k *Kafka) Up(ctx context.Context) error {
+func (k *Cluster) Up(ctx context.Context) error {
 	if err := k.Fetch(ctx); err != nil {
 		return err
 	}
@@ -312,7 +292,7 @@ func (k *Kafka) Up(ctx context.Context) error {
 	if err := k.create(ctx); err != nil {
 		return err
 	}
-	if err := startNodes(ctx, k); err != nil {
+	if err := cluster.StartNodes(ctx, k); err != nil {
 		return err
 	}
 	return k.WaitReady(ctx, 90*time.Second)
@@ -320,7 +300,7 @@ func (k *Kafka) Up(ctx context.Context) error {
 
 // create writes the cluster's files and formats each node's storage, if
 // the directory does not hold a cluster yet.
-func (k *Kafka) create(ctx context.Context) error {
+func (k *Cluster) create(ctx context.Context) error {
 	meta := filepath.Join(k.opts.Dir, "cluster.json")
 	if _, err := os.Stat(meta); err == nil {
 		return nil
@@ -334,10 +314,10 @@ func (k *Kafka) create(ctx context.Context) error {
 			}
 		}
 	}
-	if err := mkdirAllDurable(k.opts.Dir, 0o755); err != nil {
+	if err := cluster.MkdirAllDurable(k.opts.Dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFileDurable(filepath.Join(k.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644, nil); err != nil {
+	if err := cluster.WriteFileDurable(filepath.Join(k.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644, nil); err != nil {
 		return err
 	}
 	out, err := k.java(ctx, "kafka.tools.StorageTool", "random-uuid").Output()
@@ -350,16 +330,16 @@ func (k *Kafka) create(ctx context.Context) error {
 	}
 	clusterID := lines[len(lines)-1]
 	if k.opts.LazyFS && k.opts.LazyFSBinary == "" {
-		if k.opts.LazyFSBinary, err = lazyBinary(); err != nil {
+		if k.opts.LazyFSBinary, err = cluster.LazyBinary(); err != nil {
 			return err
 		}
 	}
 	for _, id := range k.Nodes() {
-		if err := mkdirAllDurable(k.DataDir(id), 0o755); err != nil {
+		if err := cluster.MkdirAllDurable(k.DataDir(id), 0o755); err != nil {
 			return err
 		}
-		if m := k.mount(id); m != nil {
-			if err := m.start(ctx); err != nil {
+		if m := k.Mount(id); m != nil {
+			if err := m.Start(ctx); err != nil {
 				return err
 			}
 		}
@@ -368,62 +348,62 @@ func (k *Kafka) create(ctx context.Context) error {
 		}
 		cmd := k.java(ctx, "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", k.propsFile(id))
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("format node %d storage: %w\n%s", id, err, tail(out, 2000))
+			return fmt.Errorf("format node %d storage: %w\n%s", id, err, cluster.Tail(out, 2000))
 		}
 	}
 	// The formatted storage is where every node starts: durable, file by
 	// file (StorageTool does not fsync what it writes).
 	for _, id := range k.Nodes() {
-		if err := syncTree(k.DataDir(id)); err != nil {
+		if err := cluster.SyncTree(k.DataDir(id)); err != nil {
 			return err
 		}
 	}
 	// cluster.json last: once it is durable, so is everything above.
-	cf := clusterFile{Kind: kafkaKind, Version: KafkaVersion, ClusterID: clusterID, Nodes: k.opts.Nodes,
+	cf := clusterFile{Kind: kafkaKind, Version: Version, ClusterID: clusterID, Nodes: k.opts.Nodes,
 		BasePort: k.opts.BasePort, HeapMB: k.opts.HeapMB, CacheDir: k.opts.CacheDir,
 		LazyFS: k.opts.LazyFS, LazyFSBin: k.opts.LazyFSBinary}
 	data, _ := json.MarshalIndent(cf, "", "  ")
-	return writeFileDurable(meta, data, 0o644, nil)
+	return cluster.WriteFileDurable(meta, data, 0o644, nil)
 }
 
 // StartNode starts node id on its existing data dir, detached, and records
 // its PID. It does not wait for the node to answer (see WaitNode).
-func (k *Kafka) StartNode(ctx context.Context, id int32) error {
+func (k *Cluster) StartNode(ctx context.Context, id int32) error {
 	if pid, _ := k.PID(id); pid != 0 {
 		return fmt.Errorf("node %d already runs as PID %d", id, pid)
 	}
-	if m := k.mount(id); m != nil {
-		if err := m.check(ctx); err != nil {
+	if m := k.Mount(id); m != nil {
+		if err := m.Check(ctx); err != nil {
 			return err
 		}
 	}
 	heap := fmt.Sprintf("%dm", k.opts.HeapMB)
 	cmd := k.java(context.WithoutCancel(ctx), "-Xms"+heap, "-Xmx"+heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
 		"-Djava.awt.headless=true", "kafka.Kafka", k.propsFile(id))
-	return startDetached(cmd, k.LogFile(id), k.pidFile(id), fmt.Sprintf("node %d", id))
+	return cluster.StartDetached(cmd, k.LogFile(id), k.pidFile(id), fmt.Sprintf("node %d", id))
 }
 
 // PID returns node id's running JVM, or 0 if it does not run. A pid file
 // whose process is gone, or is another program, counts as not running.
-func (k *Kafka) PID(id int32) (int, error) { return pidFrom(k.pidFile(id), k.propsFile(id)) }
+func (k *Cluster) PID(id int32) (int, error) { return cluster.PIDFrom(k.pidFile(id), k.propsFile(id)) }
 
 // Signal sends sig to node id's JVM. It fails if the node does not run.
-func (k *Kafka) Signal(id int32, sig syscall.Signal) (int, error) {
-	return signalPIDFile(k.pidFile(id), k.propsFile(id), fmt.Sprintf("node %d", id), sig)
+func (k *Cluster) Signal(id int32, sig syscall.Signal) (int, error) {
+	return cluster.SignalPIDFile(k.pidFile(id), k.propsFile(id), fmt.Sprintf("node %d", id), sig)
 }
 
 // StopNode stops node id with SIGTERM (a clean shutdown), and SIGKILL if
 // it has not exited after grace. It waits for the process to be gone.
-func (k *Kafka) StopNode(ctx context.Context, id int32, grace time.Duration) error {
-	return stopPIDFile(ctx, k.pidFile(id), k.propsFile(id), grace)
+func (k *Cluster) StopNode(ctx context.Context, id int32, grace time.Duration) error {
+	return cluster.StopPIDFile(ctx, k.pidFile(id), k.propsFile(id), grace)
 }
 
 // Down stops every node (SIGTERM, then SIGKILL after 30s), then the
 // lazyfs mounts under them, if any.
-func (k *Kafka) Down(ctx context.Context) error { return stopNodes(ctx, k, 30*time.Second) }
+func (k *Cluster) Down(ctx context.Context) error { return cluster.StopNodes(ctx, k, 30*time.Second) }
 
-// KafkaNodeStatus is one node as Status sees it.
-type KafkaNodeStatus struct {
+// ClusterNodeStatus is one node as Status sees it.
+type ClusterNodeStatus struct {
 	ID             int32  `json:"id"`
 	PID            int    `json:"pid"`
 	ClientAddr     string `json:"client_addr"`
@@ -434,13 +414,13 @@ type KafkaNodeStatus struct {
 
 // Status reports each node's PID, ports and whether its client port
 // accepts connections.
-func (k *Kafka) Status() []KafkaNodeStatus {
-	var out []KafkaNodeStatus
+func (k *Cluster) Status() []ClusterNodeStatus {
+	var out []ClusterNodeStatus
 	for _, id := range k.Nodes() {
 		pid, _ := k.PID(id)
-		s := KafkaNodeStatus{ID: id, PID: pid, ClientAddr: k.clientAddr(id), ControllerAddr: k.controllerAddr(id)}
-		if m := k.mount(id); m != nil {
-			s.LazyFSPID = m.pid()
+		s := ClusterNodeStatus{ID: id, PID: pid, ClientAddr: k.clientAddr(id), ControllerAddr: k.controllerAddr(id)}
+		if m := k.Mount(id); m != nil {
+			s.LazyFSPID = m.PID()
 		}
 		if c, err := net.DialTimeout("tcp", s.ClientAddr, 500*time.Millisecond); err == nil {
 			c.Close()
@@ -452,7 +432,7 @@ func (k *Kafka) Status() []KafkaNodeStatus {
 }
 
 // WaitReady waits until every node runs and answers on its client port.
-func (k *Kafka) WaitReady(ctx context.Context, timeout time.Duration) error {
+func (k *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ready := true
@@ -476,42 +456,38 @@ func (k *Kafka) WaitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-func (k *Kafka) logTail(id int32) string {
+func (k *Cluster) logTail(id int32) string {
 	data, _ := os.ReadFile(k.LogFile(id))
-	return tail(data, 1500)
+	return cluster.Tail(data, 1500)
 }
 
 // DataDirInode returns the inode of node id's data dir: the kill proof
 // shows it unchanged across a restart (same volume, same data).
-func (k *Kafka) DataDirInode(id int32) (uint64, error) {
-	return dataDirInode(k.mount(id), k.DataDir(id))
+func (k *Cluster) DataDirInode(id int32) (uint64, error) {
+	return cluster.DataDirInode(k.Mount(id), k.DataDir(id))
 }
 
 // Dir is the cluster directory.
-func (k *Kafka) Dir() string { return k.opts.Dir }
+func (k *Cluster) Dir() string { return k.opts.Dir }
 
-// kafkaKind is the Kafka cluster's kind in cluster.json. Files written
-// before clusters recorded a kind are Kafka's.
-const (
-	kafkaKind  = "kafka"
-	legacyKind = kafkaKind
-)
+// kafkaKind is the Kafka cluster's kind in cluster.json.
+const kafkaKind = "kafka"
 
 // Grace implements Local: a node has 30 s to stop cleanly.
-func (k *Kafka) Grace() time.Duration { return 30 * time.Second }
+func (k *Cluster) Grace() time.Duration { return 30 * time.Second }
 
 // ClientFlags implements Local.
-func (k *Kafka) ClientFlags() []Flag {
-	return []Flag{{"brokers", strings.Join(k.Brokers(), ",")}}
+func (k *Cluster) ClientFlags() []cluster.Flag {
+	return []cluster.Flag{{Name: "brokers", Value: strings.Join(k.Brokers(), ",")}}
 }
 
 // Health implements Local: a node is healthy when its client port accepts
 // connections.
-func (k *Kafka) Health(context.Context) []NodeStatus {
-	var out []NodeStatus
+func (k *Cluster) Health(context.Context) []cluster.NodeStatus {
+	var out []cluster.NodeStatus
 	for _, s := range k.Status() {
-		ns := NodeStatus{ID: s.ID, PID: s.PID, Healthy: s.Answers, LazyFS: k.LazyFS(), LazyFSPID: s.LazyFSPID,
-			Endpoints: []Endpoint{{"client", s.ClientAddr}, {"controller", s.ControllerAddr}}}
+		ns := cluster.NodeStatus{ID: s.ID, PID: s.PID, Healthy: s.Answers, LazyFS: k.LazyFS(), LazyFSPID: s.LazyFSPID,
+			Endpoints: []cluster.Endpoint{{Name: "client", Addr: s.ClientAddr}, {Name: "controller", Addr: s.ControllerAddr}}}
 		if !s.Answers {
 			ns.Health = "client port closed"
 		}
@@ -520,16 +496,45 @@ func (k *Kafka) Health(context.Context) []NodeStatus {
 	return out
 }
 
-// KafkaLauncher is the local Kafka cluster's kind.
-type KafkaLauncher struct{}
+// LocalLauncher is the local Kafka cluster's kind.
+type LocalLauncher struct{}
 
 // Kind implements Launcher.
-func (KafkaLauncher) Kind() string { return kafkaKind }
+func (LocalLauncher) Kind() string { return kafkaKind }
+
+// OpensUnrecorded implements cluster.Unrecorded: a cluster.json written
+// before clusters recorded a kind is Kafka's, the first local cluster.
+func (LocalLauncher) OpensUnrecorded() {}
+
+var (
+	_ cluster.Unrecorded = LocalLauncher{}
+	_ cluster.Demo       = LocalLauncher{}
+)
+
+// Missing implements cluster.Demo: Java runs the brokers, Maven fetches
+// their jars.
+func (LocalLauncher) Missing() ([]string, string) {
+	var missing []string
+	for _, t := range []struct{ bin, pkg string }{{"java", "default-jre-headless"}, {"mvn", "maven"}} {
+		if _, err := exec.LookPath(t.bin); err != nil {
+			missing = append(missing, t.bin+" (Debian/Ubuntu package "+t.pkg+")")
+		}
+	}
+	return missing, "sudo apt-get install -y default-jre-headless maven"
+}
+
+// OpenDemo implements cluster.Demo: 3 nodes, client ports from basePort.
+func (LocalLauncher) OpenDemo(dir string, basePort int) (cluster.Local, error) {
+	return OpenCluster(ClusterOptions{Dir: dir, BasePort: basePort})
+}
+
+// Version implements cluster.Demo.
+func (LocalLauncher) Version() string { return "Apache Kafka " + Version }
 
 // Doc implements Launcher.
-func (KafkaLauncher) Doc() (string, string) {
-	return "A local Apache Kafka " + KafkaVersion + " cluster in KRaft mode (3 combined nodes by default)",
-		`up fetches Apache Kafka ` + KafkaVersion + ` from Maven Central with mvn (once, into a cache
+func (LocalLauncher) Doc() (string, string) {
+	return "A local Apache Kafka " + Version + " cluster in KRaft mode (3 combined nodes by default)",
+		`up fetches Apache Kafka ` + Version + ` from Maven Central with mvn (once, into a cache
 outside any repository), formats KRaft storage, and starts the nodes on
 127.0.0.1 with their own ports, data dirs, logs and PID files under --dir.
 Replication factor 3 and min.insync.replicas=2 by default. With --lazyfs,
@@ -538,9 +543,9 @@ power-loss fault uses to drop what the node had not fsynced.`
 }
 
 // NewFlags implements Launcher.
-func (KafkaLauncher) NewFlags() LaunchFlags { return &kafkaFlags{} }
+func (LocalLauncher) NewFlags() cluster.LaunchFlags { return &kafkaFlags{} }
 
-type kafkaFlags struct{ opts KafkaOptions }
+type kafkaFlags struct{ opts ClusterOptions }
 
 func (f *kafkaFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.opts.Nodes, "nodes", 0, "combined broker+controller nodes (default 3; fixed at the first up)")
@@ -550,10 +555,57 @@ func (f *kafkaFlags) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put each node's data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
 }
 
-func (f *kafkaFlags) Open(dir string) (Local, error) {
+func (f *kafkaFlags) Open(dir string) (cluster.Local, error) {
 	o := f.opts
 	o.Dir = dir
-	return OpenKafka(o)
+	return OpenCluster(o)
 }
 
-func (f *kafkaFlags) AfterUp(context.Context, *pflag.FlagSet, Local, io.Writer) error { return nil }
+func (f *kafkaFlags) AfterUp(context.Context, *pflag.FlagSet, cluster.Local, io.Writer) error {
+	return nil
+}
+
+// LazyFS reports whether the nodes' data dirs are on lazyfs.
+func (k *Cluster) LazyFS() bool { return k.opts.LazyFS }
+
+// mount is node id's lazyfs mount; nil when the cluster has none.
+func (k *Cluster) Mount(id int32) *cluster.Mount {
+	if !k.opts.LazyFS {
+		return nil
+	}
+	return &cluster.Mount{ID: id, NodeDir: k.nodeDir(id), DataDir: k.DataDir(id), Binary: k.opts.LazyFSBinary,
+		UpCmd: "ackcheck cluster kafka up --dir " + k.opts.Dir}
+}
+
+// ControlSocket is node id's lazyfs control socket.
+func (k *Cluster) ControlSocket(id int32) string {
+	return cluster.Mount{NodeDir: k.nodeDir(id)}.Socket()
+}
+
+// CanLoseUnsynced reports whether node id's data dir is on lazyfs.
+func (k *Cluster) CanLoseUnsynced(id int32) error {
+	return cluster.CanLoseOnMount(k.Mount(id), k.opts.Dir, "kafka")
+}
+
+// LoseUnsynced makes node id's data dir lose every write not fsynced. The
+// node's broker must be dead. It returns when the loss is complete, with
+// what was lost.
+func (k *Cluster) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+	pid, err := k.PID(id)
+	if err != nil {
+		return "", err
+	}
+	return cluster.LoseOnMount(ctx, k.Mount(id), k.opts.Dir, pid)
+}
+
+// SyncAll makes everything on every node's lazyfs durable, as a clean
+// shutdown of the machines would. A no-op without lazyfs.
+func (k *Cluster) SyncAll(ctx context.Context) error {
+	var errs []error
+	for _, id := range k.Nodes() {
+		if m := k.Mount(id); m != nil {
+			errs = append(errs, m.Sync(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}

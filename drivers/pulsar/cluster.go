@@ -1,4 +1,4 @@
-package cluster
+package pulsar
 
 import (
 	"bytes"
@@ -18,15 +18,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/spf13/pflag"
 )
 
-// PulsarVersion is the Apache Pulsar release the local standalone runs.
-const PulsarVersion = "4.2.4"
+// Version is the Apache Pulsar release the local standalone runs.
+const Version = "4.2.4"
 
-// PulsarOptions configures a local Pulsar standalone. Zero values take
+// ClusterOptions configures a local Pulsar standalone. Zero values take
 // defaults.
-type PulsarOptions struct {
+type ClusterOptions struct {
 	// Dir holds the standalone:
 	//
 	//	<dir>/cluster.json         kind, ports, version
@@ -57,10 +58,10 @@ type PulsarOptions struct {
 	LazyFSEntries string
 }
 
-// Pulsar is a local Apache Pulsar standalone: broker, bookie and metadata
+// Cluster is a local Apache Pulsar standalone: broker, bookie and metadata
 // store in one JVM, node 1 to the fault injector.
-type Pulsar struct {
-	opts PulsarOptions
+type Cluster struct {
+	opts ClusterOptions
 }
 
 type pulsarFile struct {
@@ -77,10 +78,10 @@ type pulsarFile struct {
 	LazyFSMode      string `json:"lazyfs_entries,omitempty"`
 }
 
-// OpenPulsar returns the standalone in opts.Dir; a directory that already
+// OpenCluster returns the standalone in opts.Dir; a directory that already
 // holds one keeps its recorded ports.
-func OpenPulsar(opts PulsarOptions) (*Pulsar, error) {
-	dir, data, err := readClusterJSON(opts.Dir)
+func OpenCluster(opts ClusterOptions) (*Cluster, error) {
+	dir, data, err := cluster.ReadClusterJSON(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -117,49 +118,47 @@ func OpenPulsar(opts PulsarOptions) (*Pulsar, error) {
 		opts.JournalSyncData = &t
 	}
 	if opts.CacheDir == "" {
-		ko := KafkaOptions{}
-		ko.defaults()
-		opts.CacheDir = ko.CacheDir
+		opts.CacheDir = cluster.DefaultCacheDir()
 	}
-	return &Pulsar{opts: opts}, nil
+	return &Cluster{opts: opts}, nil
 }
 
 // bookieHTTPPort is the bookie's admin API port: the bookie port + 1000.
-func (p *Pulsar) bookieHTTPPort() int { return p.opts.BookiePort + 1000 }
+func (p *Cluster) bookieHTTPPort() int { return p.opts.BookiePort + 1000 }
 
 // BookieHTTPURL is the bookie's admin API, which reports the bookie's
 // configuration as it runs (journalSyncData).
-func (p *Pulsar) BookieHTTPURL() string {
+func (p *Cluster) BookieHTTPURL() string {
 	return fmt.Sprintf("http://127.0.0.1:%d", p.bookieHTTPPort())
 }
 
 // ServiceURL is the binary protocol address (pulsar://).
-func (p *Pulsar) ServiceURL() string { return fmt.Sprintf("pulsar://127.0.0.1:%d", p.opts.BrokerPort) }
+func (p *Cluster) ServiceURL() string { return fmt.Sprintf("pulsar://127.0.0.1:%d", p.opts.BrokerPort) }
 
 // AdminURL is the admin REST address (http://).
-func (p *Pulsar) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.opts.WebPort) }
+func (p *Cluster) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.opts.WebPort) }
 
 // Dir is the standalone's directory.
-func (p *Pulsar) Dir() string { return p.opts.Dir }
+func (p *Cluster) Dir() string { return p.opts.Dir }
 
 // Nodes is the standalone's one node, ID 1.
-func (p *Pulsar) Nodes() []int32 { return []int32{1} }
+func (p *Cluster) Nodes() []int32 { return []int32{1} }
 
-func (p *Pulsar) libDir() string {
-	return filepath.Join(p.opts.CacheDir, "pulsar-"+PulsarVersion, "libs")
+func (p *Cluster) libDir() string {
+	return filepath.Join(p.opts.CacheDir, "pulsar-"+Version, "libs")
 }
-func (p *Pulsar) pidFile() string  { return filepath.Join(p.opts.Dir, "pid") }
-func (p *Pulsar) confFile() string { return filepath.Join(p.opts.Dir, "standalone.conf") }
+func (p *Cluster) pidFile() string  { return filepath.Join(p.opts.Dir, "pid") }
+func (p *Cluster) confFile() string { return filepath.Join(p.opts.Dir, "standalone.conf") }
 
 // LogFile is the JVM's output.
-func (p *Pulsar) LogFile() string { return filepath.Join(p.opts.Dir, "pulsar.log") }
+func (p *Cluster) LogFile() string { return filepath.Join(p.opts.Dir, "pulsar.log") }
 
 // DataDir holds the metadata store and the bookie's journal and ledgers.
-func (p *Pulsar) DataDir() string { return filepath.Join(p.opts.Dir, "data") }
+func (p *Cluster) DataDir() string { return filepath.Join(p.opts.Dir, "data") }
 
 // Fetch downloads Pulsar's broker (standalone mode included) and its
 // runtime dependencies from Maven Central with mvn, once.
-func (p *Pulsar) Fetch(ctx context.Context) error {
+func (p *Cluster) Fetch(ctx context.Context) error {
 	libs := p.libDir()
 	home := filepath.Dir(libs)
 	// pulsar-broker's dependencies, as Maven mediates them, mix
@@ -177,7 +176,7 @@ func (p *Pulsar) Fetch(ctx context.Context) error {
     </dependencies>
   </dependencyManagement>
   <dependencies>
-    <dependency><groupId>org.apache.pulsar</groupId><artifactId>pulsar-broker</artifactId><version>` + PulsarVersion + `</version></dependency>
+    <dependency><groupId>org.apache.pulsar</groupId><artifactId>pulsar-broker</artifactId><version>` + Version + `</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-api</artifactId><version>2.25.4</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>2.25.4</version></dependency>
     <dependency><groupId>org.apache.bookkeeper.http</groupId><artifactId>vertx-http-server</artifactId><version>4.17.3</version></dependency>
@@ -192,7 +191,7 @@ func (p *Pulsar) Fetch(ctx context.Context) error {
 	if _, err := exec.LookPath("mvn"); err != nil {
 		return errors.New("mvn not found: install Maven (and Java 17) to fetch Apache Pulsar from Maven Central")
 	}
-	if err := mkdirAllDurable(home, 0o755); err != nil {
+	if err := cluster.MkdirAllDurable(home, 0o755); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(libs); err != nil {
@@ -205,20 +204,20 @@ func (p *Pulsar) Fetch(ctx context.Context) error {
 		"-DoutputDirectory=libs", "-DincludeScope=runtime")
 	cmd.Dir = home
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("fetch Pulsar %s with mvn: %w\n%s", PulsarVersion, err, tail(out, 2000))
+		return fmt.Errorf("fetch Pulsar %s with mvn: %w\n%s", Version, err, cluster.Tail(out, 2000))
 	}
 	// mvn does not fsync the jars: they are durable before the record
 	// that says the cache is complete.
-	if err := syncTree(libs); err != nil {
+	if err := cluster.SyncTree(libs); err != nil {
 		return err
 	}
-	return writeFileDurable(filepath.Join(home, "fetched.pom.xml"), []byte(pom), 0o644, nil)
+	return cluster.WriteFileDurable(filepath.Join(home, "fetched.pom.xml"), []byte(pom), 0o644, nil)
 }
 
 // standaloneConf is the broker's and the bookie's configuration: the
 // standalone reads both from one file. Sized for 2 cores: no functions
 // worker, no stream storage, small caches.
-func (p *Pulsar) standaloneConf() string {
+func (p *Cluster) standaloneConf() string {
 	props := map[string]string{
 		"clusterName":                       "standalone",
 		"bindAddress":                       "127.0.0.1",
@@ -258,7 +257,7 @@ func (p *Pulsar) standaloneConf() string {
 // Up fetches Pulsar if needed, writes the standalone's files (once) and
 // starts it unless it runs. It returns when the broker passes its health
 // check, or with the log lines that say why not.
-func (p *Pulsar) Up(ctx context.Context) error {
+func (p *Cluster) Up(ctx context.Context) error {
 	if err := p.Fetch(ctx); err != nil {
 		return err
 	}
@@ -268,7 +267,7 @@ func (p *Pulsar) Up(ctx context.Context) error {
 	if err := p.create(ctx); err != nil {
 		return err
 	}
-	if err := startNodes(ctx, p); err != nil {
+	if err := cluster.StartNodes(ctx, p); err != nil {
 		return err
 	}
 	if err := p.WaitReady(ctx, 3*time.Minute); err != nil {
@@ -282,14 +281,14 @@ func (p *Pulsar) Up(ctx context.Context) error {
 // durable without an fsync, and BookKeeper writes its cookie without one,
 // so a power loss right after the first start would leave a bookie that
 // cannot start at all. A power loss is meant to test the run's writes.
-func (p *Pulsar) syncStarted(ctx context.Context) error {
-	if m := p.mount(1); m != nil {
-		return m.sync(ctx)
+func (p *Cluster) syncStarted(ctx context.Context) error {
+	if m := p.Mount(1); m != nil {
+		return m.Sync(ctx)
 	}
 	return nil
 }
 
-func (p *Pulsar) create(ctx context.Context) error {
+func (p *Cluster) create(ctx context.Context) error {
 	meta := filepath.Join(p.opts.Dir, "cluster.json")
 	if _, err := os.Stat(meta); err == nil {
 		return nil
@@ -303,19 +302,19 @@ func (p *Pulsar) create(ctx context.Context) error {
 	}
 	if p.opts.LazyFS && p.opts.LazyFSBinary == "" {
 		var err error
-		if p.opts.LazyFSBinary, err = lazyBinary(); err != nil {
+		if p.opts.LazyFSBinary, err = cluster.LazyBinary(); err != nil {
 			return err
 		}
 	}
-	if m := p.mount(1); m != nil {
-		if err := m.start(ctx); err != nil {
+	if m := p.Mount(1); m != nil {
+		if err := m.Start(ctx); err != nil {
 			return err
 		}
 	}
-	if err := mkdirAllDurable(p.DataDir(), 0o755); err != nil {
+	if err := cluster.MkdirAllDurable(p.DataDir(), 0o755); err != nil {
 		return err
 	}
-	if err := writeFileDurable(filepath.Join(p.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644, nil); err != nil {
+	if err := cluster.WriteFileDurable(filepath.Join(p.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644, nil); err != nil {
 		return err
 	}
 	return p.writeFiles()
@@ -323,47 +322,47 @@ func (p *Pulsar) create(ctx context.Context) error {
 
 // writeFiles writes standalone.conf and then cluster.json, each durably:
 // once cluster.json is, so is everything it describes.
-func (p *Pulsar) writeFiles() error {
-	if err := writeFileDurable(p.confFile(), []byte(p.standaloneConf()), 0o644, nil); err != nil {
+func (p *Cluster) writeFiles() error {
+	if err := cluster.WriteFileDurable(p.confFile(), []byte(p.standaloneConf()), 0o644, nil); err != nil {
 		return err
 	}
 	return p.writeClusterJSON()
 }
 
 // writeClusterJSON records the standalone's options.
-func (p *Pulsar) writeClusterJSON() error {
-	pf := pulsarFile{Kind: pulsarKind, Version: PulsarVersion, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
+func (p *Cluster) writeClusterJSON() error {
+	pf := pulsarFile{Kind: pulsarKind, Version: Version, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
 		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData,
 		LazyFS: p.opts.LazyFS, LazyFSBin: p.opts.LazyFSBinary, LazyFSMode: p.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(pf, "", "  ")
-	return writeFileDurable(filepath.Join(p.opts.Dir, "cluster.json"), data, 0o644, nil)
+	return cluster.WriteFileDurable(filepath.Join(p.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
 
 // mount is the data dir's lazyfs mount; nil when the standalone has none.
-func (p *Pulsar) mount(int32) *lazyMount {
+func (p *Cluster) Mount(int32) *cluster.Mount {
 	if !p.opts.LazyFS {
 		return nil
 	}
-	return &lazyMount{id: 1, nodeDir: p.opts.Dir, dataDir: p.DataDir(), binary: p.opts.LazyFSBinary,
-		upCmd: "ackcheck cluster pulsar up --dir " + p.opts.Dir, entries: p.opts.LazyFSEntries}
+	return &cluster.Mount{ID: 1, NodeDir: p.opts.Dir, DataDir: p.DataDir(), Binary: p.opts.LazyFSBinary,
+		UpCmd: "ackcheck cluster pulsar up --dir " + p.opts.Dir, Entries: p.opts.LazyFSEntries}
 }
 
 // LazyFS reports whether the data dir is on lazyfs.
-func (p *Pulsar) LazyFS() bool { return p.opts.LazyFS }
+func (p *Cluster) LazyFS() bool { return p.opts.LazyFS }
 
 // JournalSyncData reports the bookie's journalSyncData.
-func (p *Pulsar) JournalSyncData() bool { return *p.opts.JournalSyncData }
+func (p *Cluster) JournalSyncData() bool { return *p.opts.JournalSyncData }
 
 // SetJournalSyncData switches the bookie's journalSyncData: the standalone
 // stops cleanly, its lazyfs mount, if any, is synced (a clean shutdown
 // keeps everything), standalone.conf is rewritten, and it starts again.
 // It returns once the broker passes its health check. A no-op when the
 // setting is already in force.
-func (p *Pulsar) SetJournalSyncData(ctx context.Context, sync bool) error {
+func (p *Cluster) SetJournalSyncData(ctx context.Context, sync bool) error {
 	if *p.opts.JournalSyncData == sync {
 		return nil
 	}
-	err := restartClean(ctx, p, 60*time.Second, "change journalSyncData", func() error {
+	err := cluster.RestartClean(ctx, p, 60*time.Second, "change journalSyncData", func() error {
 		p.opts.JournalSyncData = &sync
 		return p.writeFiles()
 	})
@@ -378,15 +377,15 @@ func (p *Pulsar) SetJournalSyncData(ctx context.Context, sync bool) error {
 
 // StartNode starts the standalone on its existing data, detached, and
 // records its PID. It does not wait for it to serve.
-func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
+func (p *Cluster) StartNode(ctx context.Context, id int32) error {
 	if id != 1 {
 		return fmt.Errorf("the standalone has one node, 1 (not %d)", id)
 	}
 	if pid, _ := p.PID(1); pid != 0 {
 		return fmt.Errorf("the standalone already runs as PID %d", pid)
 	}
-	if m := p.mount(1); m != nil {
-		if err := m.check(ctx); err != nil {
+	if m := p.Mount(1); m != nil {
+		if err := m.Check(ctx); err != nil {
 			return err
 		}
 	}
@@ -405,32 +404,32 @@ func (p *Pulsar) StartNode(ctx context.Context, id int32) error {
 	}
 	cmd := exec.Command("java", args...)
 	cmd.Dir = p.opts.Dir
-	return startDetached(cmd, p.LogFile(), p.pidFile(), "the Pulsar standalone")
+	return cluster.StartDetached(cmd, p.LogFile(), p.pidFile(), "the Pulsar standalone")
 }
 
 // PID returns the standalone's JVM, or 0 if it does not run. Only a
 // process whose command line names this directory counts.
-func (p *Pulsar) PID(int32) (int, error) { return pidFrom(p.pidFile(), p.marker()) }
+func (p *Cluster) PID(int32) (int, error) { return cluster.PIDFrom(p.pidFile(), p.marker()) }
 
-func (p *Pulsar) marker() string { return "-Dpulsar.standalone.dir=" + p.opts.Dir + "\x00" }
+func (p *Cluster) marker() string { return "-Dpulsar.standalone.dir=" + p.opts.Dir + "\x00" }
 
 // Signal sends sig to the standalone's JVM.
-func (p *Pulsar) Signal(id int32, sig syscall.Signal) (int, error) {
-	return signalPIDFile(p.pidFile(), p.marker(), "the Pulsar standalone", sig)
+func (p *Cluster) Signal(id int32, sig syscall.Signal) (int, error) {
+	return cluster.SignalPIDFile(p.pidFile(), p.marker(), "the Pulsar standalone", sig)
 }
 
 // StopNode stops the standalone with SIGTERM, SIGKILL after grace, and
 // waits for it to be gone.
-func (p *Pulsar) StopNode(ctx context.Context, id int32, grace time.Duration) error {
-	return stopPIDFile(ctx, p.pidFile(), p.marker(), grace)
+func (p *Cluster) StopNode(ctx context.Context, id int32, grace time.Duration) error {
+	return cluster.StopPIDFile(ctx, p.pidFile(), p.marker(), grace)
 }
 
 // Down stops the standalone.
-func (p *Pulsar) Down(ctx context.Context) error { return stopNodes(ctx, p, 60*time.Second) }
+func (p *Cluster) Down(ctx context.Context) error { return cluster.StopNodes(ctx, p, 60*time.Second) }
 
 // Healthy reports whether the broker passes its own health check (it
 // writes and reads a message through the bookie).
-func (p *Pulsar) Healthy(ctx context.Context) error {
+func (p *Cluster) Healthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.AdminURL()+"/admin/v2/brokers/health", nil)
@@ -448,13 +447,13 @@ func (p *Pulsar) Healthy(ctx context.Context) error {
 }
 
 // WaitReady waits until the standalone runs and passes its health check.
-func (p *Pulsar) WaitReady(ctx context.Context, timeout time.Duration) error {
+func (p *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
 		if pid, _ := p.PID(1); pid == 0 {
 			data, _ := os.ReadFile(p.LogFile())
-			return fmt.Errorf("the Pulsar standalone exited during start; the end of %s says:\n%s", p.LogFile(), tail(data, 2500))
+			return fmt.Errorf("the Pulsar standalone exited during start; the end of %s says:\n%s", p.LogFile(), cluster.Tail(data, 2500))
 		}
 		if last = p.Healthy(ctx); last == nil {
 			return nil
@@ -471,23 +470,27 @@ func (p *Pulsar) WaitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 // DataDirInode is the inode of the data dir (kill proof).
-func (p *Pulsar) DataDirInode(int32) (uint64, error) { return dataDirInode(p.mount(1), p.DataDir()) }
+func (p *Cluster) DataDirInode(int32) (uint64, error) {
+	return cluster.DataDirInode(p.Mount(1), p.DataDir())
+}
 
 // CanLoseUnsynced reports whether the standalone's data dir is on lazyfs.
-func (p *Pulsar) CanLoseUnsynced(id int32) error { return canLose(p.mount(1), p.opts.Dir, "pulsar") }
+func (p *Cluster) CanLoseUnsynced(id int32) error {
+	return cluster.CanLoseOnMount(p.Mount(1), p.opts.Dir, "pulsar")
+}
 
 // LoseUnsynced makes the data dir lose every write not fsynced (a
 // standalone created with LazyFS). The standalone must be dead.
-func (p *Pulsar) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+func (p *Cluster) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	pid, err := p.PID(id)
 	if err != nil {
 		return "", err
 	}
-	return loseUnsynced(ctx, p.mount(1), p.opts.Dir, pid)
+	return cluster.LoseOnMount(ctx, p.Mount(1), p.opts.Dir, pid)
 }
 
-// PulsarStatus is the standalone as Status sees it.
-type PulsarStatus struct {
+// ClusterStatus is the standalone as Status sees it.
+type ClusterStatus struct {
 	PID        int    `json:"pid"`
 	ServiceURL string `json:"service_url"`
 	AdminURL   string `json:"admin_url"`
@@ -497,11 +500,11 @@ type PulsarStatus struct {
 }
 
 // Status reports the PID, addresses and health.
-func (p *Pulsar) Status(ctx context.Context) PulsarStatus {
+func (p *Cluster) Status(ctx context.Context) ClusterStatus {
 	pid, _ := p.PID(1)
-	s := PulsarStatus{PID: pid, ServiceURL: p.ServiceURL(), AdminURL: p.AdminURL()}
-	if m := p.mount(1); m != nil {
-		s.LazyFSPID = m.pid()
+	s := ClusterStatus{PID: pid, ServiceURL: p.ServiceURL(), AdminURL: p.AdminURL()}
+	if m := p.Mount(1); m != nil {
+		s.LazyFSPID = m.PID()
 	}
 	if pid != 0 {
 		if err := p.Healthy(ctx); err != nil {
@@ -516,52 +519,52 @@ func (p *Pulsar) Status(ctx context.Context) PulsarStatus {
 const pulsarKind = "pulsar"
 
 // Grace implements Local: the standalone has 60 s to stop cleanly.
-func (p *Pulsar) Grace() time.Duration { return 60 * time.Second }
+func (p *Cluster) Grace() time.Duration { return 60 * time.Second }
 
 // ClientFlags implements Local.
-func (p *Pulsar) ClientFlags() []Flag {
-	return []Flag{{"service-url", p.ServiceURL()}, {"admin-url", p.AdminURL()}, {"bookie-http-url", p.BookieHTTPURL()}}
+func (p *Cluster) ClientFlags() []cluster.Flag {
+	return []cluster.Flag{{Name: "service-url", Value: p.ServiceURL()}, {Name: "admin-url", Value: p.AdminURL()}, {Name: "bookie-http-url", Value: p.BookieHTTPURL()}}
 }
 
 // Health implements Local: the standalone is healthy when the broker's
 // health check (a write and a read through the bookie) passes.
-func (p *Pulsar) Health(ctx context.Context) []NodeStatus {
+func (p *Cluster) Health(ctx context.Context) []cluster.NodeStatus {
 	s := p.Status(ctx)
 	health := s.Health
 	if s.PID == 0 {
 		health = "not running"
 	}
-	return []NodeStatus{{ID: 1, PID: s.PID, Healthy: s.Healthy, Health: health, LazyFS: p.LazyFS(), LazyFSPID: s.LazyFSPID,
-		Endpoints: []Endpoint{{"service", s.ServiceURL}, {"admin", s.AdminURL}}}}
+	return []cluster.NodeStatus{{ID: 1, PID: s.PID, Healthy: s.Healthy, Health: health, LazyFS: p.LazyFS(), LazyFSPID: s.LazyFSPID,
+		Endpoints: []cluster.Endpoint{{Name: "service", Addr: s.ServiceURL}, {Name: "admin", Addr: s.AdminURL}}}}
 }
 
-var _ FsyncSwitch = (*Pulsar)(nil)
+var _ cluster.FsyncSwitch = (*Cluster)(nil)
 
 // FsyncSetting implements FsyncSwitch.
-func (p *Pulsar) FsyncSetting() string { return "journalSyncData" }
+func (p *Cluster) FsyncSetting() string { return "journalSyncData" }
 
 // FsyncOn implements FsyncSwitch.
-func (p *Pulsar) FsyncOn() bool { return p.JournalSyncData() }
+func (p *Cluster) FsyncOn() bool { return p.JournalSyncData() }
 
 // SetFsync implements FsyncSwitch.
-func (p *Pulsar) SetFsync(ctx context.Context, on bool) error { return p.SetJournalSyncData(ctx, on) }
+func (p *Cluster) SetFsync(ctx context.Context, on bool) error { return p.SetJournalSyncData(ctx, on) }
 
 // FsyncValue implements FsyncSwitch.
-func (p *Pulsar) FsyncValue(on bool) string { return strconv.FormatBool(on) }
+func (p *Cluster) FsyncValue(on bool) string { return strconv.FormatBool(on) }
 
 // FsyncFlags implements FsyncSwitch.
-func (p *Pulsar) FsyncFlags(on bool) string { return fmt.Sprintf("--journal-sync-data=%v", on) }
+func (p *Cluster) FsyncFlags(on bool) string { return fmt.Sprintf("--journal-sync-data=%v", on) }
 
-// PulsarLauncher is the local Pulsar standalone's kind.
-type PulsarLauncher struct{}
+// LocalLauncher is the local Pulsar standalone's kind.
+type LocalLauncher struct{}
 
 // Kind implements Launcher.
-func (PulsarLauncher) Kind() string { return pulsarKind }
+func (LocalLauncher) Kind() string { return pulsarKind }
 
 // Doc implements Launcher.
-func (PulsarLauncher) Doc() (string, string) {
-	return "A local Apache Pulsar " + PulsarVersion + " standalone (broker, bookie and metadata store in one JVM)",
-		`up fetches Apache Pulsar ` + PulsarVersion + ` (pulsar-broker, which holds standalone mode, and
+func (LocalLauncher) Doc() (string, string) {
+	return "A local Apache Pulsar " + Version + " standalone (broker, bookie and metadata store in one JVM)",
+		`up fetches Apache Pulsar ` + Version + ` (pulsar-broker, which holds standalone mode, and
 its dependencies) from Maven Central with mvn, once, into a cache outside
 any repository, writes standalone.conf, and starts the standalone on
 127.0.0.1 with its PID file, log and data under --dir. It returns once the
@@ -570,10 +573,10 @@ The standalone is node 1.`
 }
 
 // NewFlags implements Launcher.
-func (PulsarLauncher) NewFlags() LaunchFlags { return &pulsarFlags{} }
+func (LocalLauncher) NewFlags() cluster.LaunchFlags { return &pulsarFlags{} }
 
 type pulsarFlags struct {
-	opts        PulsarOptions
+	opts        ClusterOptions
 	journalSync bool
 }
 
@@ -587,7 +590,7 @@ func (f *pulsarFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
 }
 
-func (f *pulsarFlags) Open(dir string) (Local, error) {
+func (f *pulsarFlags) Open(dir string) (cluster.Local, error) {
 	o := f.opts
 	o.Dir = dir
 	if o.LazyFSEntries != "" && o.LazyFSEntries != "strict" && o.LazyFSEntries != "journal" {
@@ -597,16 +600,31 @@ func (f *pulsarFlags) Open(dir string) (Local, error) {
 		v := false
 		o.JournalSyncData = &v
 	}
-	return OpenPulsar(o)
+	return OpenCluster(o)
 }
 
 // AfterUp switches journalSyncData on an existing standalone when
 // --journal-sync-data asks for another value than it runs with.
-func (f *pulsarFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c Local, progress io.Writer) error {
-	p := c.(*Pulsar)
+func (f *pulsarFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c cluster.Local, progress io.Writer) error {
+	p := c.(*Cluster)
 	if !fs.Changed("journal-sync-data") || p.JournalSyncData() == f.journalSync {
 		return nil
 	}
 	fmt.Fprintf(progress, "switching journalSyncData to %v (a clean restart) ...\n", f.journalSync)
 	return p.SetJournalSyncData(ctx, f.journalSync)
 }
+
+// log4j is the standalone's log4j2.properties: the same console format as
+// the Kafka launcher's, which the log oracles read.
+const log4j = `status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+`

@@ -1,4 +1,4 @@
-package cluster
+package queen
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
 )
@@ -40,14 +41,8 @@ import (
 
 const queenKind = "queen"
 
-// Queen's nodes.
-const (
-	QueenServerNode int32 = 1
-	QueenDBNode     int32 = 2
-)
-
-// QueenOptions configure a local Queen cluster.
-type QueenOptions struct {
+// ClusterOptions configure a local Queen cluster.
+type ClusterOptions struct {
 	Dir string
 	// Home holds queen-server and schema/ (build.sh's output). Required at
 	// the first up.
@@ -75,18 +70,18 @@ type queenFile struct {
 	LazyFSMode           string `json:"lazyfs_entries,omitempty"`
 }
 
-// Queen is a local Queen MQ cluster.
-type Queen struct{ opts QueenOptions }
+// Cluster is a local Queen MQ cluster.
+type Cluster struct{ opts ClusterOptions }
 
 var (
-	_ Local       = (*Queen)(nil)
-	_ FsyncSwitch = (*Queen)(nil)
+	_ cluster.Local       = (*Cluster)(nil)
+	_ cluster.FsyncSwitch = (*Cluster)(nil)
 )
 
-// OpenQueen returns the cluster in opts.Dir; one that exists keeps what it
+// OpenCluster returns the cluster in opts.Dir; one that exists keeps what it
 // recorded.
-func OpenQueen(opts QueenOptions) (*Queen, error) {
-	dir, data, err := readClusterJSON(opts.Dir)
+func OpenCluster(opts ClusterOptions) (*Cluster, error) {
+	dir, data, err := cluster.ReadClusterJSON(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -118,56 +113,58 @@ func OpenQueen(opts QueenOptions) (*Queen, error) {
 			return nil, err
 		}
 	}
-	return &Queen{opts: opts}, nil
+	return &Cluster{opts: opts}, nil
 }
 
 // Dir implements Local.
-func (q *Queen) Dir() string { return q.opts.Dir }
+func (q *Cluster) Dir() string { return q.opts.Dir }
 
 // Nodes implements Local: the database first, then the Queen server, in
 // the order they must start (a power loss of both starts them so).
-func (q *Queen) Nodes() []int32 { return []int32{QueenDBNode, QueenServerNode} }
+func (q *Cluster) Nodes() []int32 { return []int32{DBNode, ServerNode} }
 
 // NodeNames names the nodes for fault targets (db) and reports.
-func (q *Queen) NodeNames() map[int32]string {
-	return map[int32]string{QueenServerNode: "queen", QueenDBNode: "db"}
+func (q *Cluster) NodeNames() map[int32]string {
+	return map[int32]string{ServerNode: "queen", DBNode: "db"}
 }
 
 // URL is the Queen server's HTTP address.
-func (q *Queen) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", q.opts.BasePort) }
+func (q *Cluster) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", q.opts.BasePort) }
 
 // PostgresURL reaches the database the queues live in.
-func (q *Queen) PostgresURL() string {
+func (q *Cluster) PostgresURL() string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/queen?sslmode=disable", q.pgPort())
 }
 
-func (q *Queen) pgPort() int             { return q.opts.BasePort + 2 }
-func (q *Queen) nodeDir(id int32) string { return filepath.Join(q.opts.Dir, fmt.Sprintf("node%d", id)) }
-func (q *Queen) dataDir(id int32) string { return filepath.Join(q.nodeDir(id), "data") }
-func (q *Queen) queenPIDFile() string    { return filepath.Join(q.nodeDir(QueenServerNode), "pid") }
-func (q *Queen) queenLog() string        { return filepath.Join(q.nodeDir(QueenServerNode), "queen.log") }
-func (q *Queen) pgLog() string           { return filepath.Join(q.nodeDir(QueenDBNode), "pg.log") }
-func (q *Queen) pgSocketDir() string     { return filepath.Join(q.nodeDir(QueenDBNode), "sock") }
-func (q *Queen) pgConf() string          { return filepath.Join(q.dataDir(QueenDBNode), "ackcheck.conf") }
-func (q *Queen) queenBinary() string     { return filepath.Join(q.opts.Home, "queen-server") }
-func (q *Queen) queenMarker() string     { return q.queenBinary() + "\x00" }
-func (q *Queen) pgMarker() string        { return "-D\x00" + q.dataDir(QueenDBNode) + "\x00" }
-func (q *Queen) LogFile(id int32) string { // the node's own log
-	if id == QueenDBNode {
+func (q *Cluster) pgPort() int { return q.opts.BasePort + 2 }
+func (q *Cluster) nodeDir(id int32) string {
+	return filepath.Join(q.opts.Dir, fmt.Sprintf("node%d", id))
+}
+func (q *Cluster) dataDir(id int32) string { return filepath.Join(q.nodeDir(id), "data") }
+func (q *Cluster) queenPIDFile() string    { return filepath.Join(q.nodeDir(ServerNode), "pid") }
+func (q *Cluster) queenLog() string        { return filepath.Join(q.nodeDir(ServerNode), "queen.log") }
+func (q *Cluster) pgLog() string           { return filepath.Join(q.nodeDir(DBNode), "pg.log") }
+func (q *Cluster) pgSocketDir() string     { return filepath.Join(q.nodeDir(DBNode), "sock") }
+func (q *Cluster) pgConf() string          { return filepath.Join(q.dataDir(DBNode), "ackcheck.conf") }
+func (q *Cluster) queenBinary() string     { return filepath.Join(q.opts.Home, "queen-server") }
+func (q *Cluster) queenMarker() string     { return q.queenBinary() + "\x00" }
+func (q *Cluster) pgMarker() string        { return "-D\x00" + q.dataDir(DBNode) + "\x00" }
+func (q *Cluster) LogFile(id int32) string { // the node's own log
+	if id == DBNode {
 		return q.pgLog()
 	}
 	return q.queenLog()
 }
 
 // LazyFS reports whether the data dirs are on lazyfs.
-func (q *Queen) LazyFS() bool { return q.opts.LazyFS }
+func (q *Cluster) LazyFS() bool { return q.opts.LazyFS }
 
-func (q *Queen) mount(id int32) *lazyMount {
+func (q *Cluster) Mount(id int32) *cluster.Mount {
 	if !q.opts.LazyFS {
 		return nil
 	}
-	return &lazyMount{id: id, nodeDir: q.nodeDir(id), dataDir: q.dataDir(id), binary: q.opts.LazyFSBinary,
-		upCmd: "ackcheck cluster queen up --dir " + q.opts.Dir, entries: q.opts.LazyFSEntries}
+	return &cluster.Mount{ID: id, NodeDir: q.nodeDir(id), DataDir: q.dataDir(id), Binary: q.opts.LazyFSBinary,
+		UpCmd: "ackcheck cluster queen up --dir " + q.opts.Dir, Entries: q.opts.LazyFSEntries}
 }
 
 // pgBin is the newest PostgreSQL installed by Debian.
@@ -220,7 +217,7 @@ func chownPostgres(paths ...string) error {
 		if err := os.Chown(p, uid, gid); err != nil {
 			return err
 		}
-		if err := syncPath(p); err != nil {
+		if err := cluster.SyncPath(p); err != nil {
 			return err
 		}
 	}
@@ -228,7 +225,7 @@ func chownPostgres(paths ...string) error {
 }
 
 // ownedByPostgres gives a file being written to the user postgres (see
-// writeFileDurable), when ackcheck runs as root.
+// cluster.WriteFileDurable), when ackcheck runs as root.
 func ownedByPostgres(f *os.File) error {
 	uid, gid, ok, err := postgresIDs()
 	if !ok {
@@ -257,39 +254,39 @@ func reachableByPostgres(ctx context.Context, dir string) error {
 // Up implements Local: it creates the cluster at the first call (initdb,
 // the database), mounts the lazyfs data dirs, starts PostgreSQL and then
 // the Queen server, and returns once /health answers healthy.
-func (q *Queen) Up(ctx context.Context) error {
+func (q *Cluster) Up(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(q.opts.Dir, "cluster.json")); errors.Is(err, os.ErrNotExist) {
 		if err := q.create(ctx); err != nil {
 			return err
 		}
 	}
 	for _, id := range q.Nodes() {
-		if m := q.mount(id); m != nil {
-			if err := m.start(ctx); err != nil {
+		if m := q.Mount(id); m != nil {
+			if err := m.Start(ctx); err != nil {
 				return err
 			}
 		}
 	}
 	// The database first: the Queen server creates its schema in it as
 	// it starts.
-	if err := q.StartNode(ctx, QueenDBNode); err != nil {
+	if err := q.StartNode(ctx, DBNode); err != nil {
 		return err
 	}
 	if err := q.waitDB(ctx, 3*time.Minute, "queen"); err != nil {
 		return err
 	}
-	if err := q.StartNode(ctx, QueenServerNode); err != nil {
+	if err := q.StartNode(ctx, ServerNode); err != nil {
 		return err
 	}
-	if pid, _ := q.PID(QueenServerNode); pid != 0 {
+	if pid, _ := q.PID(ServerNode); pid != 0 {
 		// A server started while its database could not answer runs on
 		// without serving (Queen 0.15 does not retry its connections at
 		// start): restart it on the database that answers now.
 		if err := q.waitServer(ctx, 20*time.Second); err != nil {
-			if err := q.StopNode(ctx, QueenServerNode, q.Grace()); err != nil {
+			if err := q.StopNode(ctx, ServerNode, q.Grace()); err != nil {
 				return err
 			}
-			if err := q.StartNode(ctx, QueenServerNode); err != nil {
+			if err := q.StartNode(ctx, ServerNode); err != nil {
 				return err
 			}
 		}
@@ -297,7 +294,7 @@ func (q *Queen) Up(ctx context.Context) error {
 	return q.WaitReady(ctx, 3*time.Minute)
 }
 
-func (q *Queen) create(ctx context.Context) error {
+func (q *Cluster) create(ctx context.Context) error {
 	if q.opts.Home == "" {
 		return fmt.Errorf("--queen-home is required at the first up: the directory shared/queen/build.sh wrote (queen-server and schema/)")
 	}
@@ -312,27 +309,27 @@ func (q *Queen) create(ctx context.Context) error {
 		return err
 	}
 	if q.opts.LazyFS && q.opts.LazyFSBinary == "" {
-		if q.opts.LazyFSBinary, err = lazyBinary(); err != nil {
+		if q.opts.LazyFSBinary, err = cluster.LazyBinary(); err != nil {
 			return err
 		}
 	}
-	for _, d := range []string{q.nodeDir(QueenServerNode), q.nodeDir(QueenDBNode), q.pgSocketDir(), q.dataDir(QueenServerNode), q.dataDir(QueenDBNode)} {
-		if err := mkdirAllDurable(d, 0o755); err != nil {
+	for _, d := range []string{q.nodeDir(ServerNode), q.nodeDir(DBNode), q.pgSocketDir(), q.dataDir(ServerNode), q.dataDir(DBNode)} {
+		if err := cluster.MkdirAllDurable(d, 0o755); err != nil {
 			return err
 		}
 	}
-	if err := reachableByPostgres(ctx, q.nodeDir(QueenDBNode)); err != nil {
+	if err := reachableByPostgres(ctx, q.nodeDir(DBNode)); err != nil {
 		return err
 	}
-	pgDirs := []string{q.nodeDir(QueenDBNode), q.pgSocketDir(), q.dataDir(QueenDBNode)}
-	if m := q.mount(QueenDBNode); m != nil {
+	pgDirs := []string{q.nodeDir(DBNode), q.pgSocketDir(), q.dataDir(DBNode)}
+	if m := q.Mount(DBNode); m != nil {
 		// The mount's root is its backing directory: it must be
 		// postgres's, mode 0700, as PostgreSQL demands of its data dir.
-		if err := mkdirAllDurable(m.backing(), 0o700); err != nil {
+		if err := cluster.MkdirAllDurable(m.Backing(), 0o700); err != nil {
 			return err
 		}
-		pgDirs = append(pgDirs, m.backing())
-		if err := os.Chmod(m.backing(), 0o700); err != nil {
+		pgDirs = append(pgDirs, m.Backing())
+		if err := os.Chmod(m.Backing(), 0o700); err != nil {
 			return err
 		}
 	}
@@ -342,17 +339,17 @@ func (q *Queen) create(ctx context.Context) error {
 	if err := q.writeClusterJSON(); err != nil {
 		return err
 	}
-	if m := q.mount(QueenDBNode); m != nil {
-		if err := m.start(ctx); err != nil {
+	if m := q.Mount(DBNode); m != nil {
+		if err := m.Start(ctx); err != nil {
 			return err
 		}
 	}
-	if err := os.Chmod(q.dataDir(QueenDBNode), 0o700); err != nil {
+	if err := os.Chmod(q.dataDir(DBNode), 0o700); err != nil {
 		return err
 	}
-	out, err := asPostgres(ctx, filepath.Join(bin, "initdb"), "-D", q.dataDir(QueenDBNode), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C").CombinedOutput()
+	out, err := asPostgres(ctx, filepath.Join(bin, "initdb"), "-D", q.dataDir(DBNode), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("initdb %s: %v\n%s", q.dataDir(QueenDBNode), err, tail(out, 1500))
+		return fmt.Errorf("initdb %s: %v\n%s", q.dataDir(DBNode), err, cluster.Tail(out, 1500))
 	}
 	// initdb fsynced what it wrote; what ackcheck adds to the data dir
 	// must be as durable, or a power loss brings PostgreSQL back on its
@@ -361,16 +358,16 @@ func (q *Queen) create(ctx context.Context) error {
 	if err := q.writePGConf(); err != nil {
 		return err
 	}
-	mainConf := filepath.Join(q.dataDir(QueenDBNode), "postgresql.conf")
+	mainConf := filepath.Join(q.dataDir(DBNode), "postgresql.conf")
 	conf, err := os.ReadFile(mainConf)
 	if err != nil {
 		return err
 	}
 	conf = append(conf, "\ninclude_if_exists = 'ackcheck.conf'\n"...)
-	if err := writeFileDurable(mainConf, conf, 0o600, ownedByPostgres); err != nil {
+	if err := cluster.WriteFileDurable(mainConf, conf, 0o600, ownedByPostgres); err != nil {
 		return err
 	}
-	if err := q.StartNode(ctx, QueenDBNode); err != nil {
+	if err := q.StartNode(ctx, DBNode); err != nil {
 		return err
 	}
 	if err := q.waitDB(ctx, time.Minute, "postgres"); err != nil {
@@ -395,7 +392,7 @@ func (q *Queen) create(ctx context.Context) error {
 
 // writePGConf writes the settings ackcheck owns in PostgreSQL's
 // configuration (included from postgresql.conf).
-func (q *Queen) writePGConf() error {
+func (q *Cluster) writePGConf() error {
 	sc := "on"
 	if q.opts.SynchronousCommitOff {
 		sc = "off"
@@ -407,38 +404,38 @@ unix_socket_directories = '%s'
 max_connections = 200
 synchronous_commit = %s
 `, q.pgPort(), q.pgSocketDir(), sc)
-	return writeFileDurable(q.pgConf(), []byte(conf), 0o644, ownedByPostgres)
+	return cluster.WriteFileDurable(q.pgConf(), []byte(conf), 0o644, ownedByPostgres)
 }
 
 // writeSettings rewrites ackcheck.conf and then cluster.json after a
 // setting changed, each durably (a power loss right after an fsync toggle
 // keeps the setting toggled).
-func (q *Queen) writeSettings() error {
+func (q *Cluster) writeSettings() error {
 	if err := q.writePGConf(); err != nil {
 		return err
 	}
 	return q.writeClusterJSON()
 }
 
-func (q *Queen) writeClusterJSON() error {
+func (q *Cluster) writeClusterJSON() error {
 	qf := queenFile{Kind: queenKind, Home: q.opts.Home, BasePort: q.opts.BasePort, SynchronousCommitOff: q.opts.SynchronousCommitOff,
 		LazyFS: q.opts.LazyFS, LazyFSBin: q.opts.LazyFSBinary, LazyFSMode: q.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(qf, "", "  ")
-	return writeFileDurable(filepath.Join(q.opts.Dir, "cluster.json"), data, 0o644, nil)
+	return cluster.WriteFileDurable(filepath.Join(q.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
 
 // StartNode implements Local. It does not wait for the node to answer.
-func (q *Queen) StartNode(ctx context.Context, id int32) error {
+func (q *Cluster) StartNode(ctx context.Context, id int32) error {
 	if pid, _ := q.PID(id); pid != 0 {
 		return nil
 	}
-	if m := q.mount(id); m != nil {
-		if err := m.check(ctx); err != nil {
+	if m := q.Mount(id); m != nil {
+		if err := m.Check(ctx); err != nil {
 			return err
 		}
 	}
 	switch id {
-	case QueenDBNode:
+	case DBNode:
 		bin, err := pgBin()
 		if err != nil {
 			return err
@@ -450,16 +447,16 @@ func (q *Queen) StartNode(ctx context.Context, id int32) error {
 		// The same holds for the socket's lock file; a killed postmaster
 		// that nobody reaped yet (a zombie) still has its PID, which
 		// PostgreSQL takes for a live one.
-		os.Remove(filepath.Join(q.dataDir(QueenDBNode), "postmaster.pid"))
+		os.Remove(filepath.Join(q.dataDir(DBNode), "postmaster.pid"))
 		sock := filepath.Join(q.pgSocketDir(), fmt.Sprintf(".s.PGSQL.%d", q.pgPort()))
 		os.Remove(sock + ".lock")
 		os.Remove(sock)
 		// pg_ctl starts the server in a session of its own, with -D in its
 		// command line (the marker), and writes postmaster.pid; -W: do not
 		// wait for it to accept connections.
-		out, err := asPostgres(ctx, filepath.Join(bin, "pg_ctl"), "-D", q.dataDir(QueenDBNode), "-l", q.pgLog(), "-W", "start").CombinedOutput()
+		out, err := asPostgres(ctx, filepath.Join(bin, "pg_ctl"), "-D", q.dataDir(DBNode), "-l", q.pgLog(), "-W", "start").CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("start PostgreSQL: %v\n%s", err, tail(out, 1500))
+			return fmt.Errorf("start PostgreSQL: %v\n%s", err, cluster.Tail(out, 1500))
 		}
 		for i := 0; i < 100; i++ {
 			if pid, _ := q.PID(id); pid != 0 {
@@ -468,12 +465,12 @@ func (q *Queen) StartNode(ctx context.Context, id int32) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 		data, _ := os.ReadFile(q.pgLog())
-		return fmt.Errorf("PostgreSQL did not start; %s says:\n%s", q.pgLog(), tail(data, 1500))
-	case QueenServerNode:
+		return fmt.Errorf("PostgreSQL did not start; %s says:\n%s", q.pgLog(), cluster.Tail(data, 1500))
+	case ServerNode:
 		// The server connects to its database once, at start: wait for a
 		// database that runs to answer (one recovering from a crash takes
 		// a while). One that does not run is the fault's to report.
-		if pid, _ := q.PID(QueenDBNode); pid != 0 {
+		if pid, _ := q.PID(DBNode); pid != 0 {
 			if err := q.waitDB(ctx, 3*time.Minute, "queen"); err != nil {
 				return fmt.Errorf("start the Queen server: %w", err)
 			}
@@ -485,27 +482,27 @@ func (q *Queen) StartNode(ctx context.Context, id int32) error {
 			fmt.Sprintf("QUEEN_UDP_NOTIFY_PORT=%d", q.opts.BasePort+1),
 			"PG_HOST=127.0.0.1", fmt.Sprintf("PG_PORT=%d", q.pgPort()), "PG_USER=postgres", "PG_PASSWORD=postgres", "PG_DB=queen",
 			"NUM_WORKERS=2", "DB_POOL_SIZE=40", "SIDECAR_POOL_SIZE=16", "LOG_LEVEL=info",
-			"FILE_BUFFER_DIR="+q.dataDir(QueenServerNode))
-		return startDetached(cmd, q.queenLog(), q.queenPIDFile(), "queen-server")
+			"FILE_BUFFER_DIR="+q.dataDir(ServerNode))
+		return cluster.StartDetached(cmd, q.queenLog(), q.queenPIDFile(), "queen-server")
 	}
 	return fmt.Errorf("no node %d: the Queen cluster has 1 (the server) and 2 (db)", id)
 }
 
 // PID implements Local: the Queen server's process, or PostgreSQL's
 // postmaster.
-func (q *Queen) PID(id int32) (int, error) {
+func (q *Cluster) PID(id int32) (int, error) {
 	switch id {
-	case QueenServerNode:
-		return pidFrom(q.queenPIDFile(), q.queenMarker())
-	case QueenDBNode:
+	case ServerNode:
+		return cluster.PIDFrom(q.queenPIDFile(), q.queenMarker())
+	case DBNode:
 		return q.postmasterPID()
 	}
 	return 0, fmt.Errorf("no node %d", id)
 }
 
 // postmasterPID reads the first line of postmaster.pid.
-func (q *Queen) postmasterPID() (int, error) {
-	f, err := os.Open(filepath.Join(q.dataDir(QueenDBNode), "postmaster.pid"))
+func (q *Cluster) postmasterPID() (int, error) {
+	f, err := os.Open(filepath.Join(q.dataDir(DBNode), "postmaster.pid"))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -518,7 +515,7 @@ func (q *Queen) postmasterPID() (int, error) {
 		return 0, nil
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
-	if err != nil || pid <= 0 || !runsAs(pid, q.pgMarker()) {
+	if err != nil || pid <= 0 || !cluster.RunsAs(pid, q.pgMarker()) {
 		return 0, nil
 	}
 	return pid, nil
@@ -528,7 +525,7 @@ func (q *Queen) postmasterPID() (int, error) {
 // postmaster and every backend (its process group, which pg_ctl made its
 // own session), as a machine's crash or a SIGSTOP of the database would
 // stop them all at once.
-func (q *Queen) Signal(id int32, sig syscall.Signal) (int, error) {
+func (q *Cluster) Signal(id int32, sig syscall.Signal) (int, error) {
 	pid, err := q.PID(id)
 	if err != nil {
 		return 0, err
@@ -537,7 +534,7 @@ func (q *Queen) Signal(id int32, sig syscall.Signal) (int, error) {
 		return 0, fmt.Errorf("node %d does not run", id)
 	}
 	target := pid
-	if id == QueenDBNode {
+	if id == DBNode {
 		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
 			target = -pid
 		}
@@ -551,68 +548,68 @@ func (q *Queen) Signal(id int32, sig syscall.Signal) (int, error) {
 // StopNode implements Local: the Queen server gets SIGTERM; PostgreSQL a
 // fast shutdown (SIGINT: a smart one would wait for Queen's connections
 // forever). Either is SIGKILLed after grace.
-func (q *Queen) StopNode(ctx context.Context, id int32, grace time.Duration) error {
+func (q *Cluster) StopNode(ctx context.Context, id int32, grace time.Duration) error {
 	pid, err := q.PID(id)
 	if err != nil || pid == 0 {
 		return err
 	}
-	if id == QueenServerNode {
-		return stopProcess(ctx, pid, q.queenMarker(), grace)
+	if id == ServerNode {
+		return cluster.StopProcess(ctx, pid, q.queenMarker(), grace)
 	}
-	q.Signal(id, syscall.SIGCONT)
-	syscall.Kill(pid, syscall.SIGINT)
-	return waitGone(ctx, pid, q.pgMarker(), grace, func() { q.Signal(id, syscall.SIGKILL) })
+	return cluster.SignalAndWait(ctx, pid, q.pgMarker(), grace, syscall.SIGINT, func() { q.Signal(id, syscall.SIGKILL) })
 }
 
 // Grace implements Local.
-func (q *Queen) Grace() time.Duration { return 30 * time.Second }
+func (q *Cluster) Grace() time.Duration { return 30 * time.Second }
 
 // Down implements Local: the Queen server first, then PostgreSQL, then
 // the lazyfs mount under each that stopped.
-func (q *Queen) Down(ctx context.Context) error {
+func (q *Cluster) Down(ctx context.Context) error {
 	var errs []error
-	for _, id := range []int32{QueenServerNode, QueenDBNode} {
+	for _, id := range []int32{ServerNode, DBNode} {
 		err := q.StopNode(ctx, id, q.Grace())
 		errs = append(errs, err)
-		if m := q.mount(id); m != nil && err == nil {
-			errs = append(errs, m.stop(ctx))
+		if m := q.Mount(id); m != nil && err == nil {
+			errs = append(errs, m.Stop(ctx))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // DataDirInode implements Local.
-func (q *Queen) DataDirInode(id int32) (uint64, error) {
-	return dataDirInode(q.mount(id), q.dataDir(id))
+func (q *Cluster) DataDirInode(id int32) (uint64, error) {
+	return cluster.DataDirInode(q.Mount(id), q.dataDir(id))
 }
 
 // CanLoseUnsynced implements Local.
-func (q *Queen) CanLoseUnsynced(id int32) error { return canLose(q.mount(id), q.opts.Dir, queenKind) }
+func (q *Cluster) CanLoseUnsynced(id int32) error {
+	return cluster.CanLoseOnMount(q.Mount(id), q.opts.Dir, queenKind)
+}
 
 // LoseUnsynced implements Local.
-func (q *Queen) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+func (q *Cluster) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	pid, err := q.PID(id)
 	if err != nil {
 		return "", err
 	}
-	if id == QueenDBNode && pid == 0 {
+	if id == DBNode && pid == 0 {
 		// The postmaster is gone; its backends may not be yet.
 		if err := q.waitBackendsGone(ctx); err != nil {
 			return "", err
 		}
 	}
-	return loseUnsynced(ctx, q.mount(id), q.opts.Dir, pid)
+	return cluster.LoseOnMount(ctx, q.Mount(id), q.opts.Dir, pid)
 }
 
 // waitBackendsGone waits until no process of user postgres runs with
 // this cluster's data dir open (they hold files lazyfs must see closed).
-func (q *Queen) waitBackendsGone(ctx context.Context) error {
+func (q *Cluster) waitBackendsGone(ctx context.Context) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		busy := false
 		procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
 		for _, p := range procs {
-			if cwd, err := os.Readlink(p); err == nil && cwd == q.dataDir(QueenDBNode) {
+			if cwd, err := os.Readlink(p); err == nil && cwd == q.dataDir(DBNode) {
 				busy = true
 				break
 			}
@@ -633,10 +630,10 @@ func (q *Queen) waitBackendsGone(ctx context.Context) error {
 
 // Healthy reports whether node id answers: the Queen server's /health
 // says healthy, or PostgreSQL runs a query.
-func (q *Queen) Healthy(ctx context.Context, id int32) error {
+func (q *Cluster) Healthy(ctx context.Context, id int32) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if id == QueenDBNode {
+	if id == DBNode {
 		return q.pingDB(ctx, "queen")
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, q.URL()+"/health", nil)
@@ -651,7 +648,7 @@ func (q *Queen) Healthy(ctx context.Context, id int32) error {
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if err := json.Unmarshal(body, &h); err != nil {
-		return fmt.Errorf("/health: %s", tail(body, 200))
+		return fmt.Errorf("/health: %s", cluster.Tail(body, 200))
 	}
 	if h.Status != "healthy" {
 		return fmt.Errorf("/health: status %q, database %q", h.Status, h.Database)
@@ -659,7 +656,7 @@ func (q *Queen) Healthy(ctx context.Context, id int32) error {
 	return nil
 }
 
-func (q *Queen) pingDB(ctx context.Context, db string) error {
+func (q *Cluster) pingDB(ctx context.Context, db string) error {
 	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=3", q.pgPort(), db))
 	if err != nil {
 		return err
@@ -668,16 +665,16 @@ func (q *Queen) pingDB(ctx context.Context, db string) error {
 	return conn.Ping(ctx)
 }
 
-func (q *Queen) waitDB(ctx context.Context, timeout time.Duration, db string) error {
+func (q *Cluster) waitDB(ctx context.Context, timeout time.Duration, db string) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := q.pingDB(ctx, db)
 		if err == nil {
 			return nil
 		}
-		if pid, _ := q.PID(QueenDBNode); pid == 0 || time.Now().After(deadline) {
+		if pid, _ := q.PID(DBNode); pid == 0 || time.Now().After(deadline) {
 			data, _ := os.ReadFile(q.pgLog())
-			return fmt.Errorf("PostgreSQL does not answer (%v); %s says:\n%s", err, q.pgLog(), tail(data, 1500))
+			return fmt.Errorf("PostgreSQL does not answer (%v); %s says:\n%s", err, q.pgLog(), cluster.Tail(data, 1500))
 		}
 		select {
 		case <-ctx.Done():
@@ -688,7 +685,7 @@ func (q *Queen) waitDB(ctx context.Context, timeout time.Duration, db string) er
 }
 
 // WaitReady waits until both nodes answer.
-func (q *Queen) WaitReady(ctx context.Context, timeout time.Duration) error {
+func (q *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	if err := q.waitDB(ctx, timeout, "queen"); err != nil {
 		return err
 	}
@@ -696,16 +693,16 @@ func (q *Queen) WaitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 // waitServer waits until the Queen server says it is healthy.
-func (q *Queen) waitServer(ctx context.Context, timeout time.Duration) error {
+func (q *Cluster) waitServer(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := q.Healthy(ctx, QueenServerNode)
+		err := q.Healthy(ctx, ServerNode)
 		if err == nil {
 			return nil
 		}
-		if pid, _ := q.PID(QueenServerNode); pid == 0 || time.Now().After(deadline) {
+		if pid, _ := q.PID(ServerNode); pid == 0 || time.Now().After(deadline) {
 			data, _ := os.ReadFile(q.queenLog())
-			return fmt.Errorf("the Queen server is not healthy (%v); %s says:\n%s", err, q.queenLog(), tail(data, 1500))
+			return fmt.Errorf("the Queen server is not healthy (%v); %s says:\n%s", err, q.queenLog(), cluster.Tail(data, 1500))
 		}
 		select {
 		case <-ctx.Done():
@@ -716,18 +713,18 @@ func (q *Queen) waitServer(ctx context.Context, timeout time.Duration) error {
 }
 
 // Health implements Local.
-func (q *Queen) Health(ctx context.Context) []NodeStatus {
-	var out []NodeStatus
+func (q *Cluster) Health(ctx context.Context) []cluster.NodeStatus {
+	var out []cluster.NodeStatus
 	for _, id := range q.Nodes() {
 		pid, _ := q.PID(id)
-		s := NodeStatus{ID: id, PID: pid, LazyFS: q.LazyFS()}
-		if id == QueenServerNode {
-			s.Endpoints = []Endpoint{{"name", "queen"}, {"address", q.URL()}}
+		s := cluster.NodeStatus{ID: id, PID: pid, LazyFS: q.LazyFS()}
+		if id == ServerNode {
+			s.Endpoints = []cluster.Endpoint{{Name: "name", Addr: "queen"}, {Name: "address", Addr: q.URL()}}
 		} else {
-			s.Endpoints = []Endpoint{{"name", "db"}, {"address", fmt.Sprintf("postgres://127.0.0.1:%d/queen", q.pgPort())}}
+			s.Endpoints = []cluster.Endpoint{{Name: "name", Addr: "db"}, {Name: "address", Addr: fmt.Sprintf("postgres://127.0.0.1:%d/queen", q.pgPort())}}
 		}
-		if m := q.mount(id); m != nil {
-			s.LazyFSPID = m.pid()
+		if m := q.Mount(id); m != nil {
+			s.LazyFSPID = m.PID()
 		}
 		switch err := q.Healthy(ctx, id); {
 		case pid == 0:
@@ -743,19 +740,19 @@ func (q *Queen) Health(ctx context.Context) []NodeStatus {
 }
 
 // ClientFlags implements Local.
-func (q *Queen) ClientFlags() []Flag {
-	return []Flag{{"queen-url", q.URL()}, {"postgres-url", q.PostgresURL()}}
+func (q *Cluster) ClientFlags() []cluster.Flag {
+	return []cluster.Flag{{Name: "queen-url", Value: q.URL()}, {Name: "postgres-url", Value: q.PostgresURL()}}
 }
 
 // FsyncSetting implements FsyncSwitch: PostgreSQL's synchronous_commit
 // (fsync of the commit's WAL before the commit returns).
-func (q *Queen) FsyncSetting() string { return "PostgreSQL synchronous_commit" }
+func (q *Cluster) FsyncSetting() string { return "PostgreSQL synchronous_commit" }
 
 // FsyncOn implements FsyncSwitch.
-func (q *Queen) FsyncOn() bool { return !q.opts.SynchronousCommitOff }
+func (q *Cluster) FsyncOn() bool { return !q.opts.SynchronousCommitOff }
 
 // FsyncValue implements FsyncSwitch.
-func (q *Queen) FsyncValue(on bool) string {
+func (q *Cluster) FsyncValue(on bool) string {
 	if on {
 		return "on"
 	}
@@ -763,21 +760,21 @@ func (q *Queen) FsyncValue(on bool) string {
 }
 
 // FsyncFlags implements FsyncSwitch.
-func (q *Queen) FsyncFlags(on bool) string { return "--synchronous-commit " + q.FsyncValue(on) }
+func (q *Cluster) FsyncFlags(on bool) string { return "--synchronous-commit " + q.FsyncValue(on) }
 
 // SetFsync implements FsyncSwitch: a clean restart of PostgreSQL (a fast
 // shutdown, its lazyfs mount synced, the setting rewritten, started
 // again); the Queen server stays up and reconnects. It returns once both
 // answer. A no-op when the setting is in force.
-func (q *Queen) SetFsync(ctx context.Context, on bool) error {
+func (q *Cluster) SetFsync(ctx context.Context, on bool) error {
 	if q.FsyncOn() == on {
 		return nil
 	}
-	if err := q.StopNode(ctx, QueenDBNode, q.Grace()); err != nil {
+	if err := q.StopNode(ctx, DBNode, q.Grace()); err != nil {
 		return fmt.Errorf("stop PostgreSQL to change synchronous_commit: %w", err)
 	}
-	if m := q.mount(QueenDBNode); m != nil {
-		if err := m.sync(ctx); err != nil {
+	if m := q.Mount(DBNode); m != nil {
+		if err := m.Sync(ctx); err != nil {
 			return err
 		}
 	}
@@ -785,20 +782,20 @@ func (q *Queen) SetFsync(ctx context.Context, on bool) error {
 	if err := q.writeSettings(); err != nil {
 		return err
 	}
-	if err := q.StartNode(ctx, QueenDBNode); err != nil {
+	if err := q.StartNode(ctx, DBNode); err != nil {
 		return err
 	}
 	return q.WaitReady(ctx, 3*time.Minute)
 }
 
-// QueenLauncher is the local Queen cluster's kind.
-type QueenLauncher struct{}
+// LocalLauncher is the local Queen cluster's kind.
+type LocalLauncher struct{}
 
 // Kind implements Launcher.
-func (QueenLauncher) Kind() string { return queenKind }
+func (LocalLauncher) Kind() string { return queenKind }
 
 // Doc implements Launcher.
-func (QueenLauncher) Doc() (string, string) {
+func (LocalLauncher) Doc() (string, string) {
 	return "A local Queen MQ server on PostgreSQL 15 (node 1: the Queen server, node 2: db)",
 		`up initializes a PostgreSQL cluster with Debian's initdb (as the user
 postgres, trust authentication, 127.0.0.1 only), creates the database
@@ -813,10 +810,10 @@ uses to drop what was not fsynced.`
 }
 
 // NewFlags implements Launcher.
-func (QueenLauncher) NewFlags() LaunchFlags { return &queenFlags{} }
+func (LocalLauncher) NewFlags() cluster.LaunchFlags { return &queenFlags{} }
 
 type queenFlags struct {
-	opts    QueenOptions
+	opts    ClusterOptions
 	syncOff string
 }
 
@@ -828,7 +825,7 @@ func (f *queenFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
 }
 
-func (f *queenFlags) Open(dir string) (Local, error) {
+func (f *queenFlags) Open(dir string) (cluster.Local, error) {
 	o := f.opts
 	o.Dir = dir
 	switch f.syncOff {
@@ -838,13 +835,13 @@ func (f *queenFlags) Open(dir string) (Local, error) {
 	default:
 		return nil, fmt.Errorf("--synchronous-commit %q: use on or off", f.syncOff)
 	}
-	return OpenQueen(o)
+	return OpenCluster(o)
 }
 
 // AfterUp switches synchronous_commit on an existing cluster when
 // --synchronous-commit asks for another value than it runs with.
-func (f *queenFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c Local, progress io.Writer) error {
-	q := c.(*Queen)
+func (f *queenFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c cluster.Local, progress io.Writer) error {
+	q := c.(*Cluster)
 	on := f.syncOff != "off"
 	if !fs.Changed("synchronous-commit") || q.FsyncOn() == on {
 		return nil

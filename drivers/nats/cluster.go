@@ -1,4 +1,4 @@
-package cluster
+package nats
 
 import (
 	"bytes"
@@ -16,14 +16,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/spf13/pflag"
 )
 
-// NATSVersion is the nats-server a local NATS cluster runs, built from the
+// Version is the nats-server a local NATS cluster runs, built from the
 // Go module proxy.
-const NATSVersion = "v2.15.2"
+const Version = "v2.15.2"
 
-// NATSOptions configure a local NATS JetStream cluster.
+// ClusterOptions configure a local NATS JetStream cluster.
 //
 // Layout of Dir:
 //
@@ -35,7 +36,7 @@ const NATSVersion = "v2.15.2"
 //
 // Node N listens on 127.0.0.1: clients at BasePort+N-1, routes at
 // BasePort+100+N-1, monitoring at BasePort+200+N-1.
-type NATSOptions struct {
+type ClusterOptions struct {
 	Dir      string
 	Nodes    int    // default 3
 	BasePort int    // default 24222
@@ -51,10 +52,10 @@ type NATSOptions struct {
 	LazyFSEntries string
 }
 
-// NATS is a local NATS JetStream cluster. Every process it stops is one it
+// Cluster is a local NATS JetStream cluster. Every process it stops is one it
 // started, found by its pid file and its command line.
-type NATS struct {
-	opts NATSOptions
+type Cluster struct {
+	opts ClusterOptions
 }
 
 type natsFile struct {
@@ -69,10 +70,10 @@ type natsFile struct {
 	LazyFSMode string `json:"lazyfs_entries,omitempty"`
 }
 
-// OpenNATS opens the cluster in opts.Dir; what cluster.json recorded wins
+// OpenCluster opens the cluster in opts.Dir; what cluster.json recorded wins
 // over opts.
-func OpenNATS(opts NATSOptions) (*NATS, error) {
-	dir, data, err := readClusterJSON(opts.Dir)
+func OpenCluster(opts ClusterOptions) (*Cluster, error) {
+	dir, data, err := cluster.ReadClusterJSON(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +99,7 @@ func OpenNATS(opts NATSOptions) (*NATS, error) {
 		opts.BasePort = 24222
 	}
 	if opts.CacheDir == "" {
-		ko := KafkaOptions{}
-		ko.defaults()
-		opts.CacheDir = ko.CacheDir
+		opts.CacheDir = cluster.DefaultCacheDir()
 	}
 	if opts.LazyFSEntries != "" && opts.LazyFSEntries != "strict" && opts.LazyFSEntries != "journal" {
 		return nil, fmt.Errorf("--lazyfs-entries %q: use strict or journal", opts.LazyFSEntries)
@@ -108,20 +107,20 @@ func OpenNATS(opts NATSOptions) (*NATS, error) {
 	if opts.Nodes < 1 || opts.Nodes > 9 {
 		return nil, fmt.Errorf("--nodes %d: give 1 to 9", opts.Nodes)
 	}
-	return &NATS{opts: opts}, nil
+	return &Cluster{opts: opts}, nil
 }
 
 // Dir is the cluster's directory.
-func (n *NATS) Dir() string { return n.opts.Dir }
+func (n *Cluster) Dir() string { return n.opts.Dir }
 
 // SyncAlways reports whether the servers fsync every write.
-func (n *NATS) SyncAlways() bool { return n.opts.SyncAlways }
+func (n *Cluster) SyncAlways() bool { return n.opts.SyncAlways }
 
 // LazyFS reports whether the store dirs are on lazyfs.
-func (n *NATS) LazyFS() bool { return n.opts.LazyFS }
+func (n *Cluster) LazyFS() bool { return n.opts.LazyFS }
 
 // Nodes implements faults.LocalCluster.
-func (n *NATS) Nodes() []int32 {
+func (n *Cluster) Nodes() []int32 {
 	ids := make([]int32, n.opts.Nodes)
 	for i := range ids {
 		ids[i] = int32(i + 1)
@@ -129,10 +128,10 @@ func (n *NATS) Nodes() []int32 {
 	return ids
 }
 
-func (n *NATS) port(id int32, offset int) int { return n.opts.BasePort + offset + int(id) - 1 }
+func (n *Cluster) port(id int32, offset int) int { return n.opts.BasePort + offset + int(id) - 1 }
 
 // Servers are the client URLs, in node order.
-func (n *NATS) Servers() []string {
+func (n *Cluster) Servers() []string {
 	var out []string
 	for _, id := range n.Nodes() {
 		out = append(out, fmt.Sprintf("nats://127.0.0.1:%d", n.port(id, 0)))
@@ -141,7 +140,7 @@ func (n *NATS) Servers() []string {
 }
 
 // MonitorURLs are the monitoring endpoints, in node order.
-func (n *NATS) MonitorURLs() []string {
+func (n *Cluster) MonitorURLs() []string {
 	var out []string
 	for _, id := range n.Nodes() {
 		out = append(out, fmt.Sprintf("http://127.0.0.1:%d", n.port(id, 200)))
@@ -149,26 +148,28 @@ func (n *NATS) MonitorURLs() []string {
 	return out
 }
 
-func (n *NATS) nodeDir(id int32) string  { return filepath.Join(n.opts.Dir, fmt.Sprintf("node%d", id)) }
-func (n *NATS) confFile(id int32) string { return filepath.Join(n.nodeDir(id), "nats.conf") }
-func (n *NATS) pidFile(id int32) string  { return filepath.Join(n.nodeDir(id), "pid") }
+func (n *Cluster) nodeDir(id int32) string {
+	return filepath.Join(n.opts.Dir, fmt.Sprintf("node%d", id))
+}
+func (n *Cluster) confFile(id int32) string { return filepath.Join(n.nodeDir(id), "nats.conf") }
+func (n *Cluster) pidFile(id int32) string  { return filepath.Join(n.nodeDir(id), "pid") }
 
 // DataDir is node id's JetStream store_dir.
-func (n *NATS) DataDir(id int32) string { return filepath.Join(n.nodeDir(id), "data") }
+func (n *Cluster) DataDir(id int32) string { return filepath.Join(n.nodeDir(id), "data") }
 
 // LogFile is node id's output.
-func (n *NATS) LogFile(id int32) string { return filepath.Join(n.nodeDir(id), "nats.log") }
+func (n *Cluster) LogFile(id int32) string { return filepath.Join(n.nodeDir(id), "nats.log") }
 
 // Binary is the nats-server this cluster runs.
-func (n *NATS) Binary() string {
-	return filepath.Join(n.opts.CacheDir, "nats-server-"+NATSVersion, "nats-server")
+func (n *Cluster) Binary() string {
+	return filepath.Join(n.opts.CacheDir, "nats-server-"+Version, "nats-server")
 }
 
 // Fetch builds nats-server from the Go module proxy, once per version.
-func (n *NATS) Fetch(ctx context.Context) error {
+func (n *Cluster) Fetch(ctx context.Context) error {
 	bin := n.Binary()
 	if out, err := exec.CommandContext(ctx, bin, "--version").Output(); err == nil &&
-		strings.Contains(string(out), strings.TrimPrefix(NATSVersion, "v")) {
+		strings.Contains(string(out), strings.TrimPrefix(Version, "v")) {
 		return nil
 	}
 	if _, err := exec.LookPath("go"); err != nil {
@@ -177,26 +178,26 @@ func (n *NATS) Fetch(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "install", "github.com/nats-io/nats-server/v2@"+NATSVersion)
+	cmd := exec.CommandContext(ctx, "go", "install", "github.com/nats-io/nats-server/v2@"+Version)
 	cmd.Dir = filepath.Dir(bin) // outside any module: only the version named counts
 	cmd.Env = append(os.Environ(), "GOBIN="+filepath.Dir(bin), "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build nats-server %s with go install: %w\n%s", NATSVersion, err, tail(out, 2000))
+		return fmt.Errorf("build nats-server %s with go install: %w\n%s", Version, err, cluster.Tail(out, 2000))
 	}
-	return syncTree(filepath.Dir(bin)) // go install does not fsync the binary
+	return cluster.SyncTree(filepath.Dir(bin)) // go install does not fsync the binary
 }
 
 // mount is node id's lazyfs mount; nil when the cluster has none.
-func (n *NATS) mount(id int32) *lazyMount {
+func (n *Cluster) Mount(id int32) *cluster.Mount {
 	if !n.opts.LazyFS {
 		return nil
 	}
-	return &lazyMount{id: id, nodeDir: n.nodeDir(id), dataDir: n.DataDir(id), binary: n.opts.LazyFSBinary,
-		upCmd: "ackcheck cluster nats up --dir " + n.opts.Dir, entries: n.opts.LazyFSEntries}
+	return &cluster.Mount{ID: id, NodeDir: n.nodeDir(id), DataDir: n.DataDir(id), Binary: n.opts.LazyFSBinary,
+		UpCmd: "ackcheck cluster nats up --dir " + n.opts.Dir, Entries: n.opts.LazyFSEntries}
 }
 
 // conf is node id's configuration.
-func (n *NATS) conf(id int32) string {
+func (n *Cluster) conf(id int32) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "server_name: %q\nlisten: \"127.0.0.1:%d\"\nhttp: \"127.0.0.1:%d\"\n", fmt.Sprintf("n%d", id), n.port(id, 0), n.port(id, 200))
 	fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n  max_memory_store: 268435456\n  max_file_store: 8589934592\n", n.DataDir(id))
@@ -217,21 +218,21 @@ func (n *NATS) conf(id int32) string {
 // Up builds nats-server if needed, writes a new cluster (once), and starts
 // every node that is not running. It returns when every node's /healthz
 // answers ok.
-func (n *NATS) Up(ctx context.Context) error {
+func (n *Cluster) Up(ctx context.Context) error {
 	if err := n.Fetch(ctx); err != nil {
 		return err
 	}
 	if err := n.create(); err != nil {
 		return err
 	}
-	if err := startNodes(ctx, n); err != nil {
+	if err := cluster.StartNodes(ctx, n); err != nil {
 		return err
 	}
 	return n.WaitReady(ctx, 90*time.Second)
 }
 
 // create writes the cluster's files, if the directory holds none yet.
-func (n *NATS) create() error {
+func (n *Cluster) create() error {
 	meta := filepath.Join(n.opts.Dir, "cluster.json")
 	if _, err := os.Stat(meta); err == nil {
 		return nil
@@ -247,12 +248,12 @@ func (n *NATS) create() error {
 	}
 	if n.opts.LazyFS && n.opts.LazyFSBinary == "" {
 		var err error
-		if n.opts.LazyFSBinary, err = lazyBinary(); err != nil {
+		if n.opts.LazyFSBinary, err = cluster.LazyBinary(); err != nil {
 			return err
 		}
 	}
 	for _, id := range n.Nodes() {
-		if err := mkdirAllDurable(n.DataDir(id), 0o755); err != nil {
+		if err := cluster.MkdirAllDurable(n.DataDir(id), 0o755); err != nil {
 			return err
 		}
 	}
@@ -261,9 +262,9 @@ func (n *NATS) create() error {
 
 // writeFiles writes every node's nats.conf and then cluster.json, each
 // durably: once cluster.json is, so is everything it describes.
-func (n *NATS) writeFiles() error {
+func (n *Cluster) writeFiles() error {
 	for _, id := range n.Nodes() {
-		if err := writeFileDurable(n.confFile(id), []byte(n.conf(id)), 0o644, nil); err != nil {
+		if err := cluster.WriteFileDurable(n.confFile(id), []byte(n.conf(id)), 0o644, nil); err != nil {
 			return err
 		}
 	}
@@ -271,11 +272,11 @@ func (n *NATS) writeFiles() error {
 }
 
 // writeClusterJSON records the cluster's options.
-func (n *NATS) writeClusterJSON() error {
-	nf := natsFile{Kind: natsKind, Version: NATSVersion, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
+func (n *Cluster) writeClusterJSON() error {
+	nf := natsFile{Kind: natsKind, Version: Version, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
 		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary, LazyFSMode: n.opts.LazyFSEntries}
 	data, _ := json.MarshalIndent(nf, "", "  ")
-	return writeFileDurable(filepath.Join(n.opts.Dir, "cluster.json"), data, 0o644, nil)
+	return cluster.WriteFileDurable(filepath.Join(n.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
 
 // SetSyncAlways switches every node's jetstream sync_interval between the
@@ -284,11 +285,11 @@ func (n *NATS) writeClusterJSON() error {
 // any, are synced (a clean shutdown keeps everything), the configuration
 // is rewritten, and the nodes start again. It returns once all are
 // healthy. A no-op when the setting is already in force.
-func (n *NATS) SetSyncAlways(ctx context.Context, always bool) error {
+func (n *Cluster) SetSyncAlways(ctx context.Context, always bool) error {
 	if n.opts.SyncAlways == always {
 		return nil
 	}
-	err := restartClean(ctx, n, 30*time.Second, "change sync_interval", func() error {
+	err := cluster.RestartClean(ctx, n, 30*time.Second, "change sync_interval", func() error {
 		n.opts.SyncAlways = always
 		return n.writeFiles()
 	})
@@ -299,43 +300,43 @@ func (n *NATS) SetSyncAlways(ctx context.Context, always bool) error {
 }
 
 // marker is what node id's command line holds: its configuration file.
-func (n *NATS) marker(id int32) string { return "-c\x00" + n.confFile(id) + "\x00" }
+func (n *Cluster) marker(id int32) string { return "-c\x00" + n.confFile(id) + "\x00" }
 
 // StartNode starts node id on its existing store, detached, and records
 // its PID. It does not wait for the node to be ready.
-func (n *NATS) StartNode(ctx context.Context, id int32) error {
+func (n *Cluster) StartNode(ctx context.Context, id int32) error {
 	if id < 1 || int(id) > n.opts.Nodes {
 		return fmt.Errorf("node %d: the cluster has nodes 1..%d", id, n.opts.Nodes)
 	}
 	if pid, _ := n.PID(id); pid != 0 {
 		return fmt.Errorf("node %d already runs as PID %d", id, pid)
 	}
-	if m := n.mount(id); m != nil {
-		if err := m.check(ctx); err != nil {
+	if m := n.Mount(id); m != nil {
+		if err := m.Check(ctx); err != nil {
 			return err
 		}
 	}
 	cmd := exec.Command(n.Binary(), "-c", n.confFile(id))
 	cmd.Dir = n.nodeDir(id)
-	return startDetached(cmd, n.LogFile(id), n.pidFile(id), fmt.Sprintf("node %d", id))
+	return cluster.StartDetached(cmd, n.LogFile(id), n.pidFile(id), fmt.Sprintf("node %d", id))
 }
 
 // PID is node id's running nats-server, 0 if it does not run.
-func (n *NATS) PID(id int32) (int, error) { return pidFrom(n.pidFile(id), n.marker(id)) }
+func (n *Cluster) PID(id int32) (int, error) { return cluster.PIDFrom(n.pidFile(id), n.marker(id)) }
 
 // Signal sends sig to node id. It fails if the node does not run.
-func (n *NATS) Signal(id int32, sig syscall.Signal) (int, error) {
-	return signalPIDFile(n.pidFile(id), n.marker(id), fmt.Sprintf("node %d", id), sig)
+func (n *Cluster) Signal(id int32, sig syscall.Signal) (int, error) {
+	return cluster.SignalPIDFile(n.pidFile(id), n.marker(id), fmt.Sprintf("node %d", id), sig)
 }
 
 // StopNode stops node id with SIGTERM, SIGKILL after grace, and waits for
 // it to be gone.
-func (n *NATS) StopNode(ctx context.Context, id int32, grace time.Duration) error {
-	return stopPIDFile(ctx, n.pidFile(id), n.marker(id), grace)
+func (n *Cluster) StopNode(ctx context.Context, id int32, grace time.Duration) error {
+	return cluster.StopPIDFile(ctx, n.pidFile(id), n.marker(id), grace)
 }
 
 // Down stops every node, then unmounts their lazyfs store dirs, if any.
-func (n *NATS) Down(ctx context.Context) error { return stopNodes(ctx, n, 30*time.Second) }
+func (n *Cluster) Down(ctx context.Context) error { return cluster.StopNodes(ctx, n, 30*time.Second) }
 
 // Healthy asks node id's /healthz whether the server accepts clients and
 // its JetStream meta layer has a leader and is current with it
@@ -344,7 +345,7 @@ func (n *NATS) Down(ctx context.Context) error { return stopNodes(ctx, n, 30*tim
 // from being ready, or from being switched to another sync_interval.
 // (js-server-only would not do: it answers OK before the meta layer has
 // elected a leader, and a stream created then times out.)
-func (n *NATS) Healthy(ctx context.Context, id int32) error {
+func (n *Cluster) Healthy(ctx context.Context, id int32) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz?js-meta-only=true", n.port(id, 200)), nil)
@@ -363,13 +364,13 @@ func (n *NATS) Healthy(ctx context.Context, id int32) error {
 
 // WaitReady returns once every node is healthy, or with what the log of a
 // node that died or stayed unhealthy says.
-func (n *NATS) WaitReady(ctx context.Context, timeout time.Duration) error {
+func (n *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, id := range n.Nodes() {
 		for {
 			if pid, _ := n.PID(id); pid == 0 {
 				data, _ := os.ReadFile(n.LogFile(id))
-				return fmt.Errorf("node %d does not run; the end of %s says:\n%s", id, n.LogFile(id), tail(data, 2000))
+				return fmt.Errorf("node %d does not run; the end of %s says:\n%s", id, n.LogFile(id), cluster.Tail(data, 2000))
 			}
 			err := n.Healthy(ctx, id)
 			if err == nil {
@@ -389,25 +390,27 @@ func (n *NATS) WaitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 // DataDirInode implements faults.LocalCluster.
-func (n *NATS) DataDirInode(id int32) (uint64, error) {
-	return dataDirInode(n.mount(id), n.DataDir(id))
+func (n *Cluster) DataDirInode(id int32) (uint64, error) {
+	return cluster.DataDirInode(n.Mount(id), n.DataDir(id))
 }
 
 // CanLoseUnsynced reports whether node id's store is on lazyfs.
-func (n *NATS) CanLoseUnsynced(id int32) error { return canLose(n.mount(id), n.opts.Dir, "nats") }
+func (n *Cluster) CanLoseUnsynced(id int32) error {
+	return cluster.CanLoseOnMount(n.Mount(id), n.opts.Dir, "nats")
+}
 
 // LoseUnsynced makes node id's store lose every write not fsynced. The
 // node must be dead.
-func (n *NATS) LoseUnsynced(ctx context.Context, id int32) (string, error) {
+func (n *Cluster) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	pid, err := n.PID(id)
 	if err != nil {
 		return "", err
 	}
-	return loseUnsynced(ctx, n.mount(id), n.opts.Dir, pid)
+	return cluster.LoseOnMount(ctx, n.Mount(id), n.opts.Dir, pid)
 }
 
-// NATSNodeStatus is one node as Status sees it.
-type NATSNodeStatus struct {
+// ClusterNodeStatus is one node as Status sees it.
+type ClusterNodeStatus struct {
 	ID        int32  `json:"id"`
 	PID       int    `json:"pid"`
 	Server    string `json:"server"`
@@ -418,12 +421,12 @@ type NATSNodeStatus struct {
 }
 
 // Status reports each node's PID, addresses and health.
-func (n *NATS) Status(ctx context.Context) []NATSNodeStatus {
-	var out []NATSNodeStatus
+func (n *Cluster) Status(ctx context.Context) []ClusterNodeStatus {
+	var out []ClusterNodeStatus
 	servers, mons := n.Servers(), n.MonitorURLs()
 	for i, id := range n.Nodes() {
 		pid, _ := n.PID(id)
-		s := NATSNodeStatus{ID: id, PID: pid, Server: servers[i], Monitor: mons[i]}
+		s := ClusterNodeStatus{ID: id, PID: pid, Server: servers[i], Monitor: mons[i]}
 		if pid != 0 {
 			if err := n.Healthy(ctx, id); err != nil {
 				s.Health = err.Error()
@@ -431,8 +434,8 @@ func (n *NATS) Status(ctx context.Context) []NATSNodeStatus {
 				s.Healthy = true
 			}
 		}
-		if m := n.mount(id); m != nil {
-			s.LazyFSPID = m.pid()
+		if m := n.Mount(id); m != nil {
+			s.LazyFSPID = m.PID()
 		}
 		out = append(out, s)
 	}
@@ -442,44 +445,44 @@ func (n *NATS) Status(ctx context.Context) []NATSNodeStatus {
 const natsKind = "nats"
 
 // Grace implements Local: a node has 30 s to stop cleanly.
-func (n *NATS) Grace() time.Duration { return 30 * time.Second }
+func (n *Cluster) Grace() time.Duration { return 30 * time.Second }
 
 // ClientFlags implements Local.
-func (n *NATS) ClientFlags() []Flag {
-	return []Flag{{"servers", strings.Join(n.Servers(), ",")}, {"monitor-urls", strings.Join(n.MonitorURLs(), ",")}}
+func (n *Cluster) ClientFlags() []cluster.Flag {
+	return []cluster.Flag{{Name: "servers", Value: strings.Join(n.Servers(), ",")}, {Name: "monitor-urls", Value: strings.Join(n.MonitorURLs(), ",")}}
 }
 
 // Health implements Local: a node is healthy when its /healthz answers ok
 // (which needs every stream replica on it to be current).
-func (n *NATS) Health(ctx context.Context) []NodeStatus {
-	var out []NodeStatus
+func (n *Cluster) Health(ctx context.Context) []cluster.NodeStatus {
+	var out []cluster.NodeStatus
 	for _, s := range n.Status(ctx) {
 		health := s.Health
 		if s.PID == 0 {
 			health = "not running"
 		}
-		out = append(out, NodeStatus{ID: s.ID, PID: s.PID, Healthy: s.Healthy, Health: health, LazyFS: n.LazyFS(), LazyFSPID: s.LazyFSPID,
-			Endpoints: []Endpoint{{"server", s.Server}, {"monitor", s.Monitor}}})
+		out = append(out, cluster.NodeStatus{ID: s.ID, PID: s.PID, Healthy: s.Healthy, Health: health, LazyFS: n.LazyFS(), LazyFSPID: s.LazyFSPID,
+			Endpoints: []cluster.Endpoint{{Name: "server", Addr: s.Server}, {Name: "monitor", Addr: s.Monitor}}})
 	}
 	return out
 }
 
-var _ FsyncSwitch = (*NATS)(nil)
+var _ cluster.FsyncSwitch = (*Cluster)(nil)
 
 // FsyncSetting implements FsyncSwitch.
-func (n *NATS) FsyncSetting() string { return "jetstream sync_interval" }
+func (n *Cluster) FsyncSetting() string { return "jetstream sync_interval" }
 
 // FsyncOn implements FsyncSwitch: sync_interval is always.
-func (n *NATS) FsyncOn() bool { return n.SyncAlways() }
+func (n *Cluster) FsyncOn() bool { return n.SyncAlways() }
 
 // SetFsync implements FsyncSwitch.
-func (n *NATS) SetFsync(ctx context.Context, on bool) error { return n.SetSyncAlways(ctx, on) }
+func (n *Cluster) SetFsync(ctx context.Context, on bool) error { return n.SetSyncAlways(ctx, on) }
 
 // FsyncValue implements FsyncSwitch.
-func (n *NATS) FsyncValue(on bool) string { return natsSyncValue(on) }
+func (n *Cluster) FsyncValue(on bool) string { return natsSyncValue(on) }
 
 // FsyncFlags implements FsyncSwitch.
-func (n *NATS) FsyncFlags(on bool) string { return "--sync " + natsSyncValue(on) }
+func (n *Cluster) FsyncFlags(on bool) string { return "--sync " + natsSyncValue(on) }
 
 func natsSyncValue(always bool) string {
 	if always {
@@ -488,16 +491,16 @@ func natsSyncValue(always bool) string {
 	return "default"
 }
 
-// NATSLauncher is the local NATS JetStream cluster's kind.
-type NATSLauncher struct{}
+// LocalLauncher is the local NATS JetStream cluster's kind.
+type LocalLauncher struct{}
 
 // Kind implements Launcher.
-func (NATSLauncher) Kind() string { return natsKind }
+func (LocalLauncher) Kind() string { return natsKind }
 
 // Doc implements Launcher.
-func (NATSLauncher) Doc() (string, string) {
-	return "A local NATS JetStream cluster (nats-server " + NATSVersion + ", 3 nodes by default)",
-		`up builds nats-server ` + NATSVersion + ` from the Go module proxy with go install (once,
+func (LocalLauncher) Doc() (string, string) {
+	return "A local NATS JetStream cluster (nats-server " + Version + ", 3 nodes by default)",
+		`up builds nats-server ` + Version + ` from the Go module proxy with go install (once,
 into a cache outside any repository), writes each node's nats.conf, and
 starts the nodes on 127.0.0.1 with their own ports, store dirs, logs and PID
 files under --dir. It returns once every node's /healthz answers ok.
@@ -510,10 +513,10 @@ power-loss fault uses to drop what the node had not fsynced.`
 }
 
 // NewFlags implements Launcher.
-func (NATSLauncher) NewFlags() LaunchFlags { return &natsFlags{} }
+func (LocalLauncher) NewFlags() cluster.LaunchFlags { return &natsFlags{} }
 
 type natsFlags struct {
-	opts NATSOptions
+	opts ClusterOptions
 	sync string
 }
 
@@ -525,7 +528,7 @@ func (f *natsFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (a directory change is durable only once its directory is fsynced; lazyfs's default) or journal (any fsync commits every change, as ext4 and XFS do)")
 }
 
-func (f *natsFlags) Open(dir string) (Local, error) {
+func (f *natsFlags) Open(dir string) (cluster.Local, error) {
 	o := f.opts
 	o.Dir = dir
 	switch f.sync {
@@ -535,13 +538,13 @@ func (f *natsFlags) Open(dir string) (Local, error) {
 	default:
 		return nil, fmt.Errorf("--sync %q: use default or always", f.sync)
 	}
-	return OpenNATS(o)
+	return OpenCluster(o)
 }
 
 // AfterUp switches sync_interval on an existing cluster when --sync asks
 // for another value than it runs with.
-func (f *natsFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c Local, progress io.Writer) error {
-	n := c.(*NATS)
+func (f *natsFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c cluster.Local, progress io.Writer) error {
+	n := c.(*Cluster)
 	want := f.sync == "always"
 	if !fs.Changed("sync") || n.SyncAlways() == want {
 		return nil
