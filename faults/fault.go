@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"syscall"
+	"sync"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -20,34 +20,64 @@ type Env struct {
 
 // fault is one action applied to one kind of target, in the manner of
 // etcd's robustness failpoints: it says before the load whether it can run
-// where it is scheduled (available), and does its work when it fires.
+// where it is scheduled (available), picks its target when it is due, and
+// does its own work. Its undo is its own too (undoer): every change it
+// makes is journaled, before it is made, as an Undo whose kind names the
+// fault that puts it back.
+//
+// The Injector around it only dispatches (in schedule order, each action
+// after the earlier ones on the same nodes), records, journals and times;
+// it never knows what an action does.
 type fault interface {
 	// available reports what would stop st from running in env, checked
 	// without applying anything; nil when it can run.
 	available(ctx context.Context, env Env, st Step) error
-	// fire resolves st's target now, in schedule order, without waiting on
-	// any node, and returns the plan that applies it.
-	fire(ctx context.Context, in *Injector, st Step, rec Record) plan
+	// pick chooses, at st's due time and in schedule order, the nodes the
+	// fault acts on. It never waits on a node: a target by ID or name
+	// reads nothing, one by role reads the topology with a bound
+	// (targets.resolve). An error means the step is skipped, with why.
+	pick(ctx context.Context, t *targets, env Env, st Step, rec *Record) (picked, error)
+	// apply does the work now, on what pick chose, filling rec with what it
+	// measured. It returns the progress line's detail on success.
+	apply(ctx context.Context, w *world, st Step, on picked, rec *Record) (string, error)
+}
+
+// picked is what a fault chose to act on when it was due.
+type picked struct {
+	// nodes are the nodes the action touches: it runs after the earlier
+	// actions on them, and, for an action that takes nodes away, these
+	// are the nodes whose recovery is watched.
+	nodes []int32
+	// before is the newest topology read before the fault, for the
+	// recovery watch; nil when none was read.
+	before *drivers.Topology
+}
+
+// undoer puts back one kind of change a fault journaled. Every undo is
+// idempotent: applying it when the change is already undone changes
+// nothing, so a heal may run again after a failure or a crash.
+type undoer interface {
+	undo(ctx context.Context, w *world, u Undo) error
 }
 
 // faultOf is the fault a step schedules.
 func faultOf(st Step) (fault, error) {
 	switch st.Action {
 	case Kill:
-		return kill{}, nil
+		return onNode{kill{}}, nil
 	case Stop:
-		return stop{}, nil
+		return onNode{stop{}}, nil
 	case Pause:
-		return pause{}, nil
+		return onNode{pause{}}, nil
 	case Resume:
-		return resume{}, nil
+		return onNode{resume{}}, nil
 	case Restart:
-		return restart{}, nil
+		return onNode{restart{}}, nil
 	case PowerLoss:
 		if st.Target.Kind == All {
 			return powerLossAll{}, nil
 		}
-		return powerLossNode{}, nil
+		return onNode{powerLossNode{}}, nil
 	case FsyncOn, FsyncOff:
 		switch st.Target.Kind {
 		case Topic:
@@ -63,258 +93,103 @@ func faultOf(st Step) (fault, error) {
 	return nil, fmt.Errorf("unknown action %q", st.Action)
 }
 
-// nodeAction is what a fault on one node does to it.
-type nodeAction interface {
-	act(ctx context.Context, in *Injector, node int32, rec *Record) error
+// undoerOf is the fault that owns an undo of kind k.
+func undoerOf(k UndoKind) (undoer, error) {
+	switch k {
+	case UndoResume:
+		return pause{}, nil
+	case UndoStart:
+		return takeDown{}, nil
+	case UndoTopicConfig:
+		return fsyncTopic{}, nil
+	case UndoNodeConfig:
+		return fsyncBrokers{}, nil
+	case UndoSwitch:
+		return switchMode{}, nil
+	}
+	return nil, fmt.Errorf("unknown undo %q: the heal journal was written by a newer ackcheck; heal with that one", k)
 }
 
-// The faults on one node, its target chosen when it fires.
-type (
-	kill          struct{} // SIGKILL
-	stop          struct{} // SIGTERM, waited for
-	pause         struct{} // SIGSTOP
-	resume        struct{} // SIGCONT
-	restart       struct{} // start again on the same data
-	powerLossNode struct{} // SIGKILL and lose what was not fsynced
+// world is what a fault acts on and through while it fires or is undone:
+// the nodes and the driver, the journal each undo goes to before its
+// change is made, and the node states that tell a death a fault caused
+// from one nobody asked for.
+type world struct {
+	Env
+	topic   string
+	journal *Journal
+	states  *nodeStates
+	// read reads the topic's topology with a bound of its own
+	// (targets.read); every successful read also feeds the target cache.
+	read func(ctx context.Context) (drivers.Topology, error)
+	logf func(format string, args ...any)
+}
+
+// needNodes is the error of an action or undo on nodes when there are
+// none to act on.
+func (w *world) needNodes() error {
+	if w.Nodes == nil {
+		return fmt.Errorf("no cluster to act on: give --cluster-dir or --cluster-file")
+	}
+	return nil
+}
+
+// waitPID waits briefly for a just-started node's process to show.
+func (w *world) waitPID(ctx context.Context, node int32) int {
+	for i := 0; i < 50; i++ {
+		if pid, _ := w.Nodes.PID(ctx, node); pid != 0 {
+			return pid
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return 0
+}
+
+// nodeState is what the faults did to a node last: up, down or paused.
+// A node that dies while its state is not down died unasked.
+type nodeState uint8
+
+const (
+	nodeUp nodeState = iota
+	nodeDown
+	nodePaused
 )
 
-func (f kill) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	return in.onNode(ctx, st, rec, f)
-}
-func (f stop) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	return in.onNode(ctx, st, rec, f)
-}
-func (f pause) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	return in.onNode(ctx, st, rec, f)
-}
-func (f resume) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	return in.onNode(ctx, st, rec, f)
-}
-func (f restart) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	return in.onNode(ctx, st, rec, f)
-}
-func (f powerLossNode) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	return in.onNode(ctx, st, rec, f)
+// nodeStates holds each node's state (per node):
+//
+//	up --kill/stop/power-loss--> down --restart/start--> up
+//	up --pause-->                paused --resume--> up
+//
+// A fault sets a node down before its signal, so that the death it
+// causes is expected; a heal brings every node back to up.
+type nodeStates struct {
+	mu sync.Mutex
+	m  map[int32]nodeState
 }
 
-func (kill) available(ctx context.Context, env Env, st Step) error    { return nodeAvailable(env, st) }
-func (stop) available(ctx context.Context, env Env, st Step) error    { return nodeAvailable(env, st) }
-func (pause) available(ctx context.Context, env Env, st Step) error   { return nodeAvailable(env, st) }
-func (resume) available(ctx context.Context, env Env, st Step) error  { return nodeAvailable(env, st) }
-func (restart) available(ctx context.Context, env Env, st Step) error { return nodeAvailable(env, st) }
-
-// available: the node, or every node a role may pick, can lose what it
-// had not fsynced.
-func (powerLossNode) available(ctx context.Context, env Env, st Step) error {
-	if err := nodeAvailable(env, st); err != nil {
-		return err
-	}
-	ids := env.Nodes.IDs()
-	switch st.Target.Kind {
-	case Node:
-		ids = []int32{st.Target.Node}
-	case Named:
-		id, _ := nodeNamed(env.Nodes, st.Target.Name)
-		ids = []int32{id}
-	}
-	return canLoseUnsynced(env.Nodes, ids)
-}
-
-// nodeAvailable: there are nodes to act on, and a node named by ID is one
-// of them.
-func nodeAvailable(env Env, st Step) error {
-	if env.Nodes == nil {
-		return fmt.Errorf("it needs the cluster it acts on: pass --cluster-dir of a local cluster or --cluster-file")
-	}
-	if st.Target.Kind == Node && !slices.Contains(env.Nodes.IDs(), st.Target.Node) {
-		return fmt.Errorf("node %d is not one of the nodes %s describes (%v)", st.Target.Node, env.Nodes.Where(), env.Nodes.IDs())
-	}
-	if st.Target.Kind == Named {
-		if _, err := nodeNamed(env.Nodes, st.Target.Name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func canLoseUnsynced(nodes Nodes, ids []int32) error {
-	pl, ok := nodes.(PowerLosser)
-	if !ok {
-		return fmt.Errorf("these nodes (%s) cannot lose unsynced writes: start the local cluster with --lazyfs, or give each node a lose_command in the cluster file", nodes.Where())
-	}
+func newNodeStates(ids []int32) *nodeStates {
+	s := &nodeStates{m: map[int32]nodeState{}}
 	for _, id := range ids {
-		if err := pl.CanLoseUnsynced(id); err != nil {
-			return err
-		}
+		s.m[id] = nodeUp
 	}
-	return nil
+	return s
 }
 
-func (kill) act(ctx context.Context, in *Injector, node int32, rec *Record) error {
-	return in.takeDown(ctx, Kill, node, rec, func() (int, error) { return in.Nodes.Signal(ctx, node, syscall.SIGKILL) })
+func (s *nodeStates) set(st nodeState, ids ...int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.m[id] = st
+	}
 }
 
-func (stop) act(ctx context.Context, in *Injector, node int32, rec *Record) error {
-	return in.takeDown(ctx, Stop, node, rec, func() (int, error) {
-		pid, _ := in.Nodes.PID(ctx, node)
-		return pid, in.Nodes.Stop(ctx, node, 30*time.Second)
-	})
-}
-
-func (pause) act(ctx context.Context, in *Injector, node int32, rec *Record) error {
-	id, err := in.Journal.Add(Undo{Kind: UndoResume, Node: node, Why: fmt.Sprintf("pause of node %d", node)})
-	if err != nil {
-		return err
-	}
-	if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGSTOP); err != nil {
-		in.Journal.Done(id)
-		return err
-	}
-	in.setState(node, nodePaused)
-	return nil
-}
-
-func (resume) act(ctx context.Context, in *Injector, node int32, rec *Record) error {
-	var err error
-	if rec.PID, err = in.Nodes.Signal(ctx, node, syscall.SIGCONT); err != nil {
-		return err
-	}
-	in.setState(node, nodeUp)
-	if id, ok := in.Journal.Find(UndoResume, node); ok {
-		return in.Journal.Done(id)
-	}
-	return nil
-}
-
-func (restart) act(ctx context.Context, in *Injector, node int32, rec *Record) error {
-	if pid, _ := in.Nodes.PID(ctx, node); pid != 0 {
-		return fmt.Errorf("node %d still runs as PID %d: nothing to restart", node, pid)
-	}
-	if err := in.Nodes.Start(ctx, node); err != nil {
-		return err
-	}
-	rec.PID = in.waitPID(ctx, node)
-	in.setState(node, nodeUp)
-	if id, ok := in.Journal.Find(UndoStart, node); ok {
-		return in.Journal.Done(id)
-	}
-	return nil
-}
-
-func (powerLossNode) act(ctx context.Context, in *Injector, node int32, rec *Record) error {
-	return in.powerLoss(ctx, []int32{node}, rec)
-}
-
-// powerLossAll cuts the power of every node at once.
-type powerLossAll struct{}
-
-func (powerLossAll) available(ctx context.Context, env Env, st Step) error {
-	if err := nodeAvailable(env, st); err != nil {
-		return err
-	}
-	return canLoseUnsynced(env.Nodes, env.Nodes.IDs())
-}
-
-func (powerLossAll) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	if in.Nodes == nil {
-		rec.Result, rec.Error = Skipped, "no cluster to act on: give --cluster-dir or --cluster-file"
-		in.add(rec)
-		return plan{rec: rec}
-	}
-	ids := in.Nodes.IDs()
-	before := in.cachedBefore()
-	return plan{rec: rec, nodes: ids, act: func(ctx context.Context, rec Record) Record {
-		rec.At = time.Now()
-		err := in.powerLoss(ctx, ids, &rec)
-		if err != nil {
-			rec.Result, rec.Error = Failed, err.Error()
-			in.logf("fault power-loss all failed: %v", err)
-		} else {
-			rec.Result = Applied
-			in.logf("fault power-loss all: nodes %v lost what they had not fsynced and started again%s", ids, slipText(rec))
-		}
-		i := in.add(rec)
-		if err == nil && in.Driver != nil {
-			in.watch(ctx, i, ids, before)
-		}
-		return rec
-	}}
-}
-
-// fsyncTopic switches a topic's fsync-before-ack through the admin API.
-type fsyncTopic struct{}
-
-func (fsyncTopic) available(ctx context.Context, env Env, st Step) error {
-	if _, ok := env.Driver.(drivers.TopicConfigurer); !ok {
-		return fmt.Errorf("the %s driver cannot change topic settings; use fsync-on brokers", env.Driver.Name())
-	}
-	return nil
-}
-
-func (fsyncTopic) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	return plan{rec: rec, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.fsyncTopic) }}
-}
-
-// fsyncBrokers switches every node's configuration file and restarts the
-// nodes one at a time.
-type fsyncBrokers struct{}
-
-// available: the broker has a configuration-file fsync setting, and each
-// node's configuration file can be read.
-func (fsyncBrokers) available(ctx context.Context, env Env, st Step) error {
-	if err := nodeAvailable(env, st); err != nil {
-		return err
-	}
-	ce, ok := env.Nodes.(ConfigEditor)
-	if !ok {
-		return fmt.Errorf("it edits each node's configuration file: describe the nodes in a cluster file with config_file")
-	}
-	if env.ConfigFsync == nil {
-		return fmt.Errorf("the %s driver knows no fsync setting in its servers' configuration files", env.Driver.Name())
-	}
-	for _, id := range env.Nodes.IDs() {
-		if _, err := ce.ReadConfig(ctx, id); err != nil {
-			return fmt.Errorf("node %d: its configuration file cannot be read: %w", id, err)
-		}
-	}
-	return nil
-}
-
-func (fsyncBrokers) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	var ids []int32
-	if in.Nodes != nil {
-		ids = in.Nodes.IDs() // a rolling restart: after every earlier action on any node
-	}
-	return plan{rec: rec, nodes: ids, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.fsyncBrokers) }}
-}
-
-// switchMode turns a broker-wide mode on or off through the broker's own
-// API (drivers.Switcher), journaling the mode's value first.
-type switchMode struct{}
-
-func (switchMode) available(ctx context.Context, env Env, st Step) error {
-	name, _, _ := st.Action.Switch()
-	sw, ok := env.Driver.(drivers.Switcher)
-	if !ok {
-		return fmt.Errorf("the %s driver has no broker-wide modes to switch", env.Driver.Name())
-	}
-	if !slices.Contains(sw.Switches(), name) {
-		return fmt.Errorf("the %s driver has no mode %q (it has %v)", env.Driver.Name(), name, sw.Switches())
-	}
-	return nil
-}
-
-// fire orders the switch after every earlier action on any node: the
-// mode is switched through the broker's API, which a node still being
-// stopped or restarted by an earlier step cannot answer (CI: Queen's
-// maintenance-off at 20 s, due while the server's restart from 14 s was
-// still waiting for its clean stop, failed with "connection refused" and
-// left maintenance mode on). Such a switch fires late, and its record
-// says how late (Due), rather than failing on time.
-func (switchMode) fire(ctx context.Context, in *Injector, st Step, rec Record) plan {
-	var ids []int32
-	if in.Nodes != nil {
-		ids = in.Nodes.IDs()
-	}
-	return plan{rec: rec, nodes: ids, act: func(ctx context.Context, rec Record) Record { return in.fsyncRecord(ctx, st, rec, in.switchMode) }}
+// are reports whether every node in ids is in state st.
+func (s *nodeStates) are(st nodeState, ids ...int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !slices.ContainsFunc(ids, func(id int32) bool { return s.m[id] != st })
 }

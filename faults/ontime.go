@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -69,10 +70,57 @@ func (c *topoCache) get() (drivers.Topology, time.Time, bool) {
 	return c.t, c.asOf, c.ok
 }
 
+// targets is what faults pick their targets from when they are due: the
+// topic's topology, read in advance into a cache and bounded at the due
+// time, and the node the previous step picked ("previous").
+type targets struct {
+	driver drivers.Driver // nil: no topology to read
+	topic  string
+	// wait bounds how long a target chosen by role waits for a fresh read
+	// at its due time (Injector.ResolveWait).
+	wait  time.Duration
+	cache topoCache
+
+	mu   sync.Mutex
+	prev int32 // -1: no step picked a node yet
+}
+
+func newTargets(d drivers.Driver, topic string, wait time.Duration) *targets {
+	return &targets{driver: d, topic: topic, wait: wait, prev: -1}
+}
+
+func (t *targets) previous() int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.prev
+}
+
+func (t *targets) setPrevious(node int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.prev = node
+}
+
+// read reads the topic's topology with a short deadline of its own. Every
+// successful read also fills the cache.
+func (t *targets) read(ctx context.Context) (drivers.Topology, error) {
+	if t.driver == nil {
+		return drivers.Topology{}, errors.New("no driver to read the topology from")
+	}
+	tctx, cancel := context.WithTimeout(ctx, topologyTimeout)
+	defer cancel()
+	start := time.Now()
+	topo, err := t.driver.Topology(tctx, t.topic)
+	if err == nil {
+		t.cache.put(topo, start)
+	}
+	return topo, err
+}
+
 // prefetch reads the topology at each of prefetchLeads before due, each
 // read on its own goroutine, until ctx ends. The reads fill the cache.
-func (in *Injector) prefetch(ctx context.Context, due time.Time, wg *sync.WaitGroup) {
-	if in.Driver == nil {
+func (t *targets) prefetch(ctx context.Context, due time.Time, wg *sync.WaitGroup) {
+	if t.driver == nil {
 		return
 	}
 	wg.Add(1)
@@ -94,30 +142,30 @@ func (in *Injector) prefetch(ctx context.Context, due time.Time, wg *sync.WaitGr
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				in.topology(ctx) //nolint:errcheck // fills the cache or not
+				t.read(ctx) //nolint:errcheck // fills the cache or not
 			}()
 		}
 	}()
 }
 
-// resolveTopology is the topology a target chosen by role is resolved
-// from at the moment it is due: a read started now if it answers within
-// ResolveWait, else the newest read in the cache. Only when nothing was
-// ever read does it wait for the fresh read to its deadline. age is how
-// long before now the topology's read began.
-func (in *Injector) resolveTopology(ctx context.Context) (t drivers.Topology, age time.Duration, err error) {
-	type read struct {
+// resolve is the topology a target chosen by role is resolved from at
+// the moment it is due: a read started now if it answers within wait,
+// else the newest read in the cache. Only when nothing was ever read does
+// it wait for the fresh read to its deadline. age is how long before now
+// the topology's read began.
+func (t *targets) resolve(ctx context.Context) (topo drivers.Topology, age time.Duration, err error) {
+	type result struct {
 		t     drivers.Topology
 		start time.Time
 		err   error
 	}
-	ch := make(chan read, 1)
+	ch := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		t, err := in.topology(ctx)
-		ch <- read{t, start, err}
+		topo, err := t.read(ctx)
+		ch <- result{topo, start, err}
 	}()
-	wait := time.NewTimer(in.ResolveWait)
+	wait := time.NewTimer(t.wait)
 	defer wait.Stop()
 	select {
 	case r := <-ch:
@@ -127,8 +175,8 @@ func (in *Injector) resolveTopology(ctx context.Context) (t drivers.Topology, ag
 		err = r.err
 	case <-wait.C:
 	}
-	if t, asOf, ok := in.cache.get(); ok {
-		return t, time.Since(asOf), nil
+	if topo, asOf, ok := t.cache.get(); ok {
+		return topo, time.Since(asOf), nil
 	}
 	if err != nil {
 		return drivers.Topology{}, 0, err
@@ -140,20 +188,11 @@ func (in *Injector) resolveTopology(ctx context.Context) (t drivers.Topology, ag
 // cachedBefore is the newest topology read before a fault that takes
 // nodes away, for the recovery watch; nil when none was read. It never
 // waits.
-func (in *Injector) cachedBefore() *drivers.Topology {
-	if t, _, ok := in.cache.get(); ok {
-		return &t
+func (t *targets) cachedBefore() *drivers.Topology {
+	if topo, _, ok := t.cache.get(); ok {
+		return &topo
 	}
 	return nil
-}
-
-// plan is a step resolved at its due time: the record so far, the nodes
-// its action touches, and the action. act nil: the step is already
-// recorded (skipped or failed while resolving).
-type plan struct {
-	rec   Record
-	nodes []int32
-	act   func(ctx context.Context, rec Record) Record
 }
 
 // chain orders the actions on each node: an action waits for the earlier
@@ -181,27 +220,35 @@ func (c *chain) join(nodes []int32) (prev []chan struct{}, done func()) {
 	return prev, func() { close(ch) }
 }
 
-// dispatch resolves st now and starts its action on its own goroutine,
-// after the earlier actions on the same nodes. due is when the schedule
-// wanted it (zero for a step applied outside a schedule). The returned
-// channel yields the final record.
+// dispatch picks st's target now and starts its action on its own
+// goroutine, after the earlier actions on the same nodes. due is when the
+// schedule wanted it (zero for a step applied outside a schedule). The
+// returned channel yields the final record.
 func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, wg *sync.WaitGroup) <-chan Record {
 	out := make(chan Record, 1)
 	rec := Record{Action: st.Action, Target: st.Target.String(), Node: -1,
-		At: time.Now(), Due: due, Expect: in.expectation(st.Action)}
+		At: time.Now(), Due: due, Expect: st.Action.Expectation()}
+	if in.Expect != nil {
+		if e := in.Expect(st.Action); e != "" {
+			rec.Expect = e
+		}
+	}
 	f, err := faultOf(st)
 	if err != nil {
 		rec.Result, rec.Error = Failed, err.Error()
-		in.add(rec)
+		in.log.add(rec)
 		out <- rec
 		return out
 	}
-	p := f.fire(ctx, in, st, rec)
-	if p.act == nil {
-		out <- p.rec
+	on, err := f.pick(ctx, in.targets, in.w.Env, st, &rec)
+	if err != nil {
+		rec.Result, rec.Error = Skipped, err.Error()
+		in.w.logf("fault %s %s skipped: %s", st.Action, st.Target, err)
+		in.log.add(rec)
+		out <- rec
 		return out
 	}
-	prev, done := in.chain.join(p.nodes)
+	prev, done := in.chain.join(on.nodes)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -213,13 +260,13 @@ func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, wg *sy
 			}
 		}
 		if ctx.Err() != nil {
-			r := p.rec
+			r := rec
 			r.Result, r.Error = Skipped, "the run ended while an earlier fault on the same node was still acting"
-			in.add(r)
+			in.log.add(r)
 			out <- r
 			return
 		}
-		out <- p.act(ctx, p.rec)
+		out <- in.apply(ctx, f, st, on, rec)
 	}()
 	return out
 }

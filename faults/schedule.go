@@ -154,3 +154,6 @@ func ParseSchedule(s string) ([]Step, error) {
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].At < steps[j].At })
 	return steps, nil
 }
+
+// String is the action's name as a schedule writes it.
+func (a Action) String() string { return string(a) }
