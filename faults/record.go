@@ -22,10 +22,6 @@ const (
 	Observed Result = "observed"
 )
 
-// UnexpectedDeath is the action of a Record that says a node's process
-// vanished while no fault had taken it down; it fails the verdict.
-const UnexpectedDeath Action = "unexpected-death"
-
 // SlipNote is the slip (At after Due) above which reports print both
 // times, and SlipWarn the one above which the verdict warns that the run
 // was a different experiment from the one scheduled.

@@ -240,7 +240,7 @@ func (r *rejoin) evidence() string {
 func (w *world) watchRecovery(ctx context.Context, poll time.Duration, rec Record, nodes []int32, before *drivers.Topology, stamp func(func(*Record))) {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	rj := newRejoin(nodes, rec.Action.replacesProcess(), before)
+	rj := newRejoin(nodes, rec.Action.ReplacesProcess(), before)
 	var readyAt, inSyncAt time.Time
 	for readyAt.IsZero() || inSyncAt.IsZero() {
 		select {

@@ -178,7 +178,7 @@ func runEmbeddedDemo(cmd *cobra.Command, o demoOptions) error {
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Progress: out, ProgressEvery: 5 * time.Second, Live: isTerminal(os.Stdout),
 		Faults: &runner.FaultPlan{Nodes: nodes, Steps: sc.Steps(), RecoveryTimeout: 30 * time.Second,
-			Expect: func(a faults.Action) string { _, e := kafka.Profile{}.Expect(drivers.Scenario(a), d); return e },
+			Expect: faults.ExpectFrom(kafka.Profile{}, d),
 			Notes:  []string{embeddedLabel}},
 		Abort: abortOf(cmd.Context()),
 	}

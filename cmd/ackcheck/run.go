@@ -172,7 +172,7 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	if len(steps) > 0 || fsync != nil {
 		p := r.profile
 		plan = &runner.FaultPlan{Steps: steps, RecoveryTimeout: r.recovery, Fsync: fsync, Source: src, ConfigFsync: env.ConfigFsync,
-			Expect: func(a faults.Action) string { _, e := p.Expect(drivers.Scenario(a), d); return e }}
+			Expect: faults.ExpectFrom(p, d)}
 		if opened != nil {
 			plan.Nodes, plan.Notes = opened.nodes, opened.notes
 		}
