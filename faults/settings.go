@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 )
@@ -149,7 +150,7 @@ func (fsyncBrokers) apply(ctx context.Context, w *world, st Step, on picked, rec
 		if err := ce.WriteConfig(ctx, id, edited); err != nil {
 			return "", err
 		}
-		if err := w.restartAndWait(ctx, id); err != nil {
+		if err := restartAndWait(ctx, w, id); err != nil {
 			return "", err
 		}
 	}
@@ -177,7 +178,7 @@ func (fsyncBrokers) undo(ctx context.Context, w *world, u Undo) error {
 		return err
 	}
 	if u.Restart {
-		return w.restartAndWait(ctx, u.Node)
+		return restartAndWait(ctx, w, u.Node)
 	}
 	return nil
 }
@@ -253,4 +254,50 @@ func onOff(on bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// restartAndWait restarts one node cleanly and waits until it answers and
+// is back in sync as its new process (see rejoin), so that a rolling
+// restart never takes two replicas away at once.
+func restartAndWait(ctx context.Context, w *world, id int32) error {
+	var before *drivers.Topology
+	if w.Driver != nil {
+		if t, err := w.read(ctx); err == nil {
+			before = &t
+		}
+	}
+	w.states.set(nodeDown, id)
+	if err := w.Nodes.Stop(ctx, id, time.Minute); err != nil {
+		return fmt.Errorf("restart node %d: %w", id, err)
+	}
+	rj := newRejoin([]int32{id}, true, before)
+	if topo, err := w.read(ctx); err == nil {
+		rj.observe(topo)
+	}
+	if err := w.Nodes.Start(ctx, id); err != nil {
+		return fmt.Errorf("restart node %d: %w", id, err)
+	}
+	w.states.set(nodeUp, id)
+	deadline := time.Now().Add(3 * time.Minute)
+	why := "no topology read yet"
+	for {
+		if topo, err := w.read(ctx); err == nil {
+			rj.observe(topo)
+			var inSync bool
+			if _, inSync, why = rj.advance(topo, func(t drivers.Topology) bool { return w.allAnswer(ctx, t, []int32{id}) }); inSync {
+				w.logf("node %d restarted and back in sync (%s)", id, rj.evidence())
+				return nil
+			}
+		} else {
+			why = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d did not come back in sync within 3 minutes: %s", id, why)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
