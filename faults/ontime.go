@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/ackcheck/ackcheck/drivers"
 )
 
 // Faults on time.
@@ -37,124 +35,10 @@ import (
 //
 // Every record of a scheduled step carries Due beside At; At is stamped
 // just before the action itself (the signal), so At-Due is the slip.
-
-// topologyTimeout bounds every topology read the injector makes.
-const topologyTimeout = 2 * time.Second
-
-// prefetchLeads are how long before a step's due time its topology reads
-// start. The earliest ends (topologyTimeout) before the step is due even
-// when a paused broker holds a read for its whole deadline.
-var prefetchLeads = []time.Duration{3 * time.Second, 1500 * time.Millisecond, 500 * time.Millisecond}
-
-// topoCache holds the newest topology read, by the time its read began
-// (a read reflects the cluster at least as of its start).
-type topoCache struct {
-	mu   sync.Mutex
-	t    drivers.Topology
-	asOf time.Time
-	ok   bool
-}
-
-func (c *topoCache) put(t drivers.Topology, asOf time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.ok || asOf.After(c.asOf) {
-		c.t, c.asOf, c.ok = t, asOf, true
-	}
-}
-
-func (c *topoCache) get() (drivers.Topology, time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t, c.asOf, c.ok
-}
-
-// prefetch reads the topology at each of prefetchLeads before due, each
-// read on its own goroutine, until ctx ends. The reads fill the cache.
-func (in *Injector) prefetch(ctx context.Context, due time.Time, wg *sync.WaitGroup) {
-	if in.Driver == nil {
-		return
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		timer := time.NewTimer(time.Hour)
-		defer timer.Stop()
-		for _, lead := range prefetchLeads {
-			at := due.Add(-lead)
-			if time.Until(at) < -lead/2 {
-				continue // long past: a later lead is fresher
-			}
-			timer.Reset(time.Until(at))
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				in.topology(ctx) //nolint:errcheck // fills the cache or not
-			}()
-		}
-	}()
-}
-
-// resolveTopology is the topology a target chosen by role is resolved
-// from at the moment it is due: a read started now if it answers within
-// ResolveWait, else the newest read in the cache. Only when nothing was
-// ever read does it wait for the fresh read to its deadline. age is how
-// long before now the topology's read began.
-func (in *Injector) resolveTopology(ctx context.Context) (t drivers.Topology, age time.Duration, err error) {
-	type read struct {
-		t     drivers.Topology
-		start time.Time
-		err   error
-	}
-	ch := make(chan read, 1)
-	start := time.Now()
-	go func() {
-		t, err := in.topology(ctx)
-		ch <- read{t, start, err}
-	}()
-	wait := time.NewTimer(in.ResolveWait)
-	defer wait.Stop()
-	select {
-	case r := <-ch:
-		if r.err == nil {
-			return r.t, time.Since(r.start), nil
-		}
-		err = r.err
-	case <-wait.C:
-	}
-	if t, asOf, ok := in.cache.get(); ok {
-		return t, time.Since(asOf), nil
-	}
-	if err != nil {
-		return drivers.Topology{}, 0, err
-	}
-	r := <-ch // nothing cached: this read is all there is (bounded by topologyTimeout)
-	return r.t, time.Since(r.start), r.err
-}
-
-// cachedBefore is the newest topology read before a fault that takes
-// nodes away, for the recovery watch; nil when none was read. It never
-// waits.
-func (in *Injector) cachedBefore() *drivers.Topology {
-	if t, _, ok := in.cache.get(); ok {
-		return &t
-	}
-	return nil
-}
-
-// plan is a step resolved at its due time: the record so far, the nodes
-// its action touches, and the action. act nil: the step is already
-// recorded (skipped or failed while resolving).
-type plan struct {
-	rec   Record
-	nodes []int32
-	act   func(ctx context.Context, rec Record) Record
-}
+//
+// The reads in advance and the bounded read at the due time are the
+// targets' (pick.go); the order of the actions on each node is chain's,
+// and dispatch puts the two together.
 
 // chain orders the actions on each node: an action waits for the earlier
 // actions on the nodes it touches, and for nothing else.
@@ -181,27 +65,35 @@ func (c *chain) join(nodes []int32) (prev []chan struct{}, done func()) {
 	return prev, func() { close(ch) }
 }
 
-// dispatch resolves st now and starts its action on its own goroutine,
-// after the earlier actions on the same nodes. due is when the schedule
-// wanted it (zero for a step applied outside a schedule). The returned
-// channel yields the final record.
+// dispatch picks st's target now and starts its action on its own
+// goroutine, after the earlier actions on the same nodes. due is when the
+// schedule wanted it (zero for a step applied outside a schedule). The
+// returned channel yields the final record.
 func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, wg *sync.WaitGroup) <-chan Record {
 	out := make(chan Record, 1)
 	rec := Record{Action: st.Action, Target: st.Target.String(), Node: -1,
-		At: time.Now(), Due: due, Expect: in.expectation(st.Action)}
+		At: time.Now(), Due: due, Expect: st.Action.Expectation()}
+	if in.Expect != nil {
+		if e := in.Expect(st.Action); e != "" {
+			rec.Expect = e
+		}
+	}
 	f, err := faultOf(st)
 	if err != nil {
 		rec.Result, rec.Error = Failed, err.Error()
-		in.add(rec)
+		in.log.add(rec)
 		out <- rec
 		return out
 	}
-	p := f.fire(ctx, in, st, rec)
-	if p.act == nil {
-		out <- p.rec
+	on, err := f.pick(ctx, in.targets, in.w.Env, st, &rec)
+	if err != nil {
+		rec.Result, rec.Error = Skipped, err.Error()
+		in.w.logf("fault %s %s skipped: %s", st.Action, st.Target, err)
+		in.log.add(rec)
+		out <- rec
 		return out
 	}
-	prev, done := in.chain.join(p.nodes)
+	prev, done := in.chain.join(on.nodes)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -213,13 +105,13 @@ func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, wg *sy
 			}
 		}
 		if ctx.Err() != nil {
-			r := p.rec
+			r := rec
 			r.Result, r.Error = Skipped, "the run ended while an earlier fault on the same node was still acting"
-			in.add(r)
+			in.log.add(r)
 			out <- r
 			return
 		}
-		out <- p.act(ctx, p.rec)
+		out <- in.apply(ctx, f, st, on, rec)
 	}()
 	return out
 }

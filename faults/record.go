@@ -1,6 +1,12 @@
 package faults
 
-import "time"
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ackcheck/ackcheck/ledger"
+)
 
 // Result is what became of a fault.
 type Result string
@@ -15,10 +21,6 @@ const (
 	// Observed: not an action but something seen (UnexpectedDeath).
 	Observed Result = "observed"
 )
-
-// UnexpectedDeath is the action of a Record that says a node's process
-// vanished while no fault had taken it down; it fails the verdict.
-const UnexpectedDeath Action = "unexpected-death"
 
 // SlipNote is the slip (At after Due) above which reports print both
 // times, and SlipWarn the one above which the verdict warns that the run
@@ -90,4 +92,49 @@ type Record struct {
 	PIDs      map[int32]int    `json:"pids,omitempty"`
 	Restarted map[int32]int    `json:"restarted,omitempty"`
 	Lost      map[int32]string `json:"lost,omitempty"`
+}
+
+// recordLog holds a run's records in the order they were made, and
+// rewrites them into the ledger (MetaKey) at every change, so that a run
+// cut short keeps what its faults did.
+type recordLog struct {
+	mu      sync.Mutex
+	records []Record
+	ledger  *ledger.Ledger // nil: kept in memory only
+	logf    func(format string, args ...any)
+}
+
+// list returns a copy of the records so far.
+func (l *recordLog) list() []Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.records)
+}
+
+// add appends r, numbered by its place, persists the records, and
+// returns r's place.
+func (l *recordLog) add(r Record) int {
+	l.mu.Lock()
+	r.Seq = len(l.records)
+	l.records = append(l.records, r)
+	l.mu.Unlock()
+	l.persist()
+	return r.Seq
+}
+
+// update changes record i in place and persists the records.
+func (l *recordLog) update(i int, fn func(*Record)) {
+	l.mu.Lock()
+	fn(&l.records[i])
+	l.mu.Unlock()
+	l.persist()
+}
+
+func (l *recordLog) persist() {
+	if l.ledger == nil {
+		return
+	}
+	if err := l.ledger.PutMeta(MetaKey, l.list()); err != nil && l.logf != nil {
+		l.logf("warning: could not record faults in the ledger: %v", err)
+	}
 }

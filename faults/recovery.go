@@ -232,15 +232,15 @@ func (r *rejoin) evidence() string {
 	return strings.Join(parts, "; ")
 }
 
-// watchRecovery measures, for the nodes taken away by record i, when they
-// answer as brokers again and when they are back in sync (see rejoin). It
-// polls from right after the fault, so that it sees the absence, and gives
-// up when ctx ends.
-func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32, before *drivers.Topology) {
-	tick := time.NewTicker(in.Poll)
+// watchRecovery measures, for the nodes taken away by rec, when they
+// answer as brokers again and when they are back in sync (see rejoin),
+// and hands each moment to stamp as it is seen. It polls every poll from
+// right after the fault, so that it sees the absence, and gives up when
+// ctx ends.
+func (w *world) watchRecovery(ctx context.Context, poll time.Duration, rec Record, nodes []int32, before *drivers.Topology, stamp func(func(*Record))) {
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	rec := in.Records()[i]
-	rj := newRejoin(nodes, rec.Action.replacesProcess(), before)
+	rj := newRejoin(nodes, rec.Action.ReplacesProcess(), before)
 	var readyAt, inSyncAt time.Time
 	for readyAt.IsZero() || inSyncAt.IsZero() {
 		select {
@@ -248,72 +248,39 @@ func (in *Injector) watchRecovery(ctx context.Context, i int, nodes []int32, bef
 			return
 		case <-tick.C:
 		}
-		topo, err := in.topology(ctx)
+		topo, err := w.read(ctx)
 		if err == nil {
 			rj.observe(topo)
 		}
-		in.mu.Lock()
-		back := true
-		for _, node := range nodes {
-			back = back && in.state[node] == nodeUp
-		}
-		in.mu.Unlock()
-		if !back || err != nil {
+		if err != nil || !w.states.are(nodeUp, nodes...) {
 			continue
 		}
 		// Each moment is stamped when its check succeeded, not when the
 		// poll began: a probe can wait up to its timeout.
-		becameReady, inSync, _ := rj.advance(topo, func(t drivers.Topology) bool { return in.allAnswer(ctx, t, nodes) })
+		becameReady, inSync, _ := rj.advance(topo, func(t drivers.Topology) bool { return w.allAnswer(ctx, t, nodes) })
 		now := time.Now()
 		if becameReady {
 			readyAt = now
-			in.update(i, func(r *Record) { r.ReadyAt = now })
-			in.logf("node(s) %v answer as brokers again, %s after the %s", nodes, now.Sub(rec.At).Round(time.Millisecond), rec.Action)
+			stamp(func(r *Record) { r.ReadyAt = now })
+			w.logf("node(s) %v answer as brokers again, %s after the %s", nodes, now.Sub(rec.At).Round(time.Millisecond), rec.Action)
 		}
 		if inSync {
 			inSyncAt = now
 			ev := rj.evidence()
-			in.update(i, func(r *Record) { r.InSyncAt, r.InSyncEvidence = now, ev })
-			in.logf("all replicas of %s in sync again, %s after the %s (%s)", in.Topic, now.Sub(rec.At).Round(time.Millisecond), rec.Action, ev)
+			stamp(func(r *Record) { r.InSyncAt, r.InSyncEvidence = now, ev })
+			w.logf("all replicas of %s in sync again, %s after the %s (%s)", w.topic, now.Sub(rec.At).Round(time.Millisecond), rec.Action, ev)
 		}
 	}
-}
-
-// topologyBefore reads the topology just before a fault, for the recovery
-// watcher (nil when it cannot be read within its deadline).
-func (in *Injector) topologyBefore(ctx context.Context) *drivers.Topology {
-	if in.Driver == nil {
-		return nil
-	}
-	t, err := in.topology(ctx)
-	if err != nil {
-		return nil
-	}
-	return &t
-}
-
-// topology reads the topic's topology with a short deadline of its own.
-// Every successful read also fills the cache that faults are resolved
-// from (ontime.go).
-func (in *Injector) topology(ctx context.Context) (drivers.Topology, error) {
-	tctx, cancel := context.WithTimeout(ctx, topologyTimeout)
-	defer cancel()
-	start := time.Now()
-	t, err := in.Driver.Topology(tctx, in.Topic)
-	if err == nil {
-		in.cache.put(t, start)
-	}
-	return t, err
 }
 
 // allAnswer reports whether every node is in topo's node list and serves
 // a request itself.
-func (in *Injector) allAnswer(ctx context.Context, topo drivers.Topology, nodes []int32) bool {
+func (w *world) allAnswer(ctx context.Context, topo drivers.Topology, nodes []int32) bool {
 	for _, n := range nodes {
 		if !slices.ContainsFunc(topo.Nodes, func(x drivers.Node) bool { return x.ID == n }) {
 			return false
 		}
-		if p, ok := in.Driver.(drivers.NodeProber); ok {
+		if p, ok := w.Driver.(drivers.NodeProber); ok {
 			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			err := p.ProbeNode(tctx, n)
 			cancel()
@@ -323,49 +290,4 @@ func (in *Injector) allAnswer(ctx context.Context, topo drivers.Topology, nodes 
 		}
 	}
 	return true
-}
-
-// restartAndWait restarts one node cleanly and waits until it answers and
-// is back in sync as its new process (see rejoin), so that a rolling
-// restart never takes two replicas away at once.
-func (in *Injector) restartAndWait(ctx context.Context, id int32) error {
-	before := in.topologyBefore(ctx)
-	in.mu.Lock()
-	in.state[id] = nodeDown
-	in.mu.Unlock()
-	if err := in.Nodes.Stop(ctx, id, time.Minute); err != nil {
-		return fmt.Errorf("restart node %d: %w", id, err)
-	}
-	rj := newRejoin([]int32{id}, true, before)
-	if topo, err := in.topology(ctx); err == nil {
-		rj.observe(topo)
-	}
-	if err := in.Nodes.Start(ctx, id); err != nil {
-		return fmt.Errorf("restart node %d: %w", id, err)
-	}
-	in.mu.Lock()
-	in.state[id] = nodeUp
-	in.mu.Unlock()
-	deadline := time.Now().Add(3 * time.Minute)
-	why := "no topology read yet"
-	for {
-		if topo, err := in.topology(ctx); err == nil {
-			rj.observe(topo)
-			var inSync bool
-			if _, inSync, why = rj.advance(topo, func(t drivers.Topology) bool { return in.allAnswer(ctx, t, []int32{id}) }); inSync {
-				in.logf("node %d restarted and back in sync (%s)", id, rj.evidence())
-				return nil
-			}
-		} else {
-			why = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d did not come back in sync within 3 minutes: %s", id, why)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }

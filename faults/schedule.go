@@ -2,84 +2,32 @@ package faults
 
 import (
 	"fmt"
+	"github.com/ackcheck/ackcheck/faults/action"
 	"sort"
 	"strings"
 	"time"
 )
 
-// Action is what a fault does to a node.
-type Action string
+// Action is what a fault does (package action owns the vocabulary, so
+// that broker profiles can name actions without importing faults).
+type Action = action.Action
 
-// The actions. Each says what it expects to happen, for reports.
+// The actions, re-exported from package action.
 const (
-	Kill    Action = "kill"    // SIGKILL
-	Stop    Action = "stop"    // SIGTERM, a clean shutdown, waited for
-	Restart Action = "restart" // start the node again on the same data dir
-	Pause   Action = "pause"   // SIGSTOP
-	Resume  Action = "resume"  // SIGCONT
-	// FsyncOn and FsyncOff switch fsync-before-ack on or off, for a topic
-	// (topic:<name>, through the admin API) or for every broker's
-	// configuration (brokers, config edit and rolling restart).
-	FsyncOn  Action = "fsync-on"
-	FsyncOff Action = "fsync-off"
-	// PowerLoss loses every write the node's disk has not fsynced and
-	// SIGKILLs the broker at the same instant, then starts it again on
-	// what the disk kept. Its target may be all: every node at once, as
-	// when a rack loses power. It needs data dirs on ackcheck lazyfs.
-	PowerLoss Action = "power-loss"
+	Kill            = action.Kill
+	Stop            = action.Stop
+	Restart         = action.Restart
+	Pause           = action.Pause
+	Resume          = action.Resume
+	FsyncOn         = action.FsyncOn
+	FsyncOff        = action.FsyncOff
+	PowerLoss       = action.PowerLoss
+	UnexpectedDeath = action.UnexpectedDeath
 )
 
-// expectations are quoted next to each fault in reports, where the
-// broker's profile has none of its own (drivers.Profile.Expect).
-var expectations = map[Action]string{
-	Kill:      "the node dies at once; partitions it led elect new leaders from their in-sync replicas; no acked message is lost when an ack waits for the in-sync replicas",
-	Stop:      "the node shuts down cleanly and hands its leaderships over; no acked message is lost",
-	Restart:   "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the in-sync set",
-	Pause:     "the node stops answering without dying; once the cluster declares it gone, leaders move; acks stall meanwhile for partitions it led",
-	Resume:    "the node answers again, catches up and rejoins the in-sync set",
-	FsyncOn:   "from now on a write is fsynced on each replica before it counts toward an ack: acks get slower, and a power loss loses nothing acked",
-	FsyncOff:  "from now on acks come from memory (page cache): faster, and a power loss of the replicas can lose acked writes",
-	PowerLoss: "the node dies and its disk keeps only what was fsynced; it starts again on that. Acks that meant fsynced on enough replicas survive; acks from memory on every replica that lost power do not",
-}
-
-// Expectation is what action is expected to cause.
-func (a Action) Expectation() string {
-	if name, on, ok := a.Switch(); ok {
-		if on {
-			return "the broker-wide mode " + name + " turns on, through the broker's own API"
-		}
-		return "the broker-wide mode " + name + " turns off"
-	}
-	return expectations[a]
-}
-
-// Switch reads an action <mode>-on or <mode>-off, which turns a
-// broker-wide mode on or off (drivers.Switcher): Queen's maintenance-on.
-func (a Action) Switch() (name string, on, ok bool) {
-	if a == FsyncOn || a == FsyncOff {
-		return "", false, false
-	}
-	if n, found := strings.CutSuffix(string(a), "-on"); found && nodeName.MatchString(n) {
-		return n, true, true
-	}
-	if n, found := strings.CutSuffix(string(a), "-off"); found && nodeName.MatchString(n) {
-		return n, false, true
-	}
-	return "", false, false
-}
-
-// TakesNodeAway reports whether the action makes the node unavailable,
-// so that its recovery is measured.
-func (a Action) TakesNodeAway() bool {
-	return a == Kill || a == Stop || a == Pause || a == PowerLoss
-}
-
-// replacesProcess reports whether the node comes back from the action as a
-// new process, which must be seen to rejoin (see rejoin), not merely found
-// in an in-sync set that never let it go.
-func (a Action) replacesProcess() bool {
-	return a == Kill || a == Stop || a == PowerLoss
-}
+// SwitchAction is the action that turns the broker-wide mode name on or
+// off (maintenance-on), the inverse of Action.Switch.
+func SwitchAction(name string, on bool) Action { return action.Switch(name, on) }
 
 // Step is one scheduled fault.
 type Step struct {

@@ -32,19 +32,21 @@ import (
 	"github.com/ackcheck/ackcheck/message"
 )
 
-// Config is one load. Validate reports the first field that cannot work.
+// Config is one load. Its settings are defaulted and validated in one
+// place, settings.go (Defaults, WithDefaults, CheckSettings, Validate).
 type Config struct {
 	RunID       uint64
 	Topic       string
 	Partitions  []int32       // the topic's partitions, for round-robin
 	Rate        float64       // messages per second, all producers together
 	Duration    time.Duration // how long sends are scheduled
-	Producers   int           // default 4
+	Producers   int           // 0: Defaults().Producers
 	MessageSize int           // bytes per value, at least message.MinSize
 	Keys        int           // > 0: spread messages over this many keys
-	MaxInFlight int           // default 100,000
+	MaxInFlight int           // 0: Defaults().MaxInFlight
 	// DrainTimeout bounds the wait for outstanding outcomes after the last
-	// send; what is still outstanding then is recorded Unknown. Default 60s.
+	// send; what is still outstanding then is recorded Unknown. 0:
+	// Defaults().DrainTimeout.
 	DrainTimeout time.Duration
 	// OutcomeTimeout is the longest ackcheck waits for a send's outcome,
 	// from the moment it handed the send to the driver; then it records
@@ -73,52 +75,6 @@ type Config struct {
 	// (timerKickPeriod); negative: none; zero: the default. For
 	// BenchmarkPacing50k's comparison only.
 	timerKick time.Duration
-}
-
-// WithDefaults returns c with zero fields set to their defaults.
-func (c Config) WithDefaults() Config {
-	if c.Producers == 0 {
-		c.Producers = 4
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 100_000
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = 60 * time.Second
-	}
-	return c
-}
-
-// Validate reports the first setting that cannot work, as a sentence that
-// names the flag.
-func (c Config) Validate() error {
-	c = c.WithDefaults()
-	switch {
-	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate <= 0:
-		return fmt.Errorf("--rate %v: must be a number above 0 (messages per second)", c.Rate)
-	case c.Duration <= 0:
-		return fmt.Errorf("--duration must be above 0")
-	case c.Producers < 1 || c.Producers > 1024:
-		return fmt.Errorf("--producers must be between 1 and 1024")
-	case c.MessageSize < message.MinSize:
-		return fmt.Errorf("--message-size must be at least %d bytes (ID, send time and checksum)", message.MinSize)
-	case c.Keys < 0:
-		return fmt.Errorf("--keys must not be negative")
-	case c.MaxInFlight < 1:
-		return fmt.Errorf("--max-in-flight must be at least 1")
-	case len(c.Partitions) == 0:
-		return fmt.Errorf("the topic has no partitions")
-	}
-	switch n := c.Rate * c.Duration.Seconds(); {
-	case n > 1e12:
-		return fmt.Errorf("--rate x --duration schedules %.0f messages; keep it under 10^12", n)
-	case n < 1:
-		// The schedule sends message i at i/Rate for i < Rate x Duration:
-		// below one, nothing would be sent and the run would only end in
-		// "nothing was sent" after creating its topic and directory.
-		return fmt.Errorf("--rate %v x --duration %s schedules %.3g messages, less than one: raise --rate or --duration", c.Rate, c.Duration, n)
-	}
-	return nil
 }
 
 // Scheduled is how many messages the schedule sends at most (Rate x

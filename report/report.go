@@ -70,7 +70,7 @@ func faultBands(r *verifier.Result, end float64) []band {
 			continue
 		}
 		switch f.Action {
-		case "kill", "stop", "pause":
+		case faults.Kill, faults.Stop, faults.Pause:
 			to := end
 			for _, g := range r.Faults[i+1:] {
 				if g.Node == f.Node && g.Result == faults.Applied && (g.Action == faults.Restart || g.Action == faults.Resume) {
@@ -79,14 +79,14 @@ func faultBands(r *verifier.Result, end float64) []band {
 				}
 			}
 			out = append(out, band{From: f.AtS, To: to, Label: fmt.Sprintf("%s node %d", f.Action, f.Node)})
-		case "power-loss":
+		case faults.PowerLoss:
 			// Down from the loss until the node(s) answered again.
 			to := end
 			if f.ReadyMs >= 0 {
 				to = f.AtS + f.ReadyMs/1000
 			}
-			out = append(out, band{From: f.AtS, To: to, Label: "power-loss " + f.Target})
-		case "fsync-on", "fsync-off":
+			out = append(out, band{From: f.AtS, To: to, Label: faults.PowerLoss.String() + " " + f.Target})
+		case faults.FsyncOn, faults.FsyncOff:
 			out = append(out, band{From: f.AtS, To: f.AtS, Label: string(f.Action) + " " + f.Target})
 		}
 	}

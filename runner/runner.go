@@ -174,9 +174,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	// The load's settings are checked again here, for callers other than
 	// the command line, before anything exists; prepareLoad checks them
 	// whole once the topic's partitions are known.
-	probe := cfg.Load
-	probe.Partitions = []int32{0}
-	if err := probe.Validate(); err != nil {
+	if err := cfg.Load.CheckSettings(nil); err != nil {
 		return nil, err
 	}
 	release, err := claimOut(cfg.Out, diskNeed(defaults))

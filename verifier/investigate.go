@@ -156,7 +156,7 @@ func faultSpells(recs []faults.Record, loadStart time.Time) []spell {
 				fmt.Sprintf("fsync off for %s (%s)", target, since(r))})
 		default:
 			if name, on, ok := r.Action.Switch(); ok && on {
-				off := faults.Action(name + "-off")
+				off := faults.SwitchAction(name, false)
 				out = append(out, spell{r.At.UnixNano(), until(i, func(x faults.Record) bool { return x.Action == off }),
 					fmt.Sprintf("%s on (%s)", name, since(r))})
 			}

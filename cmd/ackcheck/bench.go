@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/spf13/cobra"
 )
@@ -70,11 +71,11 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&peer, "peer", false, "compare ackcheck with bare franz-go doing the same work: CPU per 1M messages, msg/s and peak RSS, with the ratios")
 	cmd.Flags().StringSliceVar(&shape.Brokers, "brokers", nil, "with --peer: a Kafka to measure against (default: kfake in this process, not counted)")
 	cmd.Flags().IntVar(&shape.Messages, "messages", 1_000_000, "with --peer: messages per workload")
-	cmd.Flags().IntVar(&shape.Size, "message-size", 1024, "with --peer: bytes per value")
-	cmd.Flags().IntVar(&shape.Producers, "producers", 4, "with --peer: producer clients (ackcheck's default)")
+	cmd.Flags().IntVar(&shape.Size, "message-size", load.Defaults().MessageSize, "with --peer: bytes per value")
+	cmd.Flags().IntVar(&shape.Producers, "producers", load.Defaults().Producers, "with --peer: producer clients (ackcheck's default)")
 	cmd.Flags().IntVar(&shape.Partitions, "partitions", 16, "with --peer: partitions")
 	cmd.Flags().StringVar(&shape.Linger, "linger", "5ms", "with --peer: producer linger (ackcheck's default)")
-	cmd.Flags().IntVar(&shape.MaxInFlight, "max-in-flight", 100_000, "with --peer: sends awaiting an outcome at most (ackcheck's default; the bare clients share it)")
+	cmd.Flags().IntVar(&shape.MaxInFlight, "max-in-flight", load.Defaults().MaxInFlight, "with --peer: sends awaiting an outcome at most (ackcheck's default; the bare clients share it)")
 	cmd.Flags().Float64Var(&shape.Rate, "rate", 50_000, "with --peer: the paced workloads' rate")
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "with --peer: rounds of every workload; the table gives each figure's median")
 	cmd.Flags().StringSliceVar(&pairs, "pairs", []string{"unpaced", "paced", "read"}, "with --peer: the comparisons to run (read needs unpaced)")

@@ -63,8 +63,8 @@ report.`,
 	cmd.Flags().StringVar(&o.dir, "dir", "", "the demo cluster's directory (default: demo-kafka in ackcheck's cache directory)")
 	cmd.Flags().IntVar(&o.basePort, "base-port", 29491, "first port of the demo cluster's nodes (a cluster already in --dir keeps its own)")
 	cmd.Flags().StringVar(&o.out, "out", "", "run directory (default: ackcheck-demo/<date-time>)")
-	cmd.Flags().DurationVar(&o.duration, "duration", time.Minute, "how long the load runs; the kill comes at a third of it")
-	cmd.Flags().Float64Var(&o.rate, "rate", 1000, "messages per second")
+	cmd.Flags().DurationVar(&o.duration, "duration", load.Defaults().Duration, "how long the load runs; the kill comes at a third of it")
+	cmd.Flags().Float64Var(&o.rate, "rate", load.Defaults().Rate, "messages per second")
 	return cmd
 }
 
@@ -204,11 +204,11 @@ func runEmbeddedDemo(cmd *cobra.Command, o demoOptions) error {
 	cfg := runner.Config{
 		Out: o.out, Driver: d, DriverSettings: settings,
 		Topic:  drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
-		Load:   load.Config{Rate: o.rate, Duration: o.duration, MessageSize: 1024, LiveRead: true},
+		Load:   load.Config{Rate: o.rate, Duration: o.duration, MessageSize: load.Defaults().MessageSize, LiveRead: true},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Progress: out, ProgressEvery: 5 * time.Second, Live: isTerminal(os.Stdout),
 		Faults: &runner.FaultPlan{Nodes: nodes, Steps: sc.Steps(), RecoveryTimeout: 30 * time.Second,
-			Expect: func(a faults.Action) string { _, e := p.Expect(drivers.Scenario(a), d); return e },
+			Expect: faults.ExpectFrom(p, d),
 			Notes:  []string{embeddedLabel + ": " + emb.Where()}},
 		Abort: abortOf(cmd.Context()),
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/load"
-	"github.com/ackcheck/ackcheck/message"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/spf13/pflag"
 )
@@ -281,15 +280,16 @@ func (s peerShape) validate(available uint64, from string) error {
 		return fmt.Errorf("--messages %d: use at least 1", s.Messages)
 	case s.Partitions < 1 || s.Partitions > maxPartitions:
 		return fmt.Errorf("--partitions %d: use 1 to %d", s.Partitions, maxPartitions)
-	case s.Producers < 1 || s.MaxInFlight < 1:
-		return fmt.Errorf("--producers %d, --max-in-flight %d: use at least 1 of each", s.Producers, s.MaxInFlight)
-	case s.Size < message.MinSize:
-		return fmt.Errorf("--message-size must be at least %d bytes (ID, send time and checksum)", message.MinSize)
+	}
+	// Its load settings are bounded where every load's are; each is a
+	// flag of bench --peer, so a 0 is the user's, not a default.
+	lc := load.Config{Rate: float64(s.Messages), Duration: time.Second, MessageSize: s.Size, Producers: s.Producers, MaxInFlight: s.MaxInFlight}
+	if err := lc.CheckSettings(func(string) bool { return true }); err != nil {
+		return err
 	}
 	if err := checkMessageSize(kafka.Profile{}, s.Size); err != nil {
 		return err
 	}
-	lc := load.Config{Rate: float64(s.Messages), Duration: time.Second, MessageSize: s.Size, MaxInFlight: s.MaxInFlight}
 	if len(s.Brokers) == 0 {
 		held := uint64(s.Messages) * uint64(s.Size)
 		if held > available {

@@ -95,12 +95,13 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.IntVar(&r.topic.Partitions, "partitions", 16, "partitions of a topic ackcheck creates, 1 to 10000")
 	f.IntVar(&r.topic.ReplicationFactor, "replication-factor", 3, "replication factor of a topic ackcheck creates")
 	f.StringToStringVar(&r.topicCfg, "topic-config", nil, "topic configs for a topic ackcheck creates, k=v[,k=v]")
-	f.Float64Var(&r.lc.Rate, "rate", 1000, "offered load, messages per second (open loop: a slow broker does not lower it)")
-	f.DurationVar(&r.lc.Duration, "duration", 60*time.Second, "how long the load is scheduled")
-	f.IntVar(&r.lc.MessageSize, "message-size", 1024, "bytes per message value, ID and checksum included; at most the driver's limit (kafka 999000, pulsar 5177344, nats 1044480, queen 1048576), and max-in-flight x size must fit in memory")
+	d := load.Defaults() // the load's defaults have one home
+	f.Float64Var(&r.lc.Rate, "rate", d.Rate, "offered load, messages per second (open loop: a slow broker does not lower it)")
+	f.DurationVar(&r.lc.Duration, "duration", d.Duration, "how long the load is scheduled")
+	f.IntVar(&r.lc.MessageSize, "message-size", d.MessageSize, "bytes per message value, ID and checksum included; at most the driver's limit (kafka 999000, pulsar 5177344, nats 1044480, queen 1048576), and max-in-flight x size must fit in memory")
 	f.IntVar(&r.lc.Keys, "keys", 0, "spread messages over this many keys (0: round-robin over partitions, no key)")
-	f.IntVar(&r.lc.Producers, "producers", 4, "independent producers sharing the rate")
-	f.IntVar(&r.lc.MaxInFlight, "max-in-flight", 100000, "sends awaiting an outcome at most; a send due beyond it is shed and counted")
+	f.IntVar(&r.lc.Producers, "producers", d.Producers, "independent producers sharing the rate")
+	f.IntVar(&r.lc.MaxInFlight, "max-in-flight", d.MaxInFlight, "sends awaiting an outcome at most; a send due beyond it is shed and counted")
 	f.StringVar(&r.out, "out", "", "run directory (created): ledger, run.json, result.json")
 	f.BoolVar(&r.noVerify, "no-verify", false, "stop after the load; verify later with: ackcheck verify --out DIR")
 	f.BoolVar(&r.noLiveRead, "no-e2e", false, "do not run the consumer that measures end-to-end latency during the load")
@@ -176,7 +177,7 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	if len(steps) > 0 || fsync != nil {
 		p := r.profile
 		plan = &runner.FaultPlan{Steps: steps, RecoveryTimeout: r.recovery, Fsync: fsync, Source: src, ConfigFsync: env.ConfigFsync,
-			Expect: func(a faults.Action) string { _, e := p.Expect(drivers.Scenario(a), d); return e }}
+			Expect: faults.ExpectFrom(p, d)}
 		if opened != nil {
 			plan.Nodes, plan.Notes = opened.nodes, opened.notes
 		}
@@ -301,12 +302,6 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 	switch {
 	case r.topic.Name == "":
 		return fmt.Errorf("--topic is empty: name the topic to write")
-	// Other values out of range are load.Validate's to refuse; only an
-	// explicit 0 would pass it, replaced by the default.
-	case given("producers") && r.lc.Producers == 0:
-		return fmt.Errorf("--producers 0: use 1 to 1024")
-	case given("max-in-flight") && r.lc.MaxInFlight == 0:
-		return fmt.Errorf("--max-in-flight 0: use at least 1")
 	case r.topic.Partitions < 1 || r.topic.Partitions > maxPartitions:
 		return fmt.Errorf("--partitions %d: use 1 to %d for a topic ackcheck creates (a topic that exists is used with its own count)", r.topic.Partitions, maxPartitions)
 	case r.topic.ReplicationFactor < 1:
@@ -330,13 +325,13 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 	if err := checkMessageSize(nil, r.lc.MessageSize); err != nil {
 		return err
 	}
-	probe := r.lc
-	probe.Partitions = []int32{0} // known once the topic is; check the rest now
-	if err := probe.Validate(); err != nil {
+	// The load's settings, as given (an explicit 0 is refused, not
+	// defaulted); the partitions are known once the topic is.
+	if err := r.lc.CheckSettings(given); err != nil {
 		return err
 	}
 	if avail, from, ok := availableMemory(); ok {
-		if err := checkMemory(probe, avail, from); err != nil {
+		if err := checkMemory(r.lc, avail, from); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/faults/action"
 	"github.com/spf13/pflag"
 )
 
@@ -31,28 +32,45 @@ func (Profile) Launcher() cluster.Launcher { return LocalLauncher{} }
 // Expect implements drivers.Profile: what the leader kill does depends on
 // the producer's acks.
 func (Profile) Expect(s drivers.Scenario, d drivers.Driver) (string, string) {
-	acks := "all"
-	if kd, ok := d.(*Driver); ok {
-		acks = kd.Config().WithDefaults().Acks
-	}
+	acks := acksOf(d)
 	variant := "acks=" + acks
-	switch s {
-	case drivers.LeaderKill:
-		if acks == "all" || acks == "-1" {
-			return variant, "a new leader is elected from the in-sync replicas within seconds; acks pause for the partitions the killed broker led and resume; the restarted broker rejoins as a follower; no acknowledged message is lost"
-		}
-		return variant, "a new leader is elected within seconds; with acks=" + acks + " the old leader may have acknowledged messages no follower had copied yet, and those can be lost"
-	case "kill":
-		if acks != "all" && acks != "-1" {
-			return variant, "the node dies at once; partitions it led elect new leaders; with acks=" + acks + " messages it acknowledged before any follower copied them can be lost"
-		}
-	case "pause":
-		return variant, "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led"
-	case "restart":
-		return variant, "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR"
+	if s != drivers.LeaderKill {
+		return variant, ""
 	}
-	return variant, ""
+	if acksAll(acks) {
+		return variant, "a new leader is elected from the in-sync replicas within seconds; acks pause for the partitions the killed broker led and resume; the restarted broker rejoins as a follower; no acknowledged message is lost"
+	}
+	return variant, "a new leader is elected within seconds; with acks=" + acks + " the old leader may have acknowledged messages no follower had copied yet, and those can be lost"
 }
+
+// ExpectAction implements faults.ActionExpecter (a test asserts it): what a fault does to a
+// Kafka broker, in Kafka's terms (the ISR, fencing); "" where the generic
+// expectation holds (a kill under acks=all).
+func (Profile) ExpectAction(a action.Action, d drivers.Driver) string {
+	switch acks := acksOf(d); a {
+	case action.Kill:
+		if !acksAll(acks) {
+			return "the node dies at once; partitions it led elect new leaders; with acks=" + acks + " messages it acknowledged before any follower copied them can be lost"
+		}
+	case action.Pause:
+		return "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led"
+	case action.Restart:
+		return "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR"
+	}
+	return ""
+}
+
+// acksOf is the producer's acks setting of d ("all" when d is not a Kafka
+// driver).
+func acksOf(d drivers.Driver) string {
+	if kd, ok := d.(*Driver); ok {
+		return kd.Config().WithDefaults().Acks
+	}
+	return "all"
+}
+
+// acksAll reports whether acks waits for every in-sync replica.
+func acksAll(acks string) bool { return acks == "all" || acks == "-1" }
 
 // Durability implements drivers.Profile: the default (the log is flushed
 // by the OS, not per message) against flush.messages=1 (every replica

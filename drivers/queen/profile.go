@@ -6,6 +6,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/faults/action"
 	"github.com/spf13/pflag"
 )
 
@@ -30,15 +31,22 @@ func (Profile) Launcher() cluster.Launcher { return LocalLauncher{} }
 // are acknowledged after PostgreSQL committed them, with a file buffer
 // for when it cannot.
 func (Profile) Expect(s drivers.Scenario, _ drivers.Driver) (string, string) {
-	switch s {
-	case drivers.LeaderKill:
+	if s == drivers.LeaderKill {
 		return "", "the Queen server (every queue's only server) dies; pushes go unanswered until it restarts; what it committed to PostgreSQL stays, so no acknowledged message is lost"
-	case "kill", "stop":
-		return "", "the node goes away: pushes fail or wait while it is gone (the Queen server answers from its file buffer while PostgreSQL is unreachable); Queen's documentation promises zero message loss"
-	case "power-loss":
-		return "", "the node loses what it had not fsynced: with synchronous_commit=on an acknowledged commit was fsynced and survives; buffered acks survive only what the file buffer fsynced"
 	}
 	return "", ""
+}
+
+// ExpectAction implements faults.ActionExpecter (a test asserts it), from Queen's
+// documentation.
+func (Profile) ExpectAction(a action.Action, _ drivers.Driver) string {
+	switch a {
+	case action.Kill, action.Stop:
+		return "the node goes away: pushes fail or wait while it is gone (the Queen server answers from its file buffer while PostgreSQL is unreachable); Queen's documentation promises zero message loss"
+	case action.PowerLoss:
+		return "the node loses what it had not fsynced: with synchronous_commit=on an acknowledged commit was fsynced and survives; buffered acks survive only what the file buffer fsynced"
+	}
+	return ""
 }
 
 // Durability implements drivers.Profile: PostgreSQL's own default

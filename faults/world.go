@@ -1,0 +1,103 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+)
+
+// Env is what faults act through: the nodes' processes, the broker's
+// admin API (the driver), and the broker's configuration-file fsync edit.
+type Env struct {
+	Nodes       Nodes // nil: no cluster to act on
+	Driver      drivers.Driver
+	ConfigFsync *drivers.ConfigEdit
+}
+
+// world is what a fault acts on and through while it fires or is undone:
+// the nodes and the driver, the journal each undo goes to before its
+// change is made, and the node states that tell a death a fault caused
+// from one nobody asked for.
+type world struct {
+	Env
+	topic   string
+	journal *Journal
+	states  *nodeStates
+	// read reads the topic's topology with a bound of its own
+	// (targets.read); every successful read also feeds the target cache.
+	read func(ctx context.Context) (drivers.Topology, error)
+	logf func(format string, args ...any)
+}
+
+// needNodes is the error of an action or undo on nodes when there are
+// none to act on.
+func (w *world) needNodes() error {
+	if w.Nodes == nil {
+		return fmt.Errorf("no cluster to act on: give --cluster-dir or --cluster-file")
+	}
+	return nil
+}
+
+// waitPID waits briefly for a just-started node's process to show.
+func (w *world) waitPID(ctx context.Context, node int32) int {
+	for i := 0; i < 50; i++ {
+		if pid, _ := w.Nodes.PID(ctx, node); pid != 0 {
+			return pid
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return 0
+}
+
+// nodeState is what the faults did to a node last: up, down or paused.
+// A node that dies while its state is not down died unasked.
+type nodeState uint8
+
+const (
+	nodeUp nodeState = iota
+	nodeDown
+	nodePaused
+)
+
+// nodeStates holds each node's state (per node):
+//
+//	up --kill/stop/power-loss--> down --restart/start--> up
+//	up --pause-->                paused --resume--> up
+//
+// A fault sets a node down before its signal, so that the death it
+// causes is expected; a heal brings every node back to up.
+type nodeStates struct {
+	mu sync.Mutex
+	m  map[int32]nodeState
+}
+
+func newNodeStates(ids []int32) *nodeStates {
+	s := &nodeStates{m: map[int32]nodeState{}}
+	for _, id := range ids {
+		s.m[id] = nodeUp
+	}
+	return s
+}
+
+func (s *nodeStates) set(st nodeState, ids ...int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.m[id] = st
+	}
+}
+
+// are reports whether every node in ids is in state st.
+func (s *nodeStates) are(st nodeState, ids ...int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !slices.ContainsFunc(ids, func(id int32) bool { return s.m[id] != st })
+}
