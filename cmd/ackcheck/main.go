@@ -112,6 +112,6 @@ reports what was lost, corrupted, duplicated, reordered or never sent.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(), newVerifyCmd(), newBenchCmd(), newClusterCmd(), newLeaderKillCmd(), newHealCmd(), newReportCmd(), newLazyFSCmd(), newFsyncAuditCmd(), newScenarioCmd(), newDemoCmd())
+	root.AddCommand(newRunCmd(), newVerifyCmd(), newBenchCmd(), newClusterCmd(), newLeaderKillCmd(), newHealCmd(), newReportCmd(), newLazyFSCmd(), newFsyncAuditCmd(), newScenarioCmd(), newDemoCmd(), newMatrixCmd(), newCompareCmd())
 	return root
 }
