@@ -48,7 +48,9 @@ func mdLink(p *Point) string {
 	return fmt.Sprintf("[%s](%s)", mdEscape(p.Text), runLink(p.Run, "md"))
 }
 
-func mdEscape(s string) string { return strings.NewReplacer("|", `\|`, "[", `\[`, "]", `\]`, "\n", " ").Replace(s) }
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "[", `\[`, "]", `\]`, "\n", " ").Replace(s)
+}
 
 func cellValue(p *Point) string {
 	if p == nil || p.Value == nil {
