@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/runner"
@@ -172,6 +173,25 @@ var measures = []measure{
 		p.Note = f.InSyncEvidence
 		return p
 	}},
+	{name: "all replicas in sync, by the brokers' logs", unit: "ms after the kill", better: "lower", get: func(r *runData) Point {
+		f := killFault(&r.res)
+		src := r.settings.Faults
+		switch {
+		case f == nil:
+			return Point{Text: "no kill"}
+		case src == nil || src.ClusterDir == "" || r.settings.Driver != "kafka":
+			return Point{Text: "no broker logs read (only a local Kafka cluster dir's)"}
+		}
+		back, ok, err := KafkaLogInSync(src.ClusterDir, r.res.Topic, f.Node, f.At)
+		switch {
+		case err != nil:
+			return Point{Text: err.Error()}
+		case !ok:
+			return Point{Text: "no unfencing in the logs"}
+		}
+		v := float64(back.Sub(f.At)) / float64(time.Millisecond)
+		return num(v, ms(v))
+	}},
 	{name: "kill proof", text: true, get: func(r *runData) Point {
 		f := killFault(&r.res)
 		switch {
@@ -267,9 +287,9 @@ func buildTable(cardDir string, spec TableSpec) Table {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Notes = append(t.Notes, "Killed server ready and all replicas in sync are ackcheck's own figures (result.json). "+
-		"The broker logs' own figure is not in result.json: ackcheck reads it only in its tests (the Kafka log oracle); "+
-		"what the brokers reported as the rejoin is quoted per run below.")
+	t.Notes = append(t.Notes, "Killed server ready and all replicas in sync are ackcheck's own figures (result.json); the rejoin evidence it saw is quoted per run below. "+
+		"Beside them, \"by the brokers' logs\" is the brokers' own account, read from a local Kafka cluster's node logs when the scorecard is written: "+
+		"the controller's unfencing of the killed broker, then the first ISR line of each partition that holds it again.")
 	return t
 }
 

@@ -78,6 +78,13 @@ overrides: {rate: 300, duration: 10s, kill-at: 2s, restart-after: 3s, partitions
 			if row.Cells[0].Summary != "3 pass" {
 				t.Errorf("acks=all verdicts: %s", row.Cells[0].Summary)
 			}
+		case "all replicas in sync, by the brokers' logs":
+			// The brokers' own account, beside ackcheck's figure.
+			for i, c := range row.Cells {
+				if c.N != 3 {
+					t.Errorf("%s: the brokers' logs give %d of 3 runs' figure: %+v", tb.Columns[i], c.N, c.Runs)
+				}
+			}
 		case "kill proof":
 			for i, c := range row.Cells {
 				if c.Summary != "3 holds" {
