@@ -33,9 +33,12 @@ var (
 // (killed at at) was unfenced and back in every ISR of topic that a line
 // shows changing: the latest of the first unfencing after at and, per
 // partition, the first ISR line after that unfencing that holds node.
-// ok is false when the logs show no unfencing after at (or there are no
-// logs).
-func KafkaLogInSync(clusterDir, topic string, node int32, at time.Time) (back time.Time, ok bool, err error) {
+// Lines after until (the run's end) are left out: a later run's kill of
+// the same broker shrinks and grows this topic's ISRs too, and its lines
+// would stand in for an expansion this run's logs did not show. ok is
+// false when the logs show no unfencing between at and until (or there
+// are no logs).
+func KafkaLogInSync(clusterDir, topic string, node int32, at, until time.Time) (back time.Time, ok bool, err error) {
 	logs, _ := filepath.Glob(filepath.Join(clusterDir, "node*", "kafka.log"))
 	if len(logs) == 0 {
 		return time.Time{}, false, nil
@@ -65,7 +68,7 @@ func KafkaLogInSync(clusterDir, topic string, node int32, at time.Time) (back ti
 				continue
 			}
 			t, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], time.Local)
-			if err != nil || t.Before(since) {
+			if err != nil || t.Before(since) || t.After(until) {
 				continue
 			}
 			if strings.Contains(line, granted) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,9 @@ func TestKafkaLogInSync(t *testing.T) {
 [2026-12-02 04:09:40,000] INFO [Partition other-0 broker=3] ISR updated to 1,2,3  and version updated to 9 (kafka.cluster.Partition)
 [2026-12-02 04:09:45,000] INFO [Partition t-0 broker=3] ISR updated to 1,2,3  and version updated to 5 (kafka.cluster.Partition)
 `
+	// The second t-0 line (04:09:45) is a later run's: only a bound at the
+	// run's end keeps it out when the first is missing.
+	leaderMissing := strings.Replace(leader, "04:09:22,250] INFO [Partition t-0", "04:09:22,250] INFO [Partition zz-0", 1)
 	tests := []struct {
 		name   string
 		logs   map[string]string
@@ -47,10 +51,11 @@ func TestKafkaLogInSync(t *testing.T) {
 		{"another topic's lines do not count", map[string]string{"node2": controller, "node3": leader}, "u", true, 20500},
 		{"no unfencing after the kill", map[string]string{"node3": leader}, "t", false, 0},
 		{"no logs", nil, "t", false, 0},
+		{"a later run's lines do not count", map[string]string{"node2": controller, "node3": leaderMissing}, "t", true, 21000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			back, ok, err := KafkaLogInSync(kafkaLogs(t, tc.logs), tc.topic, 1, kill)
+			back, ok, err := KafkaLogInSync(kafkaLogs(t, tc.logs), tc.topic, 1, kill, kill.Add(30*time.Second))
 			if err != nil || ok != tc.wantOK {
 				t.Fatalf("ok %v, err %v", ok, err)
 			}
@@ -72,7 +77,8 @@ func TestScorecardLogRow(t *testing.T) {
 	writeRun(t, filepath.Join(dir, "a/1"), res, 1)
 	data, _ := json.Marshal(runner.Settings{Driver: "kafka", Faults: &runner.FaultSource{ClusterDir: logs}})
 	os.WriteFile(filepath.Join(dir, "a/1/run.json"), data, 0o644)
-	writeRun(t, filepath.Join(dir, "b/1"), res, 1) // no cluster dir in run.json
+	os.Chtimes(filepath.Join(dir, "a/1/result.json"), kill.Add(time.Minute), kill.Add(time.Minute)) // the run's end
+	writeRun(t, filepath.Join(dir, "b/1"), res, 1)                                                  // no cluster dir in run.json
 	tb := Build(dir, "t", []TableSpec{{Title: "x", Columns: []Column{{Label: "a", Runs: []string{filepath.Join(dir, "a/1")}}, {Label: "b", Runs: []string{filepath.Join(dir, "b/1")}}}}}).Tables[0]
 	r := rowOf(t, tb, "all replicas in sync, by the brokers' logs")
 	if p := r.Cells[0].Runs[0]; p.Value == nil || *p.Value != 20500 {

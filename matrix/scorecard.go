@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -93,7 +94,7 @@ type Point struct {
 
 // runData is what a run directory holds, as read.
 type runData struct {
-	rel      string
+	dir, rel string
 	res      verifier.Result
 	settings runner.Settings
 	err      error
@@ -182,7 +183,12 @@ var measures = []measure{
 		case src == nil || src.ClusterDir == "" || r.settings.Driver != "kafka":
 			return Point{Text: "no broker logs read (only a local Kafka cluster dir's)"}
 		}
-		back, ok, err := KafkaLogInSync(src.ClusterDir, r.res.Topic, f.Node, f.At)
+		// The run ended when it wrote result.json.
+		st, err := os.Stat(filepath.Join(r.dir, "result.json"))
+		if err != nil {
+			return Point{Text: err.Error()}
+		}
+		back, ok, err := KafkaLogInSync(src.ClusterDir, r.res.Topic, f.Node, f.At, st.ModTime())
 		switch {
 		case err != nil:
 			return Point{Text: err.Error()}
@@ -240,7 +246,7 @@ func readRun(cardDir, dir string) *runData {
 	if err != nil {
 		rel = dir
 	}
-	d := &runData{rel: filepath.ToSlash(rel)}
+	d := &runData{dir: dir, rel: filepath.ToSlash(rel)}
 	if st, v := StateOf(dir); st != Done {
 		d.err = fmt.Errorf("not done (%s)", orNone(v))
 		return d
