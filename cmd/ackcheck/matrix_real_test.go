@@ -58,6 +58,12 @@ overrides: {rate: 300, duration: 10s, kill-at: 2s, restart-after: 3s, partitions
 	if strings.Join(tb.Columns, " ") != "kafka-local/acks-all kafka-local/acks-1" {
 		t.Fatalf("columns %v", tb.Columns)
 	}
+	var inSync matrix.Row
+	for _, row := range tb.Rows {
+		if row.Measure == "all replicas in sync" {
+			inSync = row
+		}
+	}
 	for _, row := range tb.Rows {
 		switch row.Measure {
 		case "acked messages lost":
@@ -79,10 +85,19 @@ overrides: {rate: 300, duration: 10s, kill-at: 2s, restart-after: 3s, partitions
 				t.Errorf("acks=all verdicts: %s", row.Cells[0].Summary)
 			}
 		case "all replicas in sync, by the brokers' logs":
-			// The brokers' own account, beside ackcheck's figure.
+			// The brokers' own account stands beside ackcheck's figure
+			// wherever ackcheck saw the replicas in sync within the run's
+			// recovery timeout (on a loaded machine a restarted broker can
+			// take longer; then neither has a figure, and the card says so).
 			for i, c := range row.Cells {
-				if c.N != 3 {
-					t.Errorf("%s: the brokers' logs give %d of 3 runs' figure: %+v", tb.Columns[i], c.N, c.Runs)
+				for j, p := range c.Runs {
+					own := inSync.Cells[i].Runs[j]
+					if own.Value != nil && p.Value == nil {
+						t.Errorf("%s: ackcheck saw the replicas in sync after %s ms, the brokers' logs give no figure: %s", p.Run, own.Text, p.Text)
+					}
+					if own.Value != nil && p.Value != nil {
+						t.Logf("%s: all replicas in sync after %s ms by ackcheck, %s ms by the brokers' logs", p.Run, own.Text, p.Text)
+					}
 				}
 			}
 		case "kill proof":
