@@ -222,7 +222,40 @@ func (c *Card) HTML() string {
 			fmt.Fprintf(&b, "<td>%s</td></tr>\n", e(diff))
 		}
 		b.WriteString("</table>\n")
+		writeRunsHTML(&b, t)
 	}
 	b.WriteString("</body></html>\n")
 	return b.String()
+}
+
+// writeRunsHTML lists every run of every column with all its figures and
+// the notes beside them (the rejoin evidence, the kill proof).
+func writeRunsHTML(b *strings.Builder, t Table) {
+	e := html.EscapeString
+	if len(t.Rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "<h3>Every run of %s</h3>\n<table><tr><th>column</th><th>run</th>", e(t.Title))
+	for _, r := range t.Rows {
+		fmt.Fprintf(b, "<th>%s</th>", e(r.Measure))
+	}
+	b.WriteString("</tr>\n")
+	var notes []string
+	for ci, col := range t.Columns {
+		for ri, first := range t.Rows[0].Cells[ci].Runs {
+			fmt.Fprintf(b, `<tr><td>%s</td><td><a href="%s">%s</a></td>`, e(col), e(runLink(first.Run, "html")), e(first.Run))
+			for _, r := range t.Rows {
+				p := r.Cells[ci].Runs[ri]
+				fmt.Fprintf(b, `<td><a href="%s">%s</a></td>`, e(runLink(p.Run, "html")), e(p.Text))
+				if p.Note != "" {
+					notes = append(notes, fmt.Sprintf("<li>%s, %s: %s</li>", e(p.Run), e(r.Measure), e(p.Note)))
+				}
+			}
+			b.WriteString("</tr>\n")
+		}
+	}
+	b.WriteString("</table>\n")
+	if len(notes) > 0 {
+		b.WriteString("<ul>" + strings.Join(notes, "") + "</ul>\n")
+	}
 }

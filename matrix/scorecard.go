@@ -242,9 +242,13 @@ func Build(cardDir, title string, specs []TableSpec) *Card {
 }
 
 func readRun(cardDir, dir string) *runData {
-	rel, err := filepath.Rel(cardDir, dir)
-	if err != nil {
-		rel = dir
+	// Both made absolute: a relative run directory (compare's arguments)
+	// and a card directory elsewhere have no relative path otherwise.
+	absCard, err1 := filepath.Abs(cardDir)
+	absDir, err2 := filepath.Abs(dir)
+	rel, err := filepath.Rel(absCard, absDir)
+	if err1 != nil || err2 != nil || err != nil {
+		rel = absDir
 	}
 	d := &runData{dir: dir, rel: filepath.ToSlash(rel)}
 	if st, v := StateOf(dir); st != Done {

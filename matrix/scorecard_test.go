@@ -105,7 +105,7 @@ func TestScorecardFigures(t *testing.T) {
 		}
 	}
 	html, _ := os.ReadFile(filepath.Join(dir, CardHTML))
-	if !strings.Contains(string(html), `<a href="one/2/report.html">40</a>`) {
+	if !strings.Contains(string(html), `<a href="one/2/report.html">40</a>`) || !strings.Contains(string(html), "<li>one/1, all replicas in sync: node 1 left the ISR</li>") {
 		t.Fatalf("scorecard.html lacks the link:\n%s", html)
 	}
 	var back Card
@@ -163,5 +163,18 @@ func TestScorecardRunWithoutFigure(t *testing.T) {
 	}
 	if m := r.Cells[1].Median; *m.Value != 20 || m.Run != "b/2" {
 		t.Fatalf("median of 10,20,30,40: %+v", m)
+	}
+}
+
+// Links are relative to the scorecard's directory even when the runs are
+// given relative to the current directory and the card is written
+// elsewhere (ackcheck compare a b --out elsewhere).
+func TestScorecardLinksFromElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	columnOf(t, dir, "runs", killRun(0, 1, 1, 1))
+	t.Chdir(dir)
+	card := Build(filepath.Join(dir, "cards", "c"), "t", []TableSpec{{Title: "x", Columns: []Column{{Label: "r", Runs: []string{"runs/1"}}}}})
+	if got := card.Tables[0].Rows[0].Cells[0].Runs[0].Run; got != "../../runs/1" {
+		t.Fatalf("link %q, want ../../runs/1", got)
 	}
 }
