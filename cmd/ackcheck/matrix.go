@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/matrix"
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 )
 
 func newMatrixCmd() *cobra.Command {
@@ -187,6 +190,7 @@ func prepareRun(f *matrix.File, r matrix.Run) (*cobra.Command, error) {
 	var (
 		target   *cobra.Command
 		scenFile *scenarioFile
+		variant  *scenarioFile
 		driver   string
 	)
 	sc := r.Scenario
@@ -209,12 +213,20 @@ func prepareRun(f *matrix.File, r matrix.Run) (*cobra.Command, error) {
 	case sc.Name == matrix.Plain:
 		target = newRunCmd()
 	default:
-		b, err := findScenario(sc.Name)
+		b, settings, err := findScenario(sc.Name)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w, or plain (a load with no fault), or a scenario file (.yaml)", f.Path, sc.Line, err)
 		}
 		target, _ = builtinCommand(b.command)
 		driver = b.driver
+		// A name as a run prints it (kafka/leader-kill/acks=all) carries
+		// its variant's settings: they rank with a scenario file's, lowest.
+		if len(settings) > 0 {
+			variant = &scenarioFile{path: f.Path}
+			for _, k := range slices.Sorted(maps.Keys(settings)) {
+				variant.settings = append(variant.settings, fileSetting{key: k, line: sc.Line, value: &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: settings[k]}})
+			}
+		}
 	}
 	fs := target.Flags()
 	layers := []struct {
@@ -232,9 +244,11 @@ func prepareRun(f *matrix.File, r matrix.Run) (*cobra.Command, error) {
 			return nil, fmt.Errorf("%w (in %s)", err, l.what)
 		}
 	}
-	if scenFile != nil {
-		if err := scenFile.apply(fs, target.Name()); err != nil {
-			return nil, err
+	for _, low := range []*scenarioFile{scenFile, variant} {
+		if low != nil {
+			if err := low.apply(fs, target.Name()); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := canRun(f, r, target, driver); err != nil {
