@@ -12,6 +12,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/message"
@@ -31,7 +32,7 @@ func shardLoad() load.Config {
 // runShards runs n shards of shardLoad on topic in one process, each
 // with its own driver (as its own process would have), from one start
 // instant, and returns their run directories.
-func runShards(t *testing.T, addrs []string, topic string, n int) []string {
+func runShards(t *testing.T, addrs []string, topic string, n int, mod func(*runner.Config)) []string {
 	t.Helper()
 	base := t.TempDir()
 	start := time.Now().Add(time.Second)
@@ -50,6 +51,9 @@ func runShards(t *testing.T, addrs []string, topic string, n int) []string {
 			Out: dirs[i], Driver: d, Topic: drivers.TopicSpec{Name: topic, Partitions: 4, ReplicationFactor: 3},
 			Load: shardLoad(), Verify: true,
 			Shard: &runner.Shard{Index: i, Count: n, RunID: runID, Start: start},
+		}
+		if mod != nil {
+			mod(&cfg)
 		}
 		wg.Add(1)
 		go func() {
@@ -95,7 +99,7 @@ func TestShardsMergedEqualsSingle(t *testing.T) {
 	}
 	t.Cleanup(func() { d.Close() })
 
-	dirs := runShards(t, c.ListenAddrs(), "sharded", 3)
+	dirs := runShards(t, c.ListenAddrs(), "sharded", 3, nil)
 	merged := verifyShards(t, d, dirs)
 
 	single, err := runner.Run(context.Background(), runner.Config{
@@ -193,7 +197,7 @@ func TestShardsMissingDamagedDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	dirs := runShards(t, c.ListenAddrs(), "shards", 3)
+	dirs := runShards(t, c.ListenAddrs(), "shards", 3, nil)
 	want := int64(shardLoad().Rate * shardLoad().Duration.Seconds())
 
 	t.Run("missing", func(t *testing.T) {
@@ -277,4 +281,40 @@ func mustClient(t *testing.T, addrs []string) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// Issue 27, point 2: every shard is given the same faults (the manifests
+// give every pod one command), and exactly one applies them, shard 0; the
+// merged verdict reports them once, from shard 0's timeline.
+func TestShardsOneFaultSchedule(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	on := true
+	dirs := runShards(t, c.ListenAddrs(), "faulted", 3, func(cfg *runner.Config) {
+		cfg.Faults = &runner.FaultPlan{Fsync: &on}
+	})
+	for i, dir := range dirs {
+		l, err := ledger.OpenReadOnly(runner.LedgerDir(dir), ledger.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []faults.Record
+		err = l.GetMeta(faults.MetaKey, &recs)
+		l.Close()
+		if applied := err == nil && len(recs) > 0; applied != (i == 0) {
+			t.Fatalf("shard %d: fault records %v (%v); want them in shard 0's ledger only", i, recs, err)
+		}
+	}
+	res := verifyShards(t, d, dirs)
+	if res.Verdict != verifier.Pass || len(res.Faults) != 1 || res.Faults[0].Action != faults.FsyncOn {
+		t.Fatalf("verdict %s, faults %+v: want the one fsync-on shard 0 applied", res.Verdict, res.Faults)
+	}
 }
