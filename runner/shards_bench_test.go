@@ -54,8 +54,8 @@ func TestShardThroughputFigures(t *testing.T) {
 			}
 			cfg := runner.Config{
 				Out: filepath.Join(base, fmt.Sprint(i)), Driver: d, Topic: drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
-				Load:  load.Config{Rate: rate, Duration: dur, MessageSize: 1024, Producers: 4},
-				Shard: &runner.Shard{Index: i, Count: n, RunID: runner.RunIDFor(topic, start, n), Start: start, Late: 2 * time.Second},
+				Load:   load.Config{Rate: rate, Duration: dur, MessageSize: 1024, Producers: 4},
+				Shard:  &runner.Shard{Index: i, Count: n, RunID: runner.RunIDFor(topic, start, n), Start: start, Late: 2 * time.Second},
 				Ledger: ledger.Options{},
 			}
 			go func() {
