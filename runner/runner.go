@@ -216,6 +216,13 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Shard != nil {
+		// Checked before the ledger holds the run too: a shard too late
+		// leaves no directory, and the merged verify reports it missing.
+		if _, err := waitForStart(cfg.Shard); err != nil {
+			return nil, err
+		}
+	}
 
 	l, err := ledger.Open(LedgerDir(cfg.Out), cfg.Ledger)
 	if err != nil {

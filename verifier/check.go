@@ -196,6 +196,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		res.CallbackTime = Latency{Count: ct.Count, P50: us(ct.P50Us), P99: us(ct.P99Us), Max: us(ct.MaxUs)}
 	}
 	res.Shards = src.shards
+	src.noteIdleShards(res)
 	applyVerdict(res, opts)
 	return res, nil
 }

@@ -445,3 +445,24 @@ func (c *chain) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// noteIdleShards withholds a PASS when a shard whose ledger is whole sent
+// nothing: its share of the load never ran (a shard refused for starting
+// late, or killed before its first send), and a verdict over the rest
+// would pass a smaller load than the one asked for.
+func (src *runSource) noteIdleShards(res *Result) {
+	if src.proof == nil {
+		return
+	}
+	for _, s := range src.shards {
+		if s.Producers == [2]uint32{} || s.Sent > 0 {
+			continue
+		}
+		why := fmt.Sprintf("shard %d (%s) sent nothing: its share of the load never ran", s.Index, s.Dir)
+		p := *src.proof
+		p.Whole = false
+		p.Reason = strings.TrimPrefix(p.Reason+"; "+why, "; ")
+		res.Ledger = &p
+		src.proof = &p
+	}
+}
