@@ -37,6 +37,16 @@ func TestShardThroughputFigures(t *testing.T) {
 		t.Skip("ACKCHECK_SHARD_BENCH_RATE is not set (total msg/s)")
 	}
 	dur := 5 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("ACKCHECK_SHARD_BENCH_DURATION")); err == nil && d > 0 {
+		dur = d
+	}
+	// The load's producers in all (ACKCHECK_SHARD_BENCH_PRODUCERS, default
+	// 4) are split over the shards, so that every run has as many
+	// clients, each batching as much: splitting is what is measured.
+	producers := 4
+	if p, err := strconv.Atoi(os.Getenv("ACKCHECK_SHARD_BENCH_PRODUCERS")); err == nil && p >= 4 {
+		producers = p
+	}
 	for _, n := range []int{1, 2, 4} {
 		c, err := kfake.NewCluster(kfake.NumBrokers(3))
 		if err != nil {
@@ -54,7 +64,7 @@ func TestShardThroughputFigures(t *testing.T) {
 			}
 			cfg := runner.Config{
 				Out: filepath.Join(base, fmt.Sprint(i)), Driver: d, Topic: drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
-				Load:   load.Config{Rate: rate, Duration: dur, MessageSize: 1024, Producers: 4},
+				Load:   load.Config{Rate: rate, Duration: dur, MessageSize: 1024, Producers: producers / n},
 				Shard:  &runner.Shard{Index: i, Count: n, RunID: runner.RunIDFor(topic, start, n), Start: start, Late: 2 * time.Second},
 				Ledger: ledger.Options{},
 			}
