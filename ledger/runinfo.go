@@ -54,6 +54,22 @@ type RunInfo struct {
 	// saves them too, where a re-read takes them from; this copy, in a
 	// ledger proven whole, is what run.json's is held to.
 	Checks json.RawMessage `json:"checks,omitempty"`
+	// Shard is set when the run is one shard of a load spread over
+	// processes (ackcheck run --shard); nil for a run of its own.
+	Shard *ShardInfo `json:"shard,omitempty"`
+}
+
+// ShardInfo places one shard's ledger in a load spread over Count
+// processes. Every shard of the load has the same RunID and schedule
+// start; shard Index's producers are numbered ProducerBase to
+// ProducerBase+Producers-1 (RunInfo.Producers), a range no other shard
+// uses, so its ledger holds only those producers' events and a merged
+// verify chains the shards' sorted streams in shard order.
+type ShardInfo struct {
+	Index        int     `json:"index"`
+	Count        int     `json:"count"`
+	ProducerBase uint32  `json:"producer_base"`
+	Rate         float64 `json:"rate"` // this shard's share, msg/s
 }
 
 // LagSummary summarises a lag histogram, in microseconds.

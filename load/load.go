@@ -70,6 +70,12 @@ type Config struct {
 	// per message (bench --peer), never for a check: a closed loop lets a
 	// slow broker slow the load down and hide its stalls.
 	Unpaced bool
+	// ProducerBase is added to every producer number in message IDs and
+	// the ledger: producer k of this load writes IDs of producer
+	// ProducerBase+k. A shard of a load spread over processes (runner's
+	// Shard) gets its own range, so that no two shards' IDs collide and a
+	// read-back tells which shard wrote a message. Default 0.
+	ProducerBase uint32
 
 	// timerKick is the period of the scheduler's wake-ups in a paced load
 	// (timerKickPeriod); negative: none; zero: the default. For
@@ -269,7 +275,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 
 	producers := make([]drivers.Producer, cfg.Producers)
 	for k := range producers {
-		p, err := d.NewProducer(ctx, cfg.Topic, uint32(k))
+		p, err := d.NewProducer(ctx, cfg.Topic, cfg.ProducerBase+uint32(k))
 		if err != nil {
 			for _, q := range producers[:k] {
 				q.Close(context.Background())
@@ -476,7 +482,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 			s.stats.Shed.Add(1)
 			continue
 		}
-		id := message.ID{Run: cfg.RunID, Producer: ps.k, Seq: seq}
+		id := message.ID{Run: cfg.RunID, Producer: cfg.ProducerBase + ps.k, Seq: seq}
 		seq++
 		var buf []byte
 		var inFlight *atomic.Bool
@@ -521,7 +527,7 @@ func (s *sender) waitForPlace(ctx context.Context) bool {
 // package doc). valueInFlight, when not nil, is the flag of m.Value's slot
 // in the producer's valueRing, cleared once the driver is done with it.
 func (s *sender) send(ps *producerState, id message.ID, m drivers.Message, intended, sentAt int64, valueInFlight *atomic.Bool) error {
-	if err := s.l.Record(ledger.Send, ledger.Event{Producer: ps.k, Seq: id.Seq, Time: intended, Partition: m.Partition}); err != nil {
+	if err := s.l.Record(ledger.Send, ledger.Event{Producer: id.Producer, Seq: id.Seq, Time: intended, Partition: m.Partition}); err != nil {
 		s.stats.InFlight.Add(-1)
 		if valueInFlight != nil {
 			valueInFlight.Store(false)
@@ -547,7 +553,7 @@ func (s *sender) send(ps *producerState, id message.ID, m drivers.Message, inten
 		}
 		now := s.now()
 		timed := ps.cb.sample()
-		recordOutcome(s.l, s.stats, ps.k, id.Seq, intended, now, o)
+		recordOutcome(s.l, s.stats, ps.k, id.Producer, id.Seq, intended, now, o)
 		if timed {
 			ps.cb.record(time.Duration(s.now() - now))
 		}
@@ -593,7 +599,7 @@ func sweep(cfg Config, fls []*flights, l *ledger.Ledger, stats *Stats, stop <-ch
 		now := time.Now().UnixNano()
 		for k, fl := range fls {
 			fl.expire(cutoff, func(f *flight) {
-				recordOutcome(l, stats, uint32(k), f.seq, f.intended, now, drivers.Outcome{Status: drivers.Unknown, Err: why})
+				recordOutcome(l, stats, uint32(k), cfg.ProducerBase+uint32(k), f.seq, f.intended, now, drivers.Outcome{Status: drivers.Unknown, Err: why})
 			})
 		}
 	}
@@ -618,9 +624,9 @@ func sweep(cfg Config, fls []*flights, l *ledger.Ledger, stats *Stats, stop <-ch
 // counts it: the one place an outcome is recorded, whether the driver gave
 // it or ackcheck's own deadline did (sweep).
 // intended and now are Unix ns.
-func recordOutcome(l *ledger.Ledger, stats *Stats, k uint32, seq uint64, intended, now int64, o drivers.Outcome) {
+func recordOutcome(l *ledger.Ledger, stats *Stats, k, producer uint32, seq uint64, intended, now int64, o drivers.Outcome) {
 	lat := time.Duration(now - intended)
-	e := ledger.Event{Producer: k, Seq: seq, Time: int64(lat), Partition: o.Pos.Partition, Offset: o.Pos.Offset}
+	e := ledger.Event{Producer: producer, Seq: seq, Time: int64(lat), Partition: o.Pos.Partition, Offset: o.Pos.Offset}
 	switch o.Status {
 	case drivers.Acked:
 		e.Status = ledger.OutcomeAcked
@@ -684,6 +690,12 @@ func tail(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, s
 		dm := message.Decode(r.Value, cfg.RunID)
 		if dm.Status != message.Valid || dm.ID.Run != cfg.RunID {
 			return nil // the read-back classifies these
+		}
+		if p := dm.ID.Producer; p < cfg.ProducerBase || p-cfg.ProducerBase >= uint32(cfg.Producers) {
+			// Another shard's message: that shard records it. A shard's
+			// ledger holds only its own producers, which is what lets a
+			// merged verify chain the shards' sorted streams.
+			return nil
 		}
 		stats.LiveReads.Add(1)
 		if stats.OnLiveRead != nil {

@@ -85,6 +85,8 @@ func (c Config) CheckSettings(given func(flag string) bool) error {
 		return fmt.Errorf("--duration must be above 0")
 	case c.Producers < 1 || c.Producers > 1024:
 		return fmt.Errorf("--producers %d: use 1 to 1024", c.Producers)
+	case uint64(c.ProducerBase)+uint64(c.Producers) > math.MaxUint32:
+		return fmt.Errorf("producer numbers %d+%d overflow: use fewer shards or --producers", c.ProducerBase, c.Producers)
 	case c.MessageSize < message.MinSize:
 		return fmt.Errorf("--message-size must be at least %d bytes (ID, send time and checksum)", message.MinSize)
 	case c.Keys < 0:

@@ -56,6 +56,9 @@ type Settings struct {
 	// verifier.Rejudge). Nil in run.json of runs from before they were
 	// saved: their checks are unknown.
 	Checks *verifier.Checks `json:"checks,omitempty"`
+	// Shard is set for one shard of a load spread over processes (run
+	// --shard), and for a merged verdict of such a load (Index -1).
+	Shard *ShardSettings `json:"shard,omitempty"`
 }
 
 // Config is one run.
@@ -88,6 +91,9 @@ type Config struct {
 	Ledger ledger.Options
 	// Faults, if set, are injected during the load.
 	Faults *FaultPlan
+	// Shard, if set, makes the run one shard of a load spread over
+	// processes (see Shard): Load.Rate is then the whole load's rate.
+	Shard *Shard
 }
 
 // FaultPlan is the faults of a run and the cluster they act on.
@@ -159,6 +165,10 @@ const ledgerBytesPerMessage = 80
 
 // Run performs the run. It returns the verdict (nil with --no-verify).
 func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
+	totalRate := cfg.Load.Rate
+	if err := shardLoad(&cfg); err != nil {
+		return nil, err
+	}
 	// defaults is the load as asked, before prepareLoad knows the topic.
 	defaults := cfg.Load.WithDefaults()
 	defer func() {
@@ -192,14 +202,24 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	var b [8]byte
 	rand.Read(b[:])
 	runID := binary.BigEndian.Uint64(b[:])
+	if cfg.Shard != nil {
+		runID = cfg.Shard.RunID
+	}
 	// run.json first: a disk that cannot hold it fails the run before the
 	// topic is made.
-	if err := writeSettings(cfg, defaults, runID); err != nil {
+	if err := writeSettings(cfg, defaults, runID, totalRate); err != nil {
 		return nil, err
 	}
 	info, lc, err := prepareLoad(ctx, cfg, runID)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Shard != nil {
+		// Checked before the ledger holds the run too: a shard too late
+		// leaves no directory, and the merged verify reports it missing.
+		if _, err := waitForStart(cfg.Shard); err != nil {
+			return nil, err
+		}
 	}
 
 	lopts := cfg.Ledger
@@ -221,6 +241,9 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
 		StartOffsets: lc.StartOffsets, LoadStart: time.Now(), Checks: checks,
 	}
+	if sh := cfg.Shard; sh != nil {
+		run.Shard = &ledger.ShardInfo{Index: sh.Index, Count: sh.Count, ProducerBase: lc.ProducerBase, Rate: lc.Rate}
+	}
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
 	}
@@ -233,8 +256,16 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	defer closeJournal()
 	describeCluster(ctx, cfg, info.Name, &run)
 
-	// The schedule starts now, after any setting was applied.
+	// The schedule starts now, after any setting was applied; a shard's
+	// at the load's shared start.
 	lc.Start = time.Now()
+	if cfg.Shard != nil {
+		if lc.Start, err = waitForStart(cfg.Shard); err != nil {
+			return nil, err
+		}
+		cfg.logf("shard %d of %d: producers %d-%d, %.0f msg/s of %.0f, schedule starts at %s (in %s)", cfg.Shard.Index, cfg.Shard.Count,
+			lc.ProducerBase, lc.ProducerBase+uint32(lc.Producers)-1, lc.Rate, totalRate, lc.Start.Format(time.RFC3339Nano), time.Until(lc.Start).Round(time.Millisecond))
+	}
 	run.LoadStart = lc.Start
 	l.PutMeta(ledger.MetaRun, run)
 	lres, loadErr := runLoad(ctx, cfg, lc, l, inj)
@@ -273,6 +304,10 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted; what the run recorded is in %s: check it with `ackcheck verify --out %s` (%w)", cfg.Out, cfg.Out, ctx.Err())
+	}
+	if cfg.Shard != nil {
+		cfg.logf("shard %d of %d done; judge every shard together with `ackcheck verify --out MERGED --shard-dir DIR ...` once all have finished", cfg.Shard.Index, cfg.Shard.Count)
+		return nil, nil
 	}
 	if !cfg.Verify {
 		cfg.logf("load done; --no-verify: check it later with `ackcheck verify --out %s`", cfg.Out)
@@ -541,7 +576,7 @@ func finishFaults(ctx context.Context, cfg Config, inj *faults.Injector, stop fu
 	return nil
 }
 
-func writeSettings(cfg Config, lc load.Config, runID uint64) error {
+func writeSettings(cfg Config, lc load.Config, runID uint64, totalRate float64) error {
 	ds, err := json.Marshal(cfg.DriverSettings)
 	if err != nil {
 		return fmt.Errorf("record driver settings: %w", err)
@@ -559,6 +594,9 @@ func writeSettings(cfg Config, lc load.Config, runID uint64) error {
 	if cfg.Faults != nil {
 		src := cfg.Faults.Source
 		s.Faults = &src
+	}
+	if sh := cfg.Shard; sh != nil {
+		s.Shard = &ShardSettings{Index: sh.Index, Count: sh.Count, TotalRate: totalRate}
 	}
 	return writeJSON(filepath.Join(cfg.Out, "run.json"), s)
 }
@@ -863,10 +901,15 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 // did not finish names, in result.json and on the progress writer, the
 // command that finishes it.
 func settle(out string, res *verifier.Result, logf func(string, ...any)) {
+	settleWith("ackcheck verify --out "+shellQuote(out), res, logf)
+}
+
+// settleWith is settle with the command that finishes the read-back.
+func settleWith(resume string, res *verifier.Result, logf func(string, ...any)) {
 	if !res.Unfinished() {
 		return
 	}
-	res.Resume = "ackcheck verify --out " + shellQuote(out)
+	res.Resume = resume
 	finish := "finish it with `" + res.Resume + "` when the brokers answer"
 	for i := range res.Reasons {
 		res.Reasons[i] = strings.Replace(res.Reasons[i], verifier.ResumeHint, finish, 1)

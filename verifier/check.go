@@ -63,6 +63,10 @@ func Check(ctx context.Context, l *ledger.Ledger, opts Options) (*Result, error)
 // before that kept its reads in Run, and Reads is then Run too.
 type Ledgers struct {
 	Run, Reads *ledger.Ledger
+	// Shards, when set, are the run ledgers of a load spread over
+	// processes (run --shard), Run is nil and Reads is the one read-back
+	// of their topic (see shards.go).
+	Shards []Shard
 }
 
 // CheckLedgers is Check on a run's ledger and a read-back's ledger of its
@@ -70,17 +74,26 @@ type Ledgers struct {
 // established (Result.Ledger), and a ledger that cannot be proven whole
 // gives no PASS.
 func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error) {
-	l := lg.Run
-	if lg.Reads == nil {
-		lg.Reads = l
+	var src *runSource
+	var err error
+	if lg.Shards != nil {
+		if lg.Reads == nil {
+			return nil, fmt.Errorf("a sharded run is judged against a read-back ledger of its own")
+		}
+		src, err = shardSource(lg.Shards)
+	} else {
+		if lg.Reads == nil {
+			lg.Reads = lg.Run
+		}
+		src, err = singleSource(lg.Run)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 100
 	}
-	var run ledger.RunInfo
-	if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
-		return nil, fmt.Errorf("ledger has no run description: %w (is this an ackcheck run directory?)", err)
-	}
+	run := src.run
 	if opts.Window <= 0 {
 		opts.Window = 10 * time.Second // a run that died: its length is not known
 		if !run.LoadEnd.IsZero() {
@@ -97,13 +110,10 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	if err := readsOfRun(lg, run, rb); err != nil {
 		return nil, err
 	}
-	if err := l.Flush(); err != nil {
-		return nil, err
-	}
 	if err := lg.Reads.Flush(); err != nil {
 		return nil, err
 	}
-	ft, err := loadFaults(l, run.LoadStart)
+	ft, err := loadFaults(src.faults, run.LoadStart)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +141,8 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		res.Notes = append(slices.Clip(res.Notes), "before the read-back, "+rb.Settled)
 	}
 
-	if l.ReadOnly() {
-		p := l.Proof()
-		res.Ledger = &p
-	}
-	m, err := openMerger(lg)
+	res.Ledger = src.proof
+	m, err := openMerger(src, lg.Reads)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +152,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		return nil, err
 	}
 	defer inv.abort() // no-op once finished
-	cls := newClassifier(res, run, l.SentThrough(), opts.MaxSamples)
+	cls := newClassifier(res, run, src.sentThru, opts.MaxSamples)
 	cls.unread = unreadPartitions(rb)
 	cls.inv = inv
 	tl := newTimelines(run, opts.Window, ft)
@@ -154,9 +161,11 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		if n&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if sent, lost := cls.add(&h); sent {
+		sent, lost := cls.add(&h)
+		if sent {
 			tl.add(&h, lost)
 		}
+		src.count(&h, lost)
 	}
 	if err := m.err(); err != nil {
 		return nil, err
@@ -189,6 +198,8 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		us := func(v int64) float64 { return float64(v) / 1000 }
 		res.CallbackTime = Latency{Count: ct.Count, P50: us(ct.P50Us), P99: us(ct.P99Us), Max: us(ct.MaxUs)}
 	}
+	res.Shards = src.shards
+	src.noteIdleShards(res)
 	applyVerdict(res, opts)
 	return res, nil
 }

@@ -1,12 +1,10 @@
 package verifier
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ackcheck/ackcheck/faults"
-	"github.com/ackcheck/ackcheck/ledger"
 )
 
 // FaultReport is one fault with what was measured around it. Durations are
@@ -79,11 +77,9 @@ type faultTracker struct {
 	first   []map[int32]int64
 }
 
-func loadFaults(l *ledger.Ledger, loadStart time.Time) (*faultTracker, error) {
-	var recs []faults.Record
-	if err := l.GetMeta(faults.MetaKey, &recs); err != nil && !errors.Is(err, ledger.ErrNoMeta) {
-		return nil, err
-	}
+// loadFaults tracks the run's fault records (faultRecords) against the
+// acks, from loadStart.
+func loadFaults(recs []faults.Record, loadStart time.Time) (*faultTracker, error) {
 	ft := &faultTracker{records: recs}
 	ms := func(from, to time.Time) float64 {
 		if to.IsZero() {

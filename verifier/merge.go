@@ -27,7 +27,7 @@ type history struct {
 
 // stream is one kind's cursor, read a run at a time (Cursor.NextRun).
 type stream struct {
-	c    *ledger.Cursor
+	c    cursor
 	run  []ledger.Event // head and the events after it in the current run
 	head ledger.Event
 	ok   bool
@@ -57,14 +57,15 @@ type merger struct {
 	sends, outs, reads, lives stream
 }
 
-func openMerger(lg Ledgers) (*merger, error) {
+func openMerger(src *runSource, reads *ledger.Ledger) (*merger, error) {
+	readScan := func(k ledger.Kind) (cursor, error) { return reads.Scan(k) }
 	m := &merger{}
 	for _, s := range []struct {
-		from *ledger.Ledger
+		from func(ledger.Kind) (cursor, error)
 		k    ledger.Kind
 		to   *stream
-	}{{lg.Run, ledger.Send, &m.sends}, {lg.Run, ledger.Outcome, &m.outs}, {lg.Reads, ledger.Read, &m.reads}, {lg.Run, ledger.LiveRead, &m.lives}} {
-		c, err := s.from.Scan(s.k)
+	}{{src.scan, ledger.Send, &m.sends}, {src.scan, ledger.Outcome, &m.outs}, {readScan, ledger.Read, &m.reads}, {src.scan, ledger.LiveRead, &m.lives}} {
+		c, err := s.from(s.k)
 		if err != nil {
 			m.close()
 			return nil, err

@@ -135,6 +135,11 @@ type Result struct {
 	// Ledger is what opening the run's ledger read-only proved about it
 	// (nil when the ledger was judged open for writing, as tests do).
 	Ledger *ledger.Proof `json:"ledger,omitempty"`
+	// Shards, for a load spread over processes (run --shard), is each
+	// shard's ledger as the merged verify found it, in shard order, with
+	// its own messages' counts; Ledger is then their combined proof, not
+	// whole when any shard is missing, damaged or unproven.
+	Shards []ShardStatus `json:"shards,omitempty"`
 	// ReadBackComplete: every partition was read to the end the broker
 	// reported after the load. False when a request failed
 	// (ReadBackError), a partition made no progress, or the topic is gone.

@@ -341,6 +341,7 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 func newRunCmd() *cobra.Command {
 	var (
 		rf       runFlags
+		sf       shardFlags
 		schedule string
 	)
 	cmd := &cobra.Command{
@@ -370,12 +371,17 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			shard, err := sf.config(rf.topic.Name)
+			if err != nil {
+				return err
+			}
 			cfg, d, err := rf.config(cmd, steps)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
 			defer rf.release()
+			cfg.Shard = shard
 			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -384,15 +390,17 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	rf.register(cmd)
+	sf.register(cmd)
 	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume, power-loss (targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name such as db, and for power-loss all; restart and resume default to the previous fault's node), fsync-on, fsync-off (targets topic:<topic>, brokers) and <mode>-on, <mode>-off for a driver's broker-wide mode (Queen: maintenance-on)`)
 	return cmd
 }
 
 func newVerifyCmd() *cobra.Command {
 	var (
-		kf  driverFlags
-		cf  checkFlags
-		out string
+		kf     driverFlags
+		cf     checkFlags
+		out    string
+		shards []string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -410,6 +418,9 @@ result.json (check_changes).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return fmt.Errorf("--out is required: the directory of the run to verify")
+			}
+			if len(shards) > 0 {
+				return verifyShards(cmd, out, shardDirs(shards), &kf, &cf)
 			}
 			s, err := runner.ReadSettings(out)
 			if err != nil {
@@ -430,7 +441,8 @@ result.json (check_changes).`,
 	}
 	kf.register(cmd.Flags())
 	cf.register(cmd)
-	cmd.Flags().StringVar(&out, "out", "", "run directory of an earlier run")
+	cmd.Flags().StringVar(&out, "out", "", "run directory of an earlier run; with --shard-dir, the directory of the merged verdict")
+	cmd.Flags().StringArrayVar(&shards, "shard-dir", nil, "the run directory (or a glob of them) of each shard of a load run with --shard; repeat it. The topic is read back once and one verdict judges every shard")
 	return cmd
 }
 

@@ -1,0 +1,468 @@
+package verifier
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/ledger"
+)
+
+// A load spread over processes (ackcheck run --shard I/N) leaves one run
+// ledger per shard. Every shard has the run's one run ID, and shard I's
+// producers are numbered in a range of its own (ledger.ShardInfo), so its
+// ledger holds only those producers' events. Each kind's stream over all
+// shards is then the shards' streams one after another in shard order:
+// the merge (merge.go) reads them through a chain, one pass, memory as for
+// one ledger. One read-back of the topic is judged against the chain.
+//
+// A shard whose ledger is missing or could not be proven whole gives no
+// PASS: its acks cannot be checked, and the copies its producers wrote
+// read back as messages no ledger holds, which are not blamed on the
+// broker (the verdict is unproven, see applyVerdict).
+
+// Shard is one shard's run ledger, as a merged verify found it.
+type Shard struct {
+	// Index is the shard's number, 0 to Count-1; -1 when not known (a
+	// directory whose run.json could not be read).
+	Index int
+	// Dir is the shard's run directory, as given.
+	Dir string
+	// Ledger is the shard's run ledger, opened read-only; nil when it
+	// could not be opened (Err says why).
+	Ledger *ledger.Ledger
+	// Err is why the shard's ledger is missing or refused (damaged).
+	Err error
+}
+
+// ShardStatus is one shard as a merged verdict saw it (Result.Shards).
+type ShardStatus struct {
+	Index int    `json:"index"`
+	Dir   string `json:"dir"`
+	// Status is "whole" (proven whole), "unproven" (opened, but nothing
+	// vouches for its holes), "damaged" (refused) or "missing".
+	Status string `json:"status"`
+	// Error says why a damaged or missing shard could not be read.
+	Error string `json:"error,omitempty"`
+	// Proof is what opening the shard's ledger read-only proved.
+	Proof *ledger.Proof `json:"proof,omitempty"`
+	// Clean: the shard's load finished and committed its ledger.
+	Clean bool `json:"clean"`
+	// Producers are the shard's producer numbers, [first, last+1): the
+	// middle field of every message ID (run-producer-seq) it wrote.
+	Producers [2]uint32 `json:"producers"`
+	// Sent, Acked and Lost are the shard's own messages' counts.
+	Sent  int64 `json:"sent"`
+	Acked int64 `json:"acked"`
+	Lost  int64 `json:"lost"`
+}
+
+// Shard statuses (ShardStatus.Status).
+const (
+	ShardWhole    = "whole"
+	ShardUnproven = "unproven"
+	ShardDamaged  = "damaged"
+	ShardMissing  = "missing"
+)
+
+// ShardRun is the merged description of a sharded run's shards (see
+// CheckLedgers): the run a merged read-back reads. It refuses shards that
+// are not of one run.
+func ShardRun(shards []Shard) (ledger.RunInfo, error) {
+	src, err := shardSource(shards)
+	if err != nil {
+		return ledger.RunInfo{}, err
+	}
+	return src.run, nil
+}
+
+// runSource is what a verdict reads from the run's side: one ledger, or
+// the chain of a sharded run's ledgers.
+type runSource struct {
+	run      ledger.RunInfo
+	sentThru map[uint32]uint64
+	faults   []faults.Record
+	// proof is nil when the run's ledger was judged open for writing.
+	proof *ledger.Proof
+	scan  func(k ledger.Kind) (cursor, error)
+	// shards, for a sharded run, in shard order; nil otherwise.
+	shards []ShardStatus
+	// open are the shards' ledgers in the order of shards (nil: missing).
+	open []*ledger.Ledger
+	// at is the shard count looks at first.
+	at int
+}
+
+// cursor is a sorted stream of one kind's events (ledger.Cursor, or a
+// chain of them).
+type cursor interface {
+	NextRun() ([]ledger.Event, bool)
+	Err() error
+	Close() error
+}
+
+// singleSource is the run side of a run of its own.
+func singleSource(l *ledger.Ledger) (*runSource, error) {
+	src := &runSource{scan: func(k ledger.Kind) (cursor, error) { return l.Scan(k) }}
+	if err := l.GetMeta(ledger.MetaRun, &src.run); err != nil {
+		return nil, fmt.Errorf("ledger has no run description: %w (is this an ackcheck run directory?)", err)
+	}
+	if src.run.Shard != nil {
+		return nil, fmt.Errorf("this ledger is shard %d of %d of run %s: judge all shards together with `ackcheck verify --out MERGED --shard-dir DIR ...`",
+			src.run.Shard.Index, src.run.Shard.Count, RunIDText(src.run.RunID))
+	}
+	if err := l.Flush(); err != nil {
+		return nil, err
+	}
+	var err error
+	if src.faults, err = faultRecords(l); err != nil {
+		return nil, err
+	}
+	src.sentThru = l.SentThrough()
+	if l.ReadOnly() {
+		p := l.Proof()
+		src.proof = &p
+	}
+	return src, nil
+}
+
+func faultRecords(l *ledger.Ledger) ([]faults.Record, error) {
+	var recs []faults.Record
+	if err := l.GetMeta(faults.MetaKey, &recs); err != nil && !errors.Is(err, ledger.ErrNoMeta) {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// shardSource merges the run side of a sharded run. It refuses shards
+// that are not of one run (run ID, topic, shard count, checks), a shard
+// number given twice, and producer ranges that overlap: judged together,
+// such ledgers would vouch for each other's messages. A shard missing or
+// damaged is kept in the statuses, and makes the combined proof not whole.
+func shardSource(shards []Shard) (*runSource, error) {
+	if len(shards) == 0 {
+		return nil, fmt.Errorf("no shard ledgers to judge: give --shard-dir for every shard's run directory")
+	}
+	src := &runSource{sentThru: map[uint32]uint64{}}
+	type opened struct {
+		s    Shard
+		info ledger.RunInfo
+	}
+	var got []opened
+	var broken []Shard
+	for _, s := range shards {
+		if s.Ledger == nil {
+			broken = append(broken, s)
+			continue
+		}
+		var info ledger.RunInfo
+		if err := s.Ledger.GetMeta(ledger.MetaRun, &info); err != nil {
+			return nil, fmt.Errorf("shard directory %s: its ledger has no run description: %w", s.Dir, err)
+		}
+		if info.Shard == nil {
+			return nil, fmt.Errorf("%s holds a run of its own, not a shard (run --shard I/N): verify it alone with `ackcheck verify --out %s`", s.Dir, s.Dir)
+		}
+		got = append(got, opened{s, info})
+	}
+	if len(got) == 0 {
+		return nil, fmt.Errorf("no shard's ledger could be opened (%s): no verdict can be given", shardErrs(broken))
+	}
+	slices.SortFunc(got, func(a, b opened) int { return cmp.Compare(a.info.Shard.Index, b.info.Shard.Index) })
+	first := got[0].info
+	count := first.Shard.Count
+	byIndex := map[int]opened{}
+	for _, o := range got {
+		i := o.info
+		switch {
+		case i.RunID != first.RunID:
+			return nil, fmt.Errorf("%s is run %s and %s is run %s: merge only the shards of one run", got[0].s.Dir, RunIDText(first.RunID), o.s.Dir, RunIDText(i.RunID))
+		case i.Topic != first.Topic || i.Driver != first.Driver:
+			return nil, fmt.Errorf("%s wrote %s topic %s and %s wrote %s topic %s: merge only the shards of one run", got[0].s.Dir, first.Driver, first.Topic, o.s.Dir, i.Driver, i.Topic)
+		case i.Shard.Count != count:
+			return nil, fmt.Errorf("%s is a shard of %d and %s a shard of %d: merge only the shards of one run", got[0].s.Dir, count, o.s.Dir, i.Shard.Count)
+		case string(i.Checks) != string(first.Checks):
+			return nil, fmt.Errorf("%s and %s recorded different checks (%s, %s): the shards were not started alike", got[0].s.Dir, o.s.Dir, first.Checks, i.Checks)
+		}
+		if prev, dup := byIndex[i.Shard.Index]; dup {
+			return nil, fmt.Errorf("%s and %s are both shard %d: give each shard's run directory once", prev.s.Dir, o.s.Dir, i.Shard.Index)
+		}
+		byIndex[i.Shard.Index] = o
+	}
+	for k := 1; k < len(got); k++ {
+		a, b := got[k-1].info, got[k].info
+		if uint64(a.Shard.ProducerBase)+uint64(a.Producers) > uint64(b.Shard.ProducerBase) {
+			return nil, fmt.Errorf("shards %d and %d number their producers in overlapping ranges (%d+%d, %d+%d): their message IDs may collide, no verdict can be given",
+				a.Shard.Index, b.Shard.Index, a.Shard.ProducerBase, a.Producers, b.Shard.ProducerBase, b.Producers)
+		}
+	}
+	// The broken shards' numbers are known only from their directories'
+	// order (Shard.Index as the caller found it); each number 0..count-1
+	// has one status, missing unless a ledger of it was opened.
+	brokenBy := map[int]Shard{}
+	for _, s := range broken {
+		brokenBy[s.Index] = s
+	}
+	proof := &ledger.Proof{Whole: true}
+	var why []string
+	merged := ledger.RunInfo{RunID: first.RunID, Driver: first.Driver, Topic: first.Topic, Checks: first.Checks,
+		StartOffsets: map[int32]int64{}, Clean: true, AckMeaning: first.AckMeaning, BrokerVersions: first.BrokerVersions}
+	faultShard := -1
+	for idx := range count {
+		o, ok := byIndex[idx]
+		if !ok {
+			st := ShardStatus{Index: idx, Status: ShardMissing, Error: "no run directory of this shard was given"}
+			if b, ok := brokenBy[idx]; ok {
+				st.Dir, st.Error = b.Dir, b.Err.Error()
+				if errors.Is(b.Err, ledger.ErrDamaged) {
+					st.Status = ShardDamaged
+				}
+			}
+			src.shards = append(src.shards, st)
+			src.open = append(src.open, nil)
+			proof.Whole = false
+			merged.Clean = false
+			why = append(why, fmt.Sprintf("shard %d of %d is %s (%s): its acks cannot be checked", idx, count, st.Status, st.Error))
+			continue
+		}
+		i, l := o.info, o.s.Ledger
+		st := ShardStatus{Index: idx, Dir: o.s.Dir, Status: ShardWhole, Clean: i.Clean,
+			Producers: [2]uint32{i.Shard.ProducerBase, i.Shard.ProducerBase + uint32(i.Producers)}}
+		if l.ReadOnly() {
+			p := l.Proof()
+			st.Proof = &p
+			proof.Flushes += p.Flushes
+			proof.Fragments += p.Fragments
+			proof.Events += p.Events
+			if !p.Whole {
+				st.Status = ShardUnproven
+				proof.Whole = false
+				why = append(why, fmt.Sprintf("shard %d of %d (%s): %s", idx, count, o.s.Dir, p.Reason))
+			}
+		}
+		src.shards = append(src.shards, st)
+		src.open = append(src.open, l)
+		mergeRunInfo(&merged, i)
+		for p, v := range l.SentThrough() {
+			src.sentThru[p] = v
+		}
+		recs, err := faultRecords(l)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
+		}
+		if len(recs) > 0 {
+			if faultShard >= 0 {
+				return nil, fmt.Errorf("shards %d and %d both applied faults: exactly one process applies a run's faults (shard 0)", faultShard, idx)
+			}
+			faultShard, src.faults = idx, recs
+		}
+	}
+	for _, b := range broken {
+		if b.Index < 0 || b.Index >= count {
+			// A directory whose shard number could not be read: its
+			// error is stated, and its shard is among the missing.
+			proof.Whole = false
+			why = append(why, fmt.Sprintf("%s: %v", b.Dir, b.Err))
+		}
+	}
+	merged.Shard = &ledger.ShardInfo{Index: -1, Count: count}
+	src.run = merged
+	if !(len(got) > 0 && got[0].s.Ledger.ReadOnly()) {
+		proof = nil // judged open for writing (tests): nothing was proven
+	} else if !proof.Whole {
+		proof.Reason = strings.Join(why, "; ")
+	}
+	src.proof = proof
+	src.scan = func(k ledger.Kind) (cursor, error) {
+		ch := &chain{}
+		for i, l := range src.open {
+			if l == nil {
+				continue
+			}
+			c, err := l.Scan(k)
+			if err != nil {
+				ch.Close()
+				return nil, fmt.Errorf("shard %d (%s): %w", i, src.shards[i].Dir, err)
+			}
+			ch.cs = append(ch.cs, c)
+			ch.ranges = append(ch.ranges, src.shards[i].Producers)
+			ch.idx = append(ch.idx, i)
+		}
+		return ch, nil
+	}
+	return src, nil
+}
+
+// mergeRunInfo adds shard i's description to the merged run's: the
+// earliest start and latest end, every partition's earliest start offset
+// (each shard read them before its first send), sums of counts, and the
+// producers up to the highest shard's last.
+func mergeRunInfo(m *ledger.RunInfo, i ledger.RunInfo) {
+	if m.LoadStart.IsZero() || i.LoadStart.Before(m.LoadStart) {
+		m.LoadStart = i.LoadStart
+	}
+	if i.LoadEnd.After(m.LoadEnd) {
+		m.LoadEnd = i.LoadEnd
+	}
+	m.Clean = m.Clean && i.Clean
+	m.Producers = max(m.Producers, int(i.Shard.ProducerBase)+i.Producers)
+	for p, off := range i.StartOffsets {
+		if cur, ok := m.StartOffsets[p]; !ok || off < cur {
+			m.StartOffsets[p] = off
+		}
+	}
+	m.Shed += i.Shed
+	m.Errors = addCounts(m.Errors, i.Errors)
+	m.AckClasses = addCounts(m.AckClasses, i.AckClasses)
+	// Lags cannot be merged from summaries: the worst shard's is kept,
+	// with every shard's count.
+	m.PacingLag = worstLag(m.PacingLag, i.PacingLag)
+	m.CallbackTime = worstLag(m.CallbackTime, i.CallbackTime)
+	if i.StealPct != nil && (m.StealPct == nil || *i.StealPct > *m.StealPct) {
+		v := *i.StealPct
+		m.StealPct = &v
+	}
+	for _, n := range i.Notes {
+		if !slices.Contains(m.Notes, n) {
+			m.Notes = append(m.Notes, n)
+		}
+	}
+}
+
+func addCounts(m, add map[string]int64) map[string]int64 {
+	if len(add) == 0 {
+		return m
+	}
+	if m == nil {
+		m = map[string]int64{}
+	}
+	for k, v := range add {
+		m[k] += v
+	}
+	return m
+}
+
+func worstLag(a, b *ledger.LagSummary) *ledger.LagSummary {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		c := *b
+		return &c
+	}
+	c := *a
+	if b.P99Us > a.P99Us {
+		c = *b
+	}
+	c.Count = a.Count + b.Count
+	c.MaxUs = max(a.MaxUs, b.MaxUs)
+	return &c
+}
+
+func shardErrs(ss []Shard) string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, fmt.Sprintf("%s: %v", s.Dir, s.Err))
+	}
+	return strings.Join(out, "; ")
+}
+
+// count adds h to its shard's figures, for a sharded run. Histories
+// come in producer order, and shards' ranges ascend with their index, so
+// the shard is found by moving forward (src.at).
+func (src *runSource) count(h *history, lost bool) {
+	if src.shards == nil {
+		return
+	}
+	for ; src.at < len(src.shards); src.at++ {
+		s := &src.shards[src.at]
+		if s.Producers == [2]uint32{} || h.producer >= s.Producers[1] {
+			continue // missing, or before h
+		}
+		if h.producer < s.Producers[0] {
+			return // a producer no opened shard owns (a missing shard's)
+		}
+		if h.sent {
+			s.Sent++
+		}
+		if h.acked {
+			s.Acked++
+		}
+		if lost {
+			s.Lost++
+		}
+		return
+	}
+}
+
+// chain is the shards' cursors of one kind, one after another. Each
+// shard's events must lie in its own producer range, which is what makes
+// the concatenation sorted; an event outside it stops the chain with an
+// error rather than let the merge go out of order.
+type chain struct {
+	cs     []*ledger.Cursor
+	ranges [][2]uint32
+	idx    []int
+	i      int
+	err    error
+}
+
+func (c *chain) NextRun() ([]ledger.Event, bool) {
+	for c.err == nil && c.i < len(c.cs) {
+		run, ok := c.cs[c.i].NextRun()
+		if !ok {
+			if err := c.cs[c.i].Err(); err != nil {
+				c.err = fmt.Errorf("shard %d: %w", c.idx[c.i], err)
+				return nil, false
+			}
+			c.i++
+			continue
+		}
+		// A run is sorted: its first and last events bound it.
+		r := c.ranges[c.i]
+		if lo, hi := run[0].Producer, run[len(run)-1].Producer; lo < r[0] || hi >= r[1] {
+			bad := lo
+			if lo >= r[0] {
+				bad = hi
+			}
+			c.err = fmt.Errorf("%w: shard %d's ledger holds producer %d, outside its own producers %d-%d: no verdict can be given from it",
+				ledger.ErrDamaged, c.idx[c.i], bad, r[0], r[1]-1)
+			return nil, false
+		}
+		return run, true
+	}
+	return nil, false
+}
+
+func (c *chain) Err() error { return c.err }
+
+func (c *chain) Close() error {
+	var errs []error
+	for _, x := range c.cs {
+		errs = append(errs, x.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// noteIdleShards withholds a PASS when a shard whose ledger is whole sent
+// nothing: its share of the load never ran (a shard refused for starting
+// late, or killed before its first send), and a verdict over the rest
+// would pass a smaller load than the one asked for.
+func (src *runSource) noteIdleShards(res *Result) {
+	if src.proof == nil {
+		return
+	}
+	for _, s := range src.shards {
+		if s.Producers == [2]uint32{} || s.Sent > 0 {
+			continue
+		}
+		why := fmt.Sprintf("shard %d (%s) sent nothing: its share of the load never ran", s.Index, s.Dir)
+		p := *src.proof
+		p.Whole = false
+		p.Reason = strings.TrimPrefix(p.Reason+"; "+why, "; ")
+		res.Ledger = &p
+		src.proof = &p
+	}
+}
