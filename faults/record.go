@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
 )
 
@@ -82,6 +83,11 @@ type Record struct {
 	// came back as the process that replaced it (a fenced broker leaving
 	// the node list, a shrunk in-sync set), or that it never left.
 	InSyncEvidence string `json:"in_sync_evidence,omitempty"`
+
+	// Oracle is the brokers' own account of the node's return, read from
+	// their logs after the load (Injector.ReadOracle); nil when they could
+	// not be read.
+	Oracle *drivers.LogAccount `json:"oracle,omitempty"`
 
 	// AckMeaning, for fsync toggles: what an ack meant once it applied.
 	AckMeaning string `json:"ack_meaning,omitempty"`

@@ -269,6 +269,12 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	run.LoadStart = lc.Start
 	l.PutMeta(ledger.MetaRun, run)
 	lres, loadErr := runLoad(ctx, cfg, lc, l, inj)
+	if inj != nil && ctx.Err() == nil {
+		// The brokers' own account of each node's return, read from
+		// their logs once the recovery watches are done: the oracle
+		// printed beside ackcheck's figures.
+		inj.ReadOracle(ctx, info.Name, time.Now())
+	}
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
 	run.Shed, run.Errors = lres.Shed, lres.Errors
 	if ac, ok := cfg.Driver.(drivers.AckClasser); ok {

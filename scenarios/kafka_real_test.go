@@ -166,7 +166,35 @@ func TestRealLeaderKillAcksAll(t *testing.T) {
 	}
 	checkRecoveryFigures(t, res, 60*time.Second)
 	checkAgainstKafkaLogs(t, k, res.Topic, figures(res, true))
+	checkProductOracle(t, k, res)
 	checkFirstAckCoversStall(t, res)
+}
+
+// checkProductOracle: the run's result.json carries the brokers' own
+// account of the killed node's return (issue 25: the oracle is a
+// feature), the same unfencing and ISR times as this test reads from the
+// logs itself, and the summary prints it beside ackcheck's figures.
+func checkProductOracle(t *testing.T, k *kafka.Cluster, res *verifier.Result) {
+	t.Helper()
+	f := res.Faults[0]
+	if f.Oracle == nil || f.OracleReadyMs == nil || f.OracleInSyncMs == nil {
+		t.Fatalf("the kill's result has no oracle from the brokers' logs: %+v", f.Oracle)
+	}
+	a, err := k.Account(res.Topic, f.Node, f.At, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Oracle.Ready.At.Equal(a.Unfenced) || !f.Oracle.InSync.At.Equal(a.InSync()) {
+		t.Errorf("result.json's oracle: ready %s, in sync %s; the logs read here: unfenced %s, in sync %s",
+			f.Oracle.Ready.At, f.Oracle.InSync.At, a.Unfenced, a.InSync())
+	}
+	var b strings.Builder
+	res.WriteSummary(&b)
+	if !strings.Contains(b.String(), "the controller unfenced broker") {
+		t.Errorf("the summary does not print the logs' account:\n%s", b.String())
+	}
+	t.Logf("oracle in the product: ready %.0f ms (logs %.0f ms), in sync %.0f ms (logs %.0f ms), warnings %q",
+		f.ReadyMs, *f.OracleReadyMs, f.InSyncMs, *f.OracleInSyncMs, res.Warnings)
 }
 
 // The same with the restart 8 s after the kill, before the session

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 )
 
@@ -37,6 +38,75 @@ type FaultReport struct {
 	LongestStallMs float64 `json:"longest_stall_ms"`
 	// KillProof, for kills: that the process really died and came back.
 	KillProof *KillProof `json:"kill_proof,omitempty"`
+	// OracleReadyMs and OracleInSyncMs are Record.Oracle's figures (the
+	// brokers' own logs) in milliseconds from the fault, beside ReadyMs
+	// and InSyncMs; nil when the logs were not read or do not say.
+	OracleReadyMs  *float64 `json:"oracle_ready_ms,omitempty"`
+	OracleInSyncMs *float64 `json:"oracle_in_sync_ms,omitempty"`
+}
+
+// oracleMs fills the oracle figures of rep from its record.
+func (rep *FaultReport) oracleMs() {
+	o := rep.Oracle
+	if o == nil {
+		return
+	}
+	at := func(e *drivers.LogEvent) *float64 {
+		if e == nil || e.At.IsZero() {
+			return nil
+		}
+		v := float64(e.At.Sub(rep.At)) / float64(time.Millisecond)
+		return &v
+	}
+	rep.OracleReadyMs, rep.OracleInSyncMs = at(o.Ready), at(o.InSync)
+}
+
+// oracleText is a figure's cross-check as the summary prints it beside
+// the figure: " (Kafka's logs (nodes [1 2 3]): the controller unfenced
+// broker 2 at 26214 ms)"; "" without one.
+func (rep *FaultReport) oracleText(ms *float64, o *drivers.LogAccount, ready bool) string {
+	if o == nil || ms == nil {
+		return ""
+	}
+	e := o.InSync
+	if ready {
+		e = o.Ready
+	}
+	return fmt.Sprintf(" (%s: %s at %s)", o.Source, e.What, msText(*ms))
+}
+
+// Oracle tolerances: how far ackcheck's figure may lie from the log's
+// before the verdict warns. ackcheck sees a node ready when it answers a
+// request, polled every 200 ms, so after the broker logged it, and a busy
+// machine delays that; it may come a little before the log's line, which
+// is written after the event it records. Log times are to the
+// millisecond.
+const (
+	oracleEarly = 500 * time.Millisecond
+	oracleLate  = 2 * time.Second
+)
+
+// oracleWarnings warns, in res.Warnings, of every figure that disagrees
+// with the brokers' logs beyond the tolerances: never hidden, never a
+// failure of the broker's.
+func oracleWarnings(res *Result) {
+	for _, f := range res.Faults {
+		if f.Oracle == nil {
+			continue
+		}
+		check := func(name string, ours float64, theirs *float64, e *drivers.LogEvent) {
+			if theirs == nil || e == nil || ours < 0 {
+				return
+			}
+			d := time.Duration((ours - *theirs) * float64(time.Millisecond))
+			if d < -oracleEarly || d > oracleLate {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("the %s at %.1f s: ackcheck saw %s %s after it, %s say %s at %s: they disagree by %s (tolerance %s early, %s late)",
+					f.Action, f.AtS, name, msText(ours), f.Oracle.Source, e.What, msText(*theirs), d.Round(time.Millisecond), oracleEarly, oracleLate))
+			}
+		}
+		check("the node ready", f.ReadyMs, f.OracleReadyMs, f.Oracle.Ready)
+		check("every replica in sync", f.InSyncMs, f.OracleInSyncMs, f.Oracle.InSync)
+	}
 }
 
 // KillProof shows that a kill hit the process it meant to and that the node
@@ -90,6 +160,7 @@ func loadFaults(recs []faults.Record, loadStart time.Time) (*faultTracker, error
 	for i, r := range recs {
 		rep := FaultReport{Record: r, AtS: r.At.Sub(loadStart).Seconds(),
 			ReadyMs: ms(r.At, r.ReadyAt), InSyncMs: ms(r.At, r.InSyncAt), SlowestFirstAckMs: -1}
+		rep.oracleMs()
 		if !r.Due.IsZero() {
 			due := r.Due.Sub(loadStart).Seconds()
 			rep.DueS = &due

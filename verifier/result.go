@@ -357,7 +357,8 @@ func (r *Result) WriteSummary(w io.Writer) {
 		if f.FirstAckMs != nil {
 			fmt.Fprintf(w, "    slowest partition's first ack of a message sent after it: %s   longest partition stall over it: %s\n",
 				msOrNever(f.SlowestFirstAckMs), msOrNever(f.LongestStallMs))
-			fmt.Fprintf(w, "    node ready again: %s   all replicas in sync: %s\n", msOrNever(f.ReadyMs), msOrNever(f.InSyncMs))
+			fmt.Fprintf(w, "    node ready again: %s%s   all replicas in sync: %s%s\n",
+				msOrNever(f.ReadyMs), f.oracleText(f.OracleReadyMs, f.Oracle, true), msOrNever(f.InSyncMs), f.oracleText(f.OracleInSyncMs, f.Oracle, false))
 			if f.InSyncEvidence != "" {
 				fmt.Fprintf(w, "    rejoin seen as: %s\n", f.InSyncEvidence)
 			}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
 )
 
 // The log oracle: what the brokers' own logs say happened after a fault,
@@ -301,3 +303,39 @@ func (k *Cluster) Unclean(topic string, since time.Time) (Unclean, error) {
 	defer close()
 	return ReadUnclean(logs, topic, since)
 }
+
+// RecoveryAccount implements drivers.LogOracle: for the nodes a fault
+// took away, the controller's unfencing of the last of them (ready), and
+// the last ISR line that holds it again for a partition of topic (in
+// sync; the unfencing when no ISR line changed). The logs do not show
+// every ISR expansion (Account.NotBack), so in sync by the logs can be
+// earlier than a partition's real return: a lower bound.
+func (k *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
+	acc := drivers.LogAccount{Source: fmt.Sprintf("Kafka's logs (nodes %v)", k.Nodes())}
+	var unfenced, inSync time.Time
+	var whoU, whoS int32
+	for _, node := range nodes {
+		a, err := k.Account(topic, node, since, until)
+		if err != nil {
+			return acc, err
+		}
+		if a.Unfenced.IsZero() {
+			return acc, nil // the logs do not say the node came back
+		}
+		if a.Unfenced.After(unfenced) {
+			unfenced, whoU = a.Unfenced, node
+		}
+		if s := a.InSync(); s.After(inSync) {
+			inSync, whoS = s, node
+		}
+	}
+	acc.Ready = &drivers.LogEvent{At: unfenced, What: fmt.Sprintf("the controller unfenced broker %d", whoU)}
+	what := fmt.Sprintf("broker %d back in the ISR of every partition of %s whose ISR the logs show changing", whoS, topic)
+	if inSync.Equal(unfenced) {
+		what = fmt.Sprintf("broker %d unfenced; no ISR change of %s logged after it", whoS, topic)
+	}
+	acc.InSync = &drivers.LogEvent{At: inSync, What: what}
+	return acc, nil
+}
+
+var _ drivers.LogOracle = (*Cluster)(nil)
