@@ -34,7 +34,7 @@ func TestReadOracleWindows(t *testing.T) {
 	end := t0.Add(time.Minute)
 	for _, r := range []Record{
 		{Action: Kill, Node: 1, At: t0, Result: Applied, ReadyAt: t0.Add(2 * time.Second)},
-		{Action: Restart, Node: 1, At: t0.Add(time.Second), Result: Applied},                                      // brings nodes back: no account
+		{Action: Restart, Node: 1, At: t0.Add(time.Second), Result: Applied},                                     // brings nodes back: no account
 		{Action: Kill, Node: 2, At: t0.Add(10 * time.Second), Result: Failed, ReadyAt: t0.Add(11 * time.Second)}, // did not apply
 		{Action: PowerLoss, Nodes: []int32{1, 2, 3}, At: t0.Add(20 * time.Second), Result: Applied, InSyncAt: t0.Add(30 * time.Second)},
 		{Action: Pause, Node: 3, At: t0.Add(40 * time.Second), Result: Applied}, // its return never seen
