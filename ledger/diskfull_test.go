@@ -123,3 +123,59 @@ func diskFillsUnderTheLedger(t *testing.T, noSync bool) {
 		t.Fatal("Close did not return after the disk filled")
 	}
 }
+
+// lowDisk reports little free space once low is set.
+type lowDisk struct {
+	vfs.FS
+	low *atomic.Bool
+}
+
+func (fs lowDisk) GetDiskUsage(path string) (vfs.DiskUsage, error) {
+	if fs.low.Load() {
+		return vfs.DiskUsage{TotalBytes: 8 << 20, AvailBytes: 3 << 19, UsedBytes: 6 << 20}, nil
+	}
+	return vfs.DiskUsage{TotalBytes: 1 << 40, AvailBytes: 1 << 39, UsedBytes: 1 << 39}, nil
+}
+
+// Below its reserve (the memtable and 1 MiB: 2 MiB for a small ledger), the ledger refuses to write before Pebble meets the full disk,
+// which Pebble cannot always survive (see roomToFlush), and what it
+// committed before stays whole: it reopens read-only, proven whole, with
+// exactly the events of the flushes before.
+func TestReserveStopsWritesBeforeTheDiskIsFull(t *testing.T) {
+	var low atomic.Bool
+	mem := vfs.NewMem()
+	l, err := Open("ledger", Options{FS: lowDisk{FS: mem, low: &low}, FlushInterval: time.Hour, ExpectedMessages: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := uint64(0); s < 100; s++ {
+		l.Record(Send, Event{Producer: 1, Seq: s, Time: int64(s)})
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatalf("flush with room: %v", err)
+	}
+	low.Store(true)
+	for s := uint64(100); s < 200; s++ {
+		l.Record(Send, Event{Producer: 1, Seq: s, Time: int64(s)})
+	}
+	err = l.Flush()
+	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "1.5 MiB free, less than the 2.0 MiB the ledger keeps in reserve") {
+		t.Fatalf("flush below the reserve: %v", err)
+	}
+	if err := l.PutMeta("after", 1); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("PutMeta below the reserve: %v", err)
+	}
+	low.Store(false) // a later write must not pick up where the refused one left off
+	if err := l.Flush(); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("flush after a refusal: %v", err)
+	}
+	l.Close()
+	r, err := OpenReadOnly("ledger", Options{FS: mem})
+	if err != nil {
+		t.Fatalf("the ledger after the refusal: %v", err)
+	}
+	defer r.Close()
+	if p := r.Proof(); !p.Whole || p.Events != 100 {
+		t.Fatalf("proof %+v: want whole with the 100 events flushed before", p)
+	}
+}

@@ -269,6 +269,10 @@ func kindIndex(k Kind) int {
 type Ledger struct {
 	db   *pebble.DB
 	opts Options
+	fs   vfs.FS
+	// reserve is the free space below which Flush refuses to commit
+	// (roomToFlush): room for Pebble's next log (reserveFor).
+	reserve uint64
 
 	shardsMu sync.RWMutex
 	shards   map[uint32]*shard
@@ -332,6 +336,8 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	}
 	l := &Ledger{
 		dir:      dir,
+		fs:       fs,
+		reserve:  reserveFor(cmp.Or(opts.memTableSize, memTableFor(opts.ExpectedMessages))),
 		opts:     opts,
 		shards:   make(map[uint32]*shard),
 		sentThru: make(map[uint32]uint64),
@@ -473,6 +479,9 @@ func (l *Ledger) Flush() (err error) {
 		return nil // Record refused every event: nothing is buffered
 	}
 	if err := l.failed(); err != nil {
+		return err
+	}
+	if err := l.roomToFlush(); err != nil {
 		return err
 	}
 	defer l.catch(&err)
@@ -676,6 +685,9 @@ func (l *Ledger) PutMeta(name string, v any) (err error) {
 	if err := l.failed(); err != nil {
 		return err
 	}
+	if err := l.roomToFlush(); err != nil {
+		return err
+	}
 	defer l.catch(&err)
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -820,6 +832,37 @@ func (l *Ledger) catch(err *error) {
 	}
 	*err = fmt.Errorf("%w: %s; no verdict can be given from it", ErrDamaged, firstLine(msg))
 }
+
+// roomToFlush refuses a flush, as ErrDiskFull, once the ledger's disk has
+// less free space than its reserve, and from then on every write (the
+// ledger stays as its last commit left it, whole). Pebble must not meet a
+// full disk itself: when its new log cannot be made or the old one closed,
+// it panics with its lock released under a deferred unlock, and the Go
+// runtime ends the process ("fatal error: sync: unlock of unlocked
+// mutex"), past any recover (seen with an unsynced ledger in tests).
+// A filesystem that cannot say its free space is not checked.
+func (l *Ledger) roomToFlush() error {
+	du, err := l.fs.GetDiskUsage(l.dir)
+	if err != nil || du.TotalBytes == 0 || du.AvailBytes >= l.reserve {
+		return nil
+	}
+	err = fmt.Errorf("%w: the disk holding %s has %s free, less than the %s the ledger keeps in reserve for its next log; what was committed so far stays whole",
+		ErrDiskFull, l.dir, mib(du.AvailBytes), mib(l.reserve))
+	l.writeFailed.CompareAndSwap(nil, &err)
+	return err
+}
+
+// Reserve is the free space a ledger of about n messages keeps (0: not
+// known) below which it writes nothing more: a run needs it beside what
+// its ledger holds.
+func Reserve(n int64) uint64 { return reserveFor(memTableFor(n)) }
+
+// reserveFor: Pebble's next log, which it preallocates to the memtable's
+// size, and 1 MiB for the table files and manifest a flush writes beside
+// it.
+func reserveFor(memTable uint64) uint64 { return memTable + 1<<20 }
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // failed is the error of the first commit that failed, or nil.
 func (l *Ledger) failed() error {

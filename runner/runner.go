@@ -360,7 +360,7 @@ func claimOut(out string, need uint64) (release func(), err error) {
 	}
 	if free, ok := freeBytes(out); ok && free < need {
 		release()
-		return nil, fmt.Errorf("the disk of --out %s has %s free, and this run needs about %s (%d bytes a message for its ledger, %s for its reports): free space or give --out on a larger disk",
+		return nil, fmt.Errorf("the disk of --out %s has %s free, and this run needs about %s (%d bytes a message for its ledger and the room its next log needs, %s for its reports): free space or give --out on a larger disk",
 			out, drivers.ApproxBytes(free), drivers.ApproxBytes(need), ledgerBytesPerMessage, drivers.ApproxBytes(outputBytes))
 	}
 	return release, nil
@@ -376,7 +376,7 @@ const outputBytes = 1 << 20
 // Pebble's WAL preallocation (110% of the memtable) is not counted: it
 // asks for it and goes on without it.
 func diskNeed(lc load.Config) uint64 {
-	return outputBytes + lc.Scheduled()*ledgerBytesPerMessage
+	return outputBytes + lc.Scheduled()*ledgerBytesPerMessage + ledger.Reserve(int64(lc.Scheduled()))
 }
 
 // freeBytes is what an unprivileged writer may still write on the

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// smallDisk mounts an 8 MiB tmpfs and fills it to leave about free bytes.
+// smallDisk mounts a 16 MiB tmpfs and fills it to leave about free bytes.
 // It needs root (CI has it); elsewhere the test is skipped with the reason.
 func smallDisk(t *testing.T, free int64) string {
 	t.Helper()
@@ -19,15 +19,15 @@ func smallDisk(t *testing.T, free int64) string {
 		t.Skip("mounting a small tmpfs needs root")
 	}
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("mount tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	filler := bytes.Repeat([]byte{1}, int(8<<20-free))
+	filler := bytes.Repeat([]byte{1}, int(16<<20-free))
 	os.WriteFile(filepath.Join(dir, "filler"), filler, 0o644) // fails at ENOSPC, leaving the disk full; trimmed below
 	st, _ := os.Stat(filepath.Join(dir, "filler"))
-	if st != nil && st.Size() > 8<<20-free {
-		os.Truncate(filepath.Join(dir, "filler"), 8<<20-free)
+	if st != nil && st.Size() > 16<<20-free {
+		os.Truncate(filepath.Join(dir, "filler"), 16<<20-free)
 	}
 	return dir
 }
@@ -38,7 +38,7 @@ func smallDisk(t *testing.T, free int64) string {
 // The disk has room for the run when it starts (TestDiskFullAtStart is
 // the other case) and fills 2 s into the load, as another writer would.
 func TestDiskFull(t *testing.T) {
-	disk := smallDisk(t, 6<<20)
+	disk := smallDisk(t, 10<<20)
 	c := kfakeCluster(t)
 	out := filepath.Join(disk, "r")
 	var stdout, stderr bytes.Buffer
@@ -47,7 +47,7 @@ func TestDiskFull(t *testing.T) {
 	go func() {
 		time.Sleep(2 * time.Second)
 		// Fails at ENOSPC, leaving the disk full.
-		os.WriteFile(filepath.Join(disk, "filler2"), bytes.Repeat([]byte{2}, 8<<20), 0o644)
+		os.WriteFile(filepath.Join(disk, "filler2"), bytes.Repeat([]byte{2}, 16<<20), 0o644)
 	}()
 	start := time.Now()
 	code := execute(ctx, []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out,
@@ -82,11 +82,12 @@ func TestDiskFullAtStart(t *testing.T) {
 		args        []string
 		refuse      string
 	}{
-		// 40,000 messages at 80 bytes and 1 MiB: about 4.1 MiB.
-		{"too large", "full1", []string{"--rate", "2000", "--duration", "20s"}, "has 300.0 KiB free, and this run needs about 4.1 MiB"},
+		// 40,000 messages at 80 bytes, the room for the ledger's next log
+		// (its 2.4 MiB memtable and 1 MiB) and 1 MiB: about 7.5 MiB.
+		{"too large", "full1", []string{"--rate", "2000", "--duration", "20s"}, "has 300.0 KiB free, and this run needs about 7.5 MiB"},
 		// Refused the same way again: nothing was left to call a run.
-		{"again", "full1", []string{"--rate", "2000", "--duration", "20s"}, "has 300.0 KiB free, and this run needs about 4.1 MiB"},
-		{"in a new parent", "full2", []string{"--rate", "2000", "--duration", "20s"}, "needs about 4.1 MiB"},
+		{"again", "full1", []string{"--rate", "2000", "--duration", "20s"}, "has 300.0 KiB free, and this run needs about 7.5 MiB"},
+		{"in a new parent", "full2", []string{"--rate", "2000", "--duration", "20s"}, "needs about 7.5 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(disk, "r")
