@@ -3,8 +3,11 @@ package ledger
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -57,5 +60,43 @@ func TestCheckCommitsEdges(t *testing.T) {
 				t.Fatalf("checkCommits: %v, want it to say %q", err, tc.wantInErr)
 			}
 		})
+	}
+}
+
+// A reopened ledger appends to its commit record after the last whole
+// entry: what the second session committed is vouched for as well, so a
+// cut in the second session's write-ahead log is damage, not a shorter
+// ledger.
+func TestCommitRecordGoesOnAfterAReopen(t *testing.T) {
+	dir := t.TempDir()
+	session := func(producer uint32) {
+		l, err := Open(dir, Options{FlushInterval: time.Hour})
+		if err != nil {
+			t.Fatalf("open for producer %d: %v", producer, err)
+		}
+		for s := 0; s < 2000; s++ {
+			l.Record(Send, Event{Producer: producer, Seq: uint64(s), Time: int64(s)})
+			if s%100 == 99 {
+				must(t, l.Flush())
+			}
+		}
+		must(t, l.Close())
+	}
+	session(1)
+	session(2)
+	data, err := os.ReadFile(filepath.Join(dir, commitFile))
+	must(t, err)
+	if last, ok, bad := decodeCommits(data); !ok || bad >= 0 || last.events != 4000 || len(data) != (1+40)*commitEntrySz {
+		t.Fatalf("commit record after two sessions of 20 flushes: %d bytes, last %+v, ok %v, bad at %d", len(data), last, ok, bad)
+	}
+	wal := walOf(t, dir)
+	st, err := os.Stat(wal)
+	must(t, err)
+	must(t, os.Truncate(wal, st.Size()/10))
+	if l, err := Open(dir, Options{}); !errors.Is(err, ErrDamaged) {
+		if err == nil {
+			l.Close()
+		}
+		t.Fatalf("the second session's WAL cut to a tenth: %v, want ErrDamaged", err)
 	}
 }
