@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,5 +99,37 @@ func TestCommitRecordGoesOnAfterAReopen(t *testing.T) {
 			l.Close()
 		}
 		t.Fatalf("the second session's WAL cut to a tenth: %v, want ErrDamaged", err)
+	}
+}
+
+// A new commit record's directory entry is synced before anything is
+// committed: after a crash that keeps only synced data, the record of a
+// ledger that committed flushes is still there, vouching for them.
+func TestNewCommitRecordSurvivesACrash(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	must(t, fs.MkdirAll("ledger", 0o755))
+	dir, err := fs.OpenDir("")
+	must(t, err)
+	must(t, dir.Sync()) // the ledger's own directory entry is the caller's
+	dir.Close()
+	l, err := Open("ledger", Options{FS: fs, FlushInterval: time.Hour})
+	must(t, err)
+	for s := 0; s < 300; s++ {
+		l.Record(Send, Event{Producer: 1, Seq: uint64(s)})
+		if s%100 == 99 {
+			must(t, l.Flush())
+		}
+	}
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	l.Close()
+	f, err := crashed.Open(crashed.PathJoin("ledger", commitFile))
+	if err != nil {
+		t.Fatalf("the commit record after a crash: %v", err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	must(t, err)
+	if last, ok, _ := decodeCommits(data); !ok || last.events != 300 {
+		t.Fatalf("the commit record after a crash vouches for %+v (ok %v), want 300 events", last, ok)
 	}
 }
