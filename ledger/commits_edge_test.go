@@ -133,3 +133,28 @@ func TestNewCommitRecordSurvivesACrash(t *testing.T) {
 		t.Fatalf("the commit record after a crash vouches for %+v (ok %v), want 300 events", last, ok)
 	}
 }
+
+// walFiles names the write-ahead logs in sorted order and adds up their
+// sizes (what Open needs room for while Pebble replays them); other files
+// are not counted, and a directory without logs names itself.
+func TestWalFilesNamesAndSizesTheLogs(t *testing.T) {
+	fs := vfs.NewMem()
+	must(t, fs.MkdirAll("d", 0o755))
+	for name, size := range map[string]int{"000007.log": 100, "000003.log": 50, "MANIFEST-000001": 1000, "000004.sst": 400} {
+		f, err := fs.Create(fs.PathJoin("d", name), vfs.WriteCategoryUnspecified)
+		must(t, err)
+		_, err = f.Write(make([]byte, size))
+		must(t, err)
+		must(t, f.Close())
+	}
+	names, n := walFiles(fs, "d")
+	if want := filepath.Join("d", "000003.log") + ", " + filepath.Join("d", "000007.log"); names != want || n != 150 {
+		t.Fatalf("walFiles = %q, %d bytes; want %q, 150", names, n, want)
+	}
+	must(t, fs.MkdirAll("empty", 0o755))
+	for _, dir := range []string{"empty", "missing"} {
+		if names, n := walFiles(fs, dir); names != dir || n != 0 {
+			t.Errorf("walFiles(%s) = %q, %d; want the directory's name and 0", dir, names, n)
+		}
+	}
+}
