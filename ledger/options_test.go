@@ -39,3 +39,30 @@ func TestFlushEventsFlushesEarly(t *testing.T) {
 		})
 	}
 }
+
+// Any producer number is recorded, on either side of the 1,024 shards
+// found without a lock, and each event comes back under its own producer.
+func TestProducersBeyondTheFastShards(t *testing.T) {
+	l, err := Open(t.TempDir(), Options{FlushInterval: time.Hour})
+	must(t, err)
+	defer l.Close()
+	producers := []uint32{0, 1023, 1024, 1025, 70000, 1<<32 - 1}
+	for _, p := range producers {
+		for s := range uint64(3) {
+			must(t, l.Record(Send, Event{Producer: p, Seq: s}))
+		}
+	}
+	must(t, l.Flush())
+	got := map[uint32]int{}
+	for _, e := range scanAll(t, l, Send) {
+		got[e.Producer]++
+	}
+	for _, p := range producers {
+		if got[p] != 3 {
+			t.Errorf("producer %d: %d events back, want 3 (all: %v)", p, got[p], got)
+		}
+	}
+	if len(got) != len(producers) {
+		t.Errorf("events came back under %d producers, want %d: %v", len(got), len(producers), got)
+	}
+}
