@@ -1,8 +1,12 @@
 package ledger
 
 import (
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // FlushEvents flushes early: a kind of one producer that reaches it is
@@ -64,5 +68,48 @@ func TestProducersBeyondTheFastShards(t *testing.T) {
 	}
 	if len(got) != len(producers) {
 		t.Errorf("events came back under %d producers, want %d: %v", len(got), len(producers), got)
+	}
+}
+
+// A flush the background flusher could not make is not forgotten: Record
+// returns its error from then on, so the load stops instead of recording
+// into a ledger that is no longer complete.
+func TestRecordReturnsABackgroundFlushError(t *testing.T) {
+	var full atomic.Bool
+	l, err := Open("ledger", Options{FS: fullDisk{FS: vfs.NewMem(), full: &full}, FlushInterval: 5 * time.Millisecond})
+	must(t, err)
+	defer l.Close()
+	full.Store(true)
+	deadline := time.Now().Add(20 * time.Second)
+	for s := uint64(0); ; s++ {
+		err := l.Record(Send, Event{Producer: 1, Seq: s})
+		if errors.Is(err, ErrDiskFull) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("Record after a failed background flush: %v, want ErrDiskFull", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Record still returns nil 20 s after the disk filled")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// SentThrough counts sends only: a read or an outcome of a higher sequence
+// number (a phantom, a late answer) does not move it.
+func TestSentThroughCountsSendsOnly(t *testing.T) {
+	l, err := Open(t.TempDir(), Options{FlushInterval: time.Hour})
+	must(t, err)
+	defer l.Close()
+	for s := range uint64(10) {
+		must(t, l.Record(Send, Event{Producer: 1, Seq: s}))
+	}
+	must(t, l.Record(Outcome, Event{Producer: 1, Seq: 40}))
+	must(t, l.Record(Read, Event{Producer: 1, Seq: 50}))
+	must(t, l.Record(LiveRead, Event{Producer: 2, Seq: 60}))
+	must(t, l.Flush())
+	if st := l.SentThrough(); len(st) != 1 || st[1] != 10 {
+		t.Fatalf("SentThrough = %v, want map[1:10]", st)
 	}
 }
