@@ -113,3 +113,21 @@ func TestSentThroughCountsSendsOnly(t *testing.T) {
 		t.Fatalf("SentThrough = %v, want map[1:10]", st)
 	}
 }
+
+// A flush splits a kind's events into fragments of at most fragmentMax:
+// a count that fills its last fragment exactly, or spills one event over,
+// comes back whole.
+func TestFlushOfWholeFragments(t *testing.T) {
+	for _, n := range []int{fragmentMax, 2 * fragmentMax, 2*fragmentMax + 1} {
+		l, err := Open(t.TempDir(), Options{FlushInterval: time.Hour})
+		must(t, err)
+		for s := range n {
+			l.Record(Send, Event{Producer: 1, Seq: uint64(s)})
+		}
+		must(t, l.Flush())
+		if got, err := l.Count(t.Context(), Send, nil); err != nil || got != int64(n) {
+			t.Errorf("%d sends flushed: %d back, %v", n, got, err)
+		}
+		must(t, l.Close())
+	}
+}
