@@ -87,7 +87,7 @@ func TestCommitRecordGoesOnAfterAReopen(t *testing.T) {
 	session(2)
 	data, err := os.ReadFile(filepath.Join(dir, commitFile))
 	must(t, err)
-	if last, ok, bad := decodeCommits(data); !ok || bad >= 0 || last.events != 4000 || len(data) != (1+40)*commitEntrySz {
+	if last, ok, bad := decodeCommits(data); !ok || bad >= 0 || last.events != 4000 || last.flushes != 40 || len(data) != (1+40)*commitEntrySz {
 		t.Fatalf("commit record after two sessions of 20 flushes: %d bytes, last %+v, ok %v, bad at %d", len(data), last, ok, bad)
 	}
 	wal := walOf(t, dir)

@@ -131,3 +131,21 @@ func TestFlushOfWholeFragments(t *testing.T) {
 		must(t, l.Close())
 	}
 }
+
+// Open refuses to start replaying write-ahead logs it has no room for,
+// and does not ask when there are none or they are small.
+func TestRoomToOpen(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		walBytes int64
+		refused  bool
+	}{
+		{0, false},
+		{1, false},
+		{1 << 60, true},
+	} {
+		if err := roomToOpen(dir, tc.walBytes); (err != nil) != tc.refused {
+			t.Errorf("roomToOpen with %d bytes of WAL: %v, want refused %v", tc.walBytes, err, tc.refused)
+		}
+	}
+}
