@@ -2,7 +2,7 @@ package ledger
 
 import (
 	"errors"
-	"fmt"
+	"io/fs"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -54,19 +54,68 @@ func (f fullFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.File.WriteAt(p, off)
 }
 
-// A disk that fills under a run: the WAL write fails, and Pebble panics
-// with that error on the next commit (CI saw "panic: write .../000002.log:
-// no space left on device" take the whole process down). Every later
-// Flush, and Close, returns ErrDiskFull instead; nothing panics, and
-// Close returns within its bound even though Pebble holds its commit lock.
+// A disk that fills under a run: the WAL write fails, and Flush returns
+// ErrDiskFull; every later Flush and PutMeta returns it at once, and Close
+// returns within its bound even though Pebble holds its commit lock.
 //
-// Synced, the first failure comes back from the WAL's fsync (Pebble calls
-// Fatalf); with NoSync nothing waits for the write, and the failure first
-// shows as the panic of a later commit.
+// Synced (as every run's ledger is), the first failure comes back from
+// the WAL's fsync (Pebble calls Fatalf). Unsynced, Pebble meets the
+// failure later, and on one path (rotating its log) it ends the process
+// past any recover ("fatal error: sync: unlock of unlocked mutex", 1 run
+// in 3 under load): that case is not run here; the reserve keeps a run's
+// ledger from meeting a full disk (TestReserveStopsWritesBeforeTheDiskIsFull),
+// and TestCatchTurnsPebblesErrorPanics covers the error panic Pebble
+// raises on the commit after a failed write (CI saw it take the process
+// down as "panic: write .../000002.log: no space left on device").
 func TestDiskFillsUnderTheLedger(t *testing.T) {
-	for _, noSync := range []bool{false, true} {
-		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) { diskFillsUnderTheLedger(t, noSync) })
+	diskFillsUnderTheLedger(t, false)
+}
+
+// catch turns the error Pebble panics with on the commit after a failed
+// write into ErrDiskFull (ENOSPC) or ErrDamaged, marks the ledger so that
+// nothing more is written, and lets a runtime error or any other panic go
+// on: those are bugs, not the disk.
+func TestCatchTurnsPebblesErrorPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value any
+		want  error // nil: the panic goes on
+	}{
+		{"ENOSPC", &fs.PathError{Op: "write", Path: "ledger/000002.log", Err: syscall.ENOSPC}, ErrDiskFull},
+		{"EIO", &fs.PathError{Op: "write", Path: "ledger/000002.log", Err: syscall.EIO}, ErrDamaged},
+		{"Fatalf on a full disk", pebbleFatal{msg: "pebble: fatal commit error: no space left on device"}, ErrDiskFull},
+		{"runtime error", runtimeError(), nil},
+		{"a string", "not an error", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Ledger{dir: "ledger"}
+			var err error
+			repanicked := func() (re any) {
+				defer func() { re = recover() }()
+				func() {
+					defer l.catch(&err)
+					panic(tc.value)
+				}()
+				return nil
+			}()
+			if tc.want == nil {
+				if repanicked == nil || l.damaged.Load() {
+					t.Fatalf("%v was caught (err %v, damaged %v): it must go on", tc.value, err, l.damaged.Load())
+				}
+				return
+			}
+			if repanicked != nil || !errors.Is(err, tc.want) || !l.damaged.Load() || !errors.Is(l.failed(), tc.want) {
+				t.Fatalf("panic %v: err %v (want %v), damaged %v, later writes refused with %v", repanicked, err, tc.want, l.damaged.Load(), l.failed())
+			}
+		})
 	}
+}
+
+func runtimeError() (e any) {
+	defer func() { e = recover() }()
+	var m map[string]int
+	m["x"]++ // a nil map: a runtime.Error
+	return nil
 }
 
 func diskFillsUnderTheLedger(t *testing.T, noSync bool) {
