@@ -110,7 +110,7 @@ func runLocalDemo(cmd *cobra.Command, o demoOptions) error {
 			return fmt.Errorf("start the demo's %s: %w", p.Name(), err)
 		}
 		defer func() {
-			fmt.Fprintf(out, "stopping the %s nodes the demo started (the cluster stays in %s for the next demo) ...\n", p.Name(), o.dir)
+			fmt.Fprintf(out, "stopping the %s nodes the demo started (the cluster stays in %s for the next demo) ...\n", l.Version(), o.dir)
 			if err := c.Down(context.WithoutCancel(cmd.Context())); err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "could not stop the demo's %s: %v; run `ackcheck cluster %s down --dir %s`\n", p.Name(), err, l.Kind(), o.dir)
 			}

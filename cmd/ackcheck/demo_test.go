@@ -69,7 +69,7 @@ func TestRealDemo(t *testing.T) {
 		}
 		t.Fatalf("exit %d; %s\nstderr: %s", code, why, stderr.String())
 	}
-	for _, want := range []string{"starting a local 3-node Kafka 4.3.1", "verdict: PASS", "node ready again", "report: " + out + "/report.html", "stopping the Kafka nodes the demo started"} {
+	for _, want := range []string{"starting a local 3-node Apache Kafka 4.3.1", "verdict: PASS", "node ready again", "report: " + out + "/report.html", "stopping the Apache Kafka 4.3.1 nodes the demo started"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the output does not say %q", want)
 		}
