@@ -21,10 +21,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ackcheck/ackcheck/internal/suggest"
 )
 
 // Plain is the scenario name of a load with no fault.
@@ -193,7 +194,7 @@ func (p parser) mapping(n *yaml.Node, fn func(k, v *yaml.Node) error) error {
 
 func (p parser) unknown(k *yaml.Node, known []string, what string) error {
 	msg := fmt.Sprintf("unknown key %q: %s", k.Value, what)
-	if near := Nearest(k.Value, known); near != "" {
+	if near := suggest.Nearest(k.Value, known, 2); near != "" {
 		msg += "; did you mean " + near + "?"
 	}
 	return p.errf(k, "%s", msg)
@@ -395,38 +396,4 @@ func kindName(n *yaml.Node) string {
 		return "plain value"
 	}
 	return "document"
-}
-
-// Nearest is the candidate closest to a mistyped word, if one is within
-// two edits.
-func Nearest(word string, candidates []string) string {
-	best, bestD := "", 3
-	sorted := append([]string(nil), candidates...)
-	sort.Strings(sorted)
-	for _, c := range sorted {
-		if d := editDistance(word, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

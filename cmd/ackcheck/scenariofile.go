@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/internal/suggest"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
@@ -186,36 +187,13 @@ func kindName(n *yaml.Node) string {
 // nearestFlag is the flag whose name is closest to a mistyped key, if
 // any is close.
 func nearestFlag(fs *pflag.FlagSet, key string) string {
-	best, bestD := "", 3
+	var names []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden || notInFiles[f.Name] {
-			return
-		}
-		if d := editDistance(key, f.Name); d < bestD {
-			best, bestD = f.Name, d
+		if !f.Hidden && !notInFiles[f.Name] {
+			names = append(names, f.Name)
 		}
 	})
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return suggest.Nearest(key, names, 2)
 }
 
 // applyScenarioFile reads --file, if given, into cmd's flags. A file

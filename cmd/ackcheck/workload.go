@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ackcheck/ackcheck/internal/suggest"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 )
@@ -206,7 +207,7 @@ func ombNearest(name string) string {
 		if strings.EqualFold(f, name) {
 			return f
 		}
-		if d := editDistance(strings.ToLower(f), strings.ToLower(name)); d < bestD || (d == bestD && f < best) {
+		if d := suggest.Distance(strings.ToLower(f), strings.ToLower(name)); d < bestD || (d == bestD && f < best) {
 			best, bestD = f, d
 		}
 	}
