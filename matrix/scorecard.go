@@ -2,12 +2,10 @@ package matrix
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/runner"
@@ -175,28 +173,21 @@ var measures = []measure{
 		return p
 	}},
 	{name: "all replicas in sync, by the brokers' logs", unit: "ms after the kill", better: "lower", get: func(r *runData) Point {
+		// The run's own cross-check, read from the brokers' logs when the
+		// run ended (result.json's oracle_in_sync_ms), never recomputed.
 		f := killFault(&r.res)
-		src := r.settings.Faults
 		switch {
 		case f == nil:
 			return Point{Text: "no kill"}
-		case src == nil || src.ClusterDir == "" || r.settings.Driver != "kafka":
-			return Point{Text: "no broker logs read (only a local Kafka cluster dir's)"}
+		case f.OracleInSyncMs == nil:
+			return Point{Text: "no broker logs read (the run's cluster could not show its logs)"}
 		}
-		// The run ended when it wrote result.json.
-		st, err := os.Stat(filepath.Join(r.dir, "result.json"))
-		if err != nil {
-			return Point{Text: err.Error()}
+		v := *f.OracleInSyncMs
+		p := num(v, ms(v))
+		if f.Oracle != nil && f.Oracle.InSync != nil {
+			p.Note = f.Oracle.Source + ": " + f.Oracle.InSync.What
 		}
-		back, ok, err := KafkaLogInSync(src.ClusterDir, r.res.Topic, f.Node, f.At, st.ModTime())
-		switch {
-		case err != nil:
-			return Point{Text: err.Error()}
-		case !ok:
-			return Point{Text: "no unfencing in the logs"}
-		}
-		v := float64(back.Sub(f.At)) / float64(time.Millisecond)
-		return num(v, ms(v))
+		return p
 	}},
 	{name: "kill proof", text: true, get: func(r *runData) Point {
 		f := killFault(&r.res)
@@ -298,8 +289,8 @@ func buildTable(cardDir string, spec TableSpec) Table {
 		t.Rows = append(t.Rows, row)
 	}
 	t.Notes = append(t.Notes, "Killed server ready and all replicas in sync are ackcheck's own figures (result.json); the rejoin evidence it saw is quoted per run below. "+
-		"Beside them, \"by the brokers' logs\" is the brokers' own account, read from a local Kafka cluster's node logs when the scorecard is written: "+
-		"the controller's unfencing of the killed broker, then the first ISR line of each partition that holds it again.")
+		"Beside them, \"by the brokers' logs\" is the brokers' own account, which each run read from its cluster's logs when it ended (result.json's oracle_in_sync_ms; "+
+		"for a local Kafka: the controller's unfencing of the killed broker, then the first ISR line of each partition that holds it again).")
 	return t
 }
 
