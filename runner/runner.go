@@ -723,34 +723,8 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if p := l.Proof(); !p.Whole {
 		logf("note: %s", p.Reason)
 	}
-	var sent int64
-	for _, seq := range l.SentThrough() {
-		sent += int64(seq) + 1
-	}
-	staged, err := freshLedger(stagedReadsDir(out), sent)
-	if err != nil {
-		return nil, err
-	}
 	logf("reading back %s ...", run.Topic)
-	start := time.Now()
-	rb, err := verifier.ReadBack(ctx, d, staged, run, idle)
-	if cerr := staged.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close the read-back's ledger: %w", cerr)
-	}
-	if err != nil {
-		// The last read-back and the result judged from it stay as they
-		// were: an interrupted verify must not leave a result.json whose
-		// evidence is gone.
-		os.RemoveAll(stagedReadsDir(out))
-		return nil, err
-	}
-	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
-	if err := replaceReads(out); err != nil {
-		return nil, err
-	}
-	// Judged from the read-back as it is on disk, proven whole, as report
-	// judges it again.
-	reads, err := openReads(out)
+	reads, err := readBack(ctx, out, d, run, idle, sentCount(l), logf)
 	if err != nil {
 		return nil, err
 	}
@@ -765,6 +739,43 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 		return nil, err
 	}
 	return res, nil
+}
+
+// readBack reads the run's topic back into the run directory's staged
+// read-back ledger (sized for sent messages), swaps it in once the read
+// ended, and opens it read-only, proven whole: the read-back a verdict is
+// judged from, as report judges it again. A read-back that fails leaves
+// the last one, and the result judged from it, as they were: an
+// interrupted verify must not leave a result.json whose evidence is gone.
+func readBack(ctx context.Context, out string, d drivers.Driver, run ledger.RunInfo, idle time.Duration, sent int64, logf func(string, ...any)) (*ledger.Ledger, error) {
+	staged, err := freshLedger(stagedReadsDir(out), sent)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	rb, err := verifier.ReadBack(ctx, d, staged, run, idle)
+	if cerr := staged.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close the read-back's ledger: %w", cerr)
+	}
+	if err != nil {
+		os.RemoveAll(stagedReadsDir(out))
+		return nil, err
+	}
+	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
+	if err := replaceReads(out); err != nil {
+		return nil, err
+	}
+	return openReads(out)
+}
+
+// sentCount is how many sends a run ledger holds: what sizes its
+// read-back's ledger.
+func sentCount(l *ledger.Ledger) int64 {
+	var sent int64
+	for _, seq := range l.SentThrough() {
+		sent += int64(seq) + 1
+	}
+	return sent
 }
 
 // stagedReadsDir is where verify records a read-back until it has

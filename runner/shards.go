@@ -279,30 +279,11 @@ func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driv
 	var sent int64 // sizes the read-back's ledger, as for one run
 	for _, sh := range shards {
 		if sh.Ledger != nil {
-			for _, seq := range sh.Ledger.SentThrough() {
-				sent += int64(seq) + 1
-			}
+			sent += sentCount(sh.Ledger)
 		}
 	}
-	staged, err := freshLedger(stagedReadsDir(out), sent)
-	if err != nil {
-		return nil, err
-	}
 	logf("reading back %s once for %d shards ...", run.Topic, run.Shard.Count)
-	start := time.Now()
-	rb, err := verifier.ReadBack(ctx, d, staged, run, idle)
-	if cerr := staged.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close the read-back's ledger: %w", cerr)
-	}
-	if err != nil {
-		os.RemoveAll(stagedReadsDir(out))
-		return nil, err
-	}
-	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
-	if err := replaceReads(out); err != nil {
-		return nil, err
-	}
-	reads, err := openReads(out)
+	reads, err := readBack(ctx, out, d, run, idle, sent, logf)
 	if err != nil {
 		return nil, err
 	}
