@@ -64,15 +64,21 @@ func (rep *FaultReport) oracleMs() {
 // oracleText is a figure's cross-check as the summary prints it beside
 // the figure: " (Kafka's logs (nodes [1 2 3]): the controller unfenced
 // broker 2 at 26214 ms)"; "" without one.
-func (rep *FaultReport) oracleText(ms *float64, o *drivers.LogAccount, ready bool) string {
-	if o == nil || ms == nil {
+func (rep *FaultReport) oracleText(ready bool) string {
+	ms, e := rep.OracleInSyncMs, (*drivers.LogEvent)(nil)
+	if rep.Oracle != nil {
+		e = rep.Oracle.InSync
+	}
+	if ready {
+		ms = rep.OracleReadyMs
+		if rep.Oracle != nil {
+			e = rep.Oracle.Ready
+		}
+	}
+	if ms == nil || e == nil {
 		return ""
 	}
-	e := o.InSync
-	if ready {
-		e = o.Ready
-	}
-	return fmt.Sprintf(" (%s: %s at %s)", o.Source, e.What, msText(*ms))
+	return fmt.Sprintf(" (%s: %s at %s)", rep.Oracle.Source, e.What, msText(*ms))
 }
 
 // Oracle tolerances: how far ackcheck's figure may lie from the log's
