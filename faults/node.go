@@ -154,12 +154,6 @@ func (takeDown) down(ctx context.Context, w *world, a Action, node int32, rec *R
 		return err
 	}
 	w.states.set(nodeDown, node)
-	// At is the signal's time, stamped after the journal's fsync: on a
-	// busy machine that took milliseconds, during which a leader still
-	// acked messages sent "after" the kill; those acks then passed for
-	// the first acks after it (a NATS stream that stalled 6 s showed a
-	// first ack 7 ms after the kill and no stall).
-	rec.At = time.Now()
 	rec.PID, err = signal()
 	if err != nil && rec.PID == 0 {
 		w.journal.Done(id) //nolint:errcheck // nothing was running: nothing to undo
@@ -187,14 +181,41 @@ func (takeDown) undo(ctx context.Context, w *world, u Undo) error {
 }
 
 func (kill) act(ctx context.Context, w *world, node int32, rec *Record) error {
-	return takeDown{}.down(ctx, w, Kill, node, rec, func() (int, error) { return w.Nodes.Signal(ctx, node, syscall.SIGKILL) })
+	return takeDown{}.down(ctx, w, Kill, node, rec, func() (int, error) { return signalStamped(ctx, w, node, syscall.SIGKILL, rec, true) })
 }
 
 func (stop) act(ctx context.Context, w *world, node int32, rec *Record) error {
 	return takeDown{}.down(ctx, w, Stop, node, rec, func() (int, error) {
 		pid, _ := w.Nodes.PID(ctx, node)
+		rec.At = time.Now() // SIGTERM: the node hands its leaderships over before it exits
 		return pid, w.Nodes.Stop(ctx, node, 30*time.Second)
 	})
+}
+
+// signalStamped sends sig to node and stamps rec.At with the signal's
+// time; with first false, an earlier signal of the same fault (a power
+// loss of several nodes) keeps its stamp. The stamp comes after the
+// journal's fsync: stamped before it, on a busy machine, At came
+// milliseconds before the kill, a leader still acked messages sent
+// "after" it, and those passed for the first acks after the kill (a NATS
+// stream that stalled 6 s showed a first ack 7 ms after the kill). For
+// the same reason a signal sent over SSH is stamped when its command came
+// back, the earliest time it is known to have gone out, with the round
+// trip in rec.AtWithinMs: a first ack measured from there can be short by
+// that much, never by a live leader's acks.
+func signalStamped(ctx context.Context, w *world, node int32, sig syscall.Signal, rec *Record, first bool) (int, error) {
+	ts, ok := w.Nodes.(TimedSignaler)
+	if !ok {
+		if first {
+			rec.At, rec.AtWithinMs = time.Now(), 0
+		}
+		return w.Nodes.Signal(ctx, node, sig)
+	}
+	pid, sent, within, err := ts.SignalTimed(ctx, node, sig)
+	if err == nil && first {
+		rec.At, rec.AtWithinMs = sent, float64(within)/float64(time.Millisecond)
+	}
+	return pid, err
 }
 
 // act journals the node's resume, then stops it.
@@ -203,8 +224,7 @@ func (pause) act(ctx context.Context, w *world, node int32, rec *Record) error {
 	if err != nil {
 		return err
 	}
-	rec.At = time.Now() // the signal's time, after the journal's fsync (takeDown)
-	if rec.PID, err = w.Nodes.Signal(ctx, node, syscall.SIGSTOP); err != nil {
+	if rec.PID, err = signalStamped(ctx, w, node, syscall.SIGSTOP, rec, true); err != nil {
 		w.journal.Done(id) //nolint:errcheck // the pause did not apply
 		return err
 	}

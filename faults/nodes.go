@@ -27,6 +27,15 @@ type Nodes interface {
 	Where() string
 }
 
+// TimedSignaler is implemented by Nodes whose signals travel to another
+// machine (SSH). SignalTimed is Signal that also says when the signal is
+// known to have gone out: by sent, the local time its command came back,
+// and no more than within before that. A local signal is a syscall of a
+// few microseconds, so local Nodes do not implement it.
+type TimedSignaler interface {
+	SignalTimed(ctx context.Context, id int32, sig syscall.Signal) (pid int, sent time.Time, within time.Duration, err error)
+}
+
 // PowerLosser is implemented by Nodes whose data dirs can lose what was
 // not fsynced (ackcheck lazyfs). LoseUnsynced must be called only while the
 // node's broker is dead; it returns when the loss is complete, with a

@@ -109,9 +109,8 @@ func cutPower(ctx context.Context, w *world, ids []int32, rec *Record) (map[int3
 		undos[id] = j
 	}
 	w.states.set(nodeDown, ids...)
-	rec.At = time.Now()
-	for _, id := range ids {
-		pid, err := w.Nodes.Signal(ctx, id, syscall.SIGKILL)
+	for i, id := range ids {
+		pid, err := signalStamped(ctx, w, id, syscall.SIGKILL, rec, i == 0)
 		if err != nil {
 			return nil, err
 		}

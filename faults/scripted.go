@@ -139,21 +139,31 @@ func (s *Scripted) PID(ctx context.Context, id int32) (int, error) {
 
 // Signal implements Nodes.
 func (s *Scripted) Signal(ctx context.Context, id int32, sig syscall.Signal) (int, error) {
+	pid, _, _, err := s.SignalTimed(ctx, id, sig)
+	return pid, err
+}
+
+// SignalTimed implements TimedSignaler: the signal went out between the
+// moment its kill command left and sent, when the command came back. The
+// PID is looked up by a command of its own before that, so its round
+// trip is not counted in within.
+func (s *Scripted) SignalTimed(ctx context.Context, id int32, sig syscall.Signal) (pid int, sent time.Time, within time.Duration, err error) {
 	_, r, err := s.node(id)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, 0, err
 	}
-	pid, err := s.PID(ctx, id)
-	if err != nil {
-		return 0, err
+	if pid, err = s.PID(ctx, id); err != nil {
+		return 0, time.Time{}, 0, err
 	}
 	if pid == 0 {
-		return 0, fmt.Errorf("node %d does not run", id)
+		return 0, time.Time{}, 0, fmt.Errorf("node %d does not run", id)
 	}
+	left := time.Now()
 	if _, err := r.Run(ctx, fmt.Sprintf("kill -%d %d", int(sig), pid)); err != nil {
-		return pid, fmt.Errorf("signal %v to node %d (PID %d): %w", sig, id, pid, err)
+		return pid, time.Time{}, 0, fmt.Errorf("signal %v to node %d (PID %d): %w", sig, id, pid, err)
 	}
-	return pid, nil
+	sent = time.Now()
+	return pid, sent, sent.Sub(left), nil
 }
 
 // Stop implements Nodes.
