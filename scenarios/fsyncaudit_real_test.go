@@ -15,6 +15,9 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestRealFsyncAudit runs the fsync audit, small, on the real 3-broker
@@ -100,5 +103,99 @@ func TestRealFsyncAudit(t *testing.T) {
 	}
 	if err := k.WaitReady(ctx, time.Minute); err != nil {
 		t.Fatalf("cluster not whole after the audit: %v", err)
+	}
+}
+
+// TestRealFsyncAuditUnfinishedReadBack runs one setting of the audit
+// (flush.messages=1, whose acks survive a power loss) with a read-back that
+// gives up on every partition making no progress for 1 ns: after its first
+// fetch, what it has not read is unread, not lost, and not kept either. The
+// row must count as lost only what the read proved (never more than a full
+// re-read of the same run finds), keep the rest as unread, and say "No
+// conclusion yet": an unread setting that promises fsync must never read
+// "As documented: none lost". 8 KiB messages: a partition holds more than
+// one fetch returns (about 1 MiB). Kafka's default setting would not do
+// here: its power loss drops every unflushed segment, so nothing is left
+// to read. The broker's own offsets (the records it holds) bound the full
+// re-read's loss from below.
+func TestRealFsyncAuditUnfinishedReadBack(t *testing.T) {
+	k := kafkatest.LazyFS(t)
+	d, err := kafka.New(kafka.Config{Brokers: k.Brokers(), Acks: "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	dir := t.TempDir()
+	audit := FsyncAudit{Topic: fmt.Sprintf("audit-unread-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: auditSettings(kafkaProfile, nil)}
+	base := runner.Config{
+		Out: dir, Driver: d,
+		Topic:           drivers.TopicSpec{Partitions: 4, ReplicationFactor: 3},
+		Load:            load.Config{Rate: 300, Duration: 12 * time.Second, Producers: 2, MessageSize: 8192, LiveRead: true},
+		ReadIdleTimeout: time.Nanosecond,
+		Faults:          &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, RecoveryTimeout: 90 * time.Second},
+		Progress:        testWriter{t}, ProgressEvery: 5 * time.Second,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	setting := audit.Settings[1]
+	out := filepath.Join(dir, setting.Name)
+	row, err := audit.RunSetting(ctx, base, setting, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("unfinished row: acked %d, lost %d, unread %d, verdict %s: %s", row.Acked, row.Lost, row.Unread, row.Verdict, row.Finding)
+	if row.PowerLoss != "applied" {
+		t.Fatalf("power loss %q", row.PowerLoss)
+	}
+	if row.Unread == 0 {
+		t.Fatalf("the read-back finished although it gave up after 1 ns of no progress: this test did not reach the unfinished path (verdict %s)", row.Verdict)
+	}
+	switch {
+	case row.Lost == 0 && (row.Verdict != verifier.Incomplete || !strings.Contains(row.Finding, "No conclusion yet")):
+		t.Errorf("no proven loss and %d unread: verdict %s, finding %q; want incomplete and no conclusion", row.Unread, row.Verdict, row.Finding)
+	case row.Lost > 0 && (row.Verdict != verifier.Fail || !strings.Contains(row.Finding, "As documented")):
+		t.Errorf("%d proven lost: verdict %s, finding %q; want fail, as documented", row.Lost, row.Verdict, row.Finding)
+	}
+
+	// The same run, read back to the end.
+	full, err := runner.Verify(ctx, out, d, verifier.Options{}, time.Minute, testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.LostUnread != 0 {
+		t.Fatalf("the full re-read left %d unread: %v", full.LostUnread, full.Reasons)
+	}
+	t.Logf("full re-read: acked %d, lost %d, verdict %s", full.Acked, full.Lost, full.Verdict)
+	if row.Lost > full.Lost {
+		t.Errorf("the unfinished read counted %d lost, more than the %d the full re-read finds", row.Lost, full.Lost)
+	}
+	if row.Lost+row.Unread < full.Lost {
+		t.Errorf("lost %d + unread %d < the full re-read's %d lost: some loss was neither counted nor left unread", row.Lost, row.Unread, full.Lost)
+	}
+	// Kafka's own account: the records each partition holds. An acked
+	// message is at most one of them, so acked - held are lost at least.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	topic := audit.Topic + "-" + setting.Name
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held int64
+	ends.Each(func(e kadm.ListedOffset) {
+		s, _ := starts.Lookup(e.Topic, e.Partition)
+		held += e.Offset - s.Offset
+	})
+	t.Logf("Kafka holds %d records of %s", held, topic)
+	if floor := full.Acked - held; full.Lost < floor {
+		t.Errorf("the full re-read finds %d lost, but Kafka holds %d records for %d acked: at least %d are gone", full.Lost, held, full.Acked, floor)
 	}
 }
