@@ -42,14 +42,7 @@ func TestRealFsyncAudit(t *testing.T) {
 		os.RemoveAll(dir)
 	}
 	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: auditSettings(kafkaProfile, nil)}
-	base := runner.Config{
-		Out: dir, Driver: d,
-		Topic:           drivers.TopicSpec{Partitions: 4, ReplicationFactor: 3},
-		Load:            load.Config{Rate: 300, Duration: 16 * time.Second, Producers: 2, MessageSize: 512, LiveRead: true},
-		ReadIdleTimeout: time.Minute,
-		Faults:          &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, RecoveryTimeout: 90 * time.Second},
-		Progress:        testWriter{t}, ProgressEvery: 5 * time.Second,
-	}
+	base := auditBase(t, k, d, dir, 16*time.Second, 512)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	res, err := audit.Run(ctx, base, t.Logf)
@@ -127,14 +120,8 @@ func TestRealFsyncAuditUnfinishedReadBack(t *testing.T) {
 	defer d.Close()
 	dir := t.TempDir()
 	audit := FsyncAudit{Topic: fmt.Sprintf("audit-unread-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: auditSettings(kafkaProfile, nil)}
-	base := runner.Config{
-		Out: dir, Driver: d,
-		Topic:           drivers.TopicSpec{Partitions: 4, ReplicationFactor: 3},
-		Load:            load.Config{Rate: 300, Duration: 12 * time.Second, Producers: 2, MessageSize: 8192, LiveRead: true},
-		ReadIdleTimeout: time.Nanosecond,
-		Faults:          &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, RecoveryTimeout: 90 * time.Second},
-		Progress:        testWriter{t}, ProgressEvery: 5 * time.Second,
-	}
+	base := auditBase(t, k, d, dir, 12*time.Second, 8192)
+	base.ReadIdleTimeout = time.Nanosecond
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	setting := audit.Settings[1]
@@ -197,5 +184,18 @@ func TestRealFsyncAuditUnfinishedReadBack(t *testing.T) {
 	t.Logf("Kafka holds %d records of %s", held, topic)
 	if floor := full.Acked - held; full.Lost < floor {
 		t.Errorf("the full re-read finds %d lost, but Kafka holds %d records for %d acked: at least %d are gone", full.Lost, held, full.Acked, floor)
+	}
+}
+
+// auditBase is the small audit run both real audit tests make: 300 msg/s
+// over 4 partitions of 3 replicas on the lazyfs cluster k.
+func auditBase(t *testing.T, k *kafka.Cluster, d drivers.Driver, dir string, duration time.Duration, size int) runner.Config {
+	return runner.Config{
+		Out: dir, Driver: d,
+		Topic:           drivers.TopicSpec{Partitions: 4, ReplicationFactor: 3},
+		Load:            load.Config{Rate: 300, Duration: duration, Producers: 2, MessageSize: size, LiveRead: true},
+		ReadIdleTimeout: time.Minute,
+		Faults:          &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, RecoveryTimeout: 90 * time.Second},
+		Progress:        testWriter{t}, ProgressEvery: 5 * time.Second,
 	}
 }
