@@ -13,12 +13,47 @@ type LogAccount struct {
 	// logs do not say.
 	Ready  *LogEvent `json:"ready,omitempty"`
 	InSync *LogEvent `json:"in_sync,omitempty"`
+	// NoInSync, when the broker has no notion of replicas in sync (one
+	// server on one database), says so; InSync is then nil and no figure
+	// is checked against the logs.
+	NoInSync string `json:"no_in_sync,omitempty"`
 }
 
 // LogEvent is one event a broker logged, with the log's own time.
 type LogEvent struct {
 	At   time.Time `json:"at"`
 	What string    `json:"what"`
+	// Bound is what the line proves of the event's time. The zero value
+	// (Exact) means the line records the event itself. A log that shows
+	// only that the event had not happened yet (a server logs each failed
+	// health check but not the one that passes) gives NotBefore: the event
+	// came at At or later, and the log cannot say how much later.
+	// NotAfter: the event came at At or earlier.
+	Bound Bound `json:"bound,omitempty"`
+}
+
+// Bound is what a log line proves of an event's time (LogEvent.Bound).
+type Bound string
+
+const (
+	// Exact: the line records the event at its time.
+	Exact Bound = ""
+	// NotBefore: the event came at the line's time or later.
+	NotBefore Bound = "not_before"
+	// NotAfter: the event came at the line's time or earlier.
+	NotAfter Bound = "not_after"
+)
+
+// Words is the bound as prose before a time: "", "no earlier than ",
+// "no later than ".
+func (b Bound) Words() string {
+	switch b {
+	case NotBefore:
+		return "no earlier than "
+	case NotAfter:
+		return "no later than "
+	}
+	return ""
 }
 
 // LogOracle is implemented by clusters whose brokers' logs ackcheck can
