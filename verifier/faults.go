@@ -77,10 +77,14 @@ func (rep *FaultReport) oracleEvent(ready bool) (*drivers.LogEvent, *float64) {
 // OracleText is a figure's cross-check as the summary and the reports
 // print it beside the figure: " (Kafka's logs (nodes [1 2 3]): the
 // controller unfenced broker 2 at 26214 ms)", or for a bound " (...: no
-// earlier than node 3 (PID 9) last failed /healthz (...) at 9618 ms)";
+// earlier than node 3 (PID 9) last failed /healthz (...) at 9618 ms)",
+// or, for in sync on a broker without replicas, why the logs have none;
 // "" without one.
 func (rep *FaultReport) OracleText(ready bool) string {
 	e, ms := rep.oracleEvent(ready)
+	if !ready && e == nil && rep.Oracle != nil && rep.Oracle.NoInSync != "" {
+		return fmt.Sprintf(" (%s: %s)", rep.Oracle.Source, rep.Oracle.NoInSync)
+	}
 	if ms == nil || e == nil {
 		return ""
 	}

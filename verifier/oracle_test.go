@@ -48,6 +48,9 @@ func TestOracleBesideTheFigures(t *testing.T) {
 		{"before an upper bound, however early", 100, 200, bounded(drivers.NotAfter, 9618, 8000), 0, "", "no later than node 3 (PID 9) started at 8000 ms"},
 		{"after an upper bound", 9700, 10100, bounded(drivers.NotAfter, 9618, 8000), 1,
 			"every replica in sync 10100 ms after it, nats-server's logs (nodes [3]) say no later than node 3 (PID 9) started at 8000 ms: they disagree, ackcheck's figure is 2.1s after the log's line, which says it came no later", ""},
+		{"no in-sync notion, said", 2100, 2100, &drivers.LogAccount{Source: "Queen's logs (queen.log)",
+			Ready: &drivers.LogEvent{At: at.Add(2000 * time.Millisecond), What: "the Queen server listens again"}, NoInSync: "Queen has no replicas"}, 0, "",
+			"all replicas in sync: 2100 ms (Queen's logs (queen.log): Queen has no replicas)"},
 		{"no logs", 26800, 27100, nil, 0, "", "node ready again: 26800 ms   all"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
