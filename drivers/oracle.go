@@ -63,3 +63,13 @@ func (b Bound) Words() string {
 type LogOracle interface {
 	RecoveryAccount(topic string, nodes []int32, since, until time.Time) (LogAccount, error)
 }
+
+// LogReader is implemented by broker profiles whose log oracle can read
+// logs fetched from elsewhere (over SSH, for the nodes of a cluster file):
+// the same account LogOracle gives for a local cluster, from each node's
+// log as bytes (the whole file, or its tail when it is large).
+type LogReader interface {
+	// RecoveryAccountFrom is LogOracle.RecoveryAccount on logs, by node.
+	// source names where they came from, for LogAccount.Source.
+	RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (LogAccount, error)
+}
