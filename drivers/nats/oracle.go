@@ -2,6 +2,7 @@ package nats
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -172,7 +173,30 @@ var streamRe = regexp.MustCompile(`stream '([^']+)' is not current`)
 // the last catch-up of one. With several nodes the latest bound holds. A
 // node whose log has no line in the window gives no account.
 func (n *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	acc := drivers.LogAccount{Source: fmt.Sprintf("nats-server's logs (nodes %v)", nodes)}
+	return recoveryAccount(fmt.Sprintf("nats-server's logs (nodes %v)", nodes), topic, nodes, since, until, func(node int32) (io.ReadCloser, error) {
+		f, err := os.Open(n.LogFile(node))
+		if err != nil {
+			return nil, fmt.Errorf("the log oracle reads node %d's log %s: %w (is the cluster directory still there?)", node, n.LogFile(node), err)
+		}
+		return f, nil
+	})
+}
+
+// RecoveryAccountFrom implements drivers.LogReader: RecoveryAccount on
+// logs fetched from the nodes of a cluster file.
+func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
+	return recoveryAccount(fmt.Sprintf("nats-server's logs (nodes %v, %s)", nodes, source), topic, nodes, since, until, func(node int32) (io.ReadCloser, error) {
+		b, ok := logs[node]
+		if !ok {
+			return nil, fmt.Errorf("the log oracle has no log of node %d", node)
+		}
+		return io.NopCloser(bytes.NewReader(b)), nil
+	})
+}
+
+// recoveryAccount is RecoveryAccount on the logs open opens, one per node.
+func recoveryAccount(source, topic string, nodes []int32, since, until time.Time, open func(node int32) (io.ReadCloser, error)) (drivers.LogAccount, error) {
+	acc := drivers.LogAccount{Source: source}
 	var ready, inSync drivers.LogEvent
 	later := func(e *drivers.LogEvent, at time.Time, what string) {
 		if at.After(e.At) {
@@ -180,9 +204,9 @@ func (n *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time
 		}
 	}
 	for _, node := range nodes {
-		f, err := os.Open(n.LogFile(node))
+		f, err := open(node)
 		if err != nil {
-			return acc, fmt.Errorf("the log oracle reads node %d's log %s: %w (is the cluster directory still there?)", node, n.LogFile(node), err)
+			return acc, err
 		}
 		w, err := ReadWindow(f, topic, since, until)
 		f.Close()
@@ -211,4 +235,7 @@ func (n *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time
 	return acc, nil
 }
 
-var _ drivers.LogOracle = (*Cluster)(nil)
+var (
+	_ drivers.LogOracle = (*Cluster)(nil)
+	_ drivers.LogReader = Profile{}
+)

@@ -144,6 +144,11 @@ func TestNATSRecoveryAccount(t *testing.T) {
 	if got := acc.InSync.At.Format("15:04:05.000") + " " + acc.InSync.What; got != "10:00:11.500 node 2 (PID 200) last logged catch-up of a stream of orders" {
 		t.Errorf("in sync: %s", got)
 	}
+	// The same log fetched from a cluster file's node: the same account.
+	from, err := Profile{}.RecoveryAccountFrom(map[int32][]byte{2: []byte(windowLog)}, "read from ssh h", "orders", []int32{2}, since, since.Add(time.Minute-3*time.Second))
+	if err != nil || from.Ready == nil || from.InSync == nil || *from.Ready != *acc.Ready || *from.InSync != *acc.InSync || !strings.Contains(from.Source, "read from ssh h") {
+		t.Errorf("from fetched logs: %+v, %v; from the file: %+v", from, err, acc)
+	}
 	// A window in which the log says nothing: no account, not a made-up one.
 	quiet, err := n.RecoveryAccount("orders", []int32{2}, since.Add(20*time.Second), since.Add(50*time.Second))
 	if err != nil || quiet.Ready != nil || quiet.InSync != nil {

@@ -2,6 +2,7 @@ package queen
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -105,21 +106,46 @@ const noInSync = "Queen is one server on one PostgreSQL: no replicas, so its log
 // nodes, the later one. Queen has no replicas: the account has no in
 // sync and says why (LogAccount.NoInSync).
 func (q *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	acc := drivers.LogAccount{Source: "Queen's logs (" + strings.Join(q.logNames(nodes), ", ") + ")", NoInSync: noInSync}
+	source := "Queen's logs (" + strings.Join(q.logNames(nodes), ", ") + ")"
+	return recoveryAccount(source, nodes, since, until, func(node int32) (io.ReadCloser, error) {
+		f, err := os.Open(q.LogFile(node))
+		if err != nil {
+			return nil, fmt.Errorf("the log oracle reads node %d's log %s: %w (is the cluster directory still there?)", node, q.LogFile(node), err)
+		}
+		return f, nil
+	})
+}
+
+// RecoveryAccountFrom implements drivers.LogReader: RecoveryAccount on
+// logs fetched from the nodes of a cluster file (node 1 the Queen
+// server's, node 2 PostgreSQL's, as in a local cluster).
+func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
+	return recoveryAccount(fmt.Sprintf("Queen's logs (nodes %v, %s)", nodes, source), nodes, since, until, func(node int32) (io.ReadCloser, error) {
+		b, ok := logs[node]
+		if !ok {
+			return nil, fmt.Errorf("the log oracle has no log of node %d", node)
+		}
+		return io.NopCloser(bytes.NewReader(b)), nil
+	})
+}
+
+// recoveryAccount is RecoveryAccount on the logs open opens, one per node.
+func recoveryAccount(source string, nodes []int32, since, until time.Time, open func(node int32) (io.ReadCloser, error)) (drivers.LogAccount, error) {
+	acc := drivers.LogAccount{Source: source, NoInSync: noInSync}
 	var ready drivers.LogEvent
 	for _, node := range nodes {
 		what, name := Listening, "the Queen server listens"
 		if node == DBNode {
 			what, name = DBBack, "PostgreSQL ready to accept connections"
 		}
-		f, err := os.Open(q.LogFile(node))
+		f, err := open(node)
 		if err != nil {
-			return acc, fmt.Errorf("the log oracle reads node %d's log %s: %w (is the cluster directory still there?)", node, q.LogFile(node), err)
+			return acc, err
 		}
 		at, err := FirstLine(f, what, since, until)
 		f.Close()
 		if err != nil {
-			return acc, fmt.Errorf("node %d's log %s: %w", node, q.LogFile(node), err)
+			return acc, fmt.Errorf("node %d's log: %w", node, err)
 		}
 		if at.IsZero() {
 			return acc, nil // the log does not say the node came back
@@ -143,4 +169,7 @@ func (q *Cluster) logNames(nodes []int32) []string {
 	return names
 }
 
-var _ drivers.LogOracle = (*Cluster)(nil)
+var (
+	_ drivers.LogOracle = (*Cluster)(nil)
+	_ drivers.LogReader = Profile{}
+)

@@ -107,6 +107,12 @@ NOTICE:  schema "queen" already exists, skipping
 			}
 		})
 	}
+	// The same logs fetched from a cluster file's nodes: the same account.
+	fetched := map[int32][]byte{ServerNode: []byte(serverLog), DBNode: []byte(pgLog)}
+	from, err := Profile{}.RecoveryAccountFrom(fetched, "read from ssh h", "t", []int32{DBNode, ServerNode}, since, until)
+	if err != nil || from.Ready == nil || from.Ready.At.Format("15:04:05.000") != "05:30:50.410" || from.NoInSync == "" || !strings.Contains(from.Source, "read from ssh h") {
+		t.Errorf("from fetched logs: %+v, %v", from, err)
+	}
 	os.Remove(q.LogFile(DBNode))
 	if _, err := q.RecoveryAccount("t", []int32{DBNode}, since, until); err == nil || !strings.Contains(err.Error(), "pg.log") {
 		t.Errorf("a missing log gave %v", err)
