@@ -33,9 +33,7 @@ func (l Local) RecoveryAccount(topic string, nodes []int32, since, until time.Ti
 // only: call it once the recovery watches are done.
 func (in *Injector) ReadOracle(ctx context.Context, topic string, end time.Time) {
 	in.init()
-	read := func(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-		return drivers.LogAccount{}, ErrNoLogOracle
-	}
+	var read func(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error)
 	switch o := in.Nodes.(type) {
 	case ctxLogOracle:
 		read = func(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
