@@ -13,12 +13,47 @@ type LogAccount struct {
 	// logs do not say.
 	Ready  *LogEvent `json:"ready,omitempty"`
 	InSync *LogEvent `json:"in_sync,omitempty"`
+	// NoInSync, when the broker has no notion of replicas in sync (one
+	// server on one database), says so; InSync is then nil and no figure
+	// is checked against the logs.
+	NoInSync string `json:"no_in_sync,omitempty"`
 }
 
 // LogEvent is one event a broker logged, with the log's own time.
 type LogEvent struct {
 	At   time.Time `json:"at"`
 	What string    `json:"what"`
+	// Bound is what the line proves of the event's time. The zero value
+	// (Exact) means the line records the event itself. A log that shows
+	// only that the event had not happened yet (a server logs each failed
+	// health check but not the one that passes) gives NotBefore: the event
+	// came at At or later, and the log cannot say how much later.
+	// NotAfter: the event came at At or earlier.
+	Bound Bound `json:"bound,omitempty"`
+}
+
+// Bound is what a log line proves of an event's time (LogEvent.Bound).
+type Bound string
+
+const (
+	// Exact: the line records the event at its time.
+	Exact Bound = ""
+	// NotBefore: the event came at the line's time or later.
+	NotBefore Bound = "not_before"
+	// NotAfter: the event came at the line's time or earlier.
+	NotAfter Bound = "not_after"
+)
+
+// Words is the bound as prose before a time: "", "no earlier than ",
+// "no later than ".
+func (b Bound) Words() string {
+	switch b {
+	case NotBefore:
+		return "no earlier than "
+	case NotAfter:
+		return "no later than "
+	}
+	return ""
 }
 
 // LogOracle is implemented by clusters whose brokers' logs ackcheck can
@@ -27,4 +62,14 @@ type LogEvent struct {
 // to a later fault and are left out.
 type LogOracle interface {
 	RecoveryAccount(topic string, nodes []int32, since, until time.Time) (LogAccount, error)
+}
+
+// LogReader is implemented by broker profiles whose log oracle can read
+// logs fetched from elsewhere (over SSH, for the nodes of a cluster file):
+// the same account LogOracle gives for a local cluster, from each node's
+// log as bytes (the whole file, or its tail when it is large).
+type LogReader interface {
+	// RecoveryAccountFrom is LogOracle.RecoveryAccount on logs, by node.
+	// source names where they came from, for LogAccount.Source.
+	RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (LogAccount, error)
 }

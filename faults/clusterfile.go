@@ -24,6 +24,10 @@ import (
 //	    systemd_unit: kafka
 //	    data_dir: /var/lib/kafka
 //	    config_file: /etc/kafka/server.properties
+//	    log: /var/log/kafka/server.log
+//
+// A node's log is read after the load for the brokers' own account of
+// each fault (Scripted.RecoveryAccountContext).
 type ClusterFile struct {
 	// Broker is the broker's driver name (for fsync toggles and reports);
 	// empty means the run's --driver.

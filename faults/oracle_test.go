@@ -2,11 +2,17 @@ package faults
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/remote"
 )
 
 // oracleNodes are fake nodes whose brokers' logs say each node was back
@@ -54,5 +60,118 @@ func TestReadOracleWindows(t *testing.T) {
 	}
 	if len(nodes.nodes) != 2 || !slices.Equal(nodes.nodes[0], []int32{1}) || !slices.Equal(nodes.nodes[1], []int32{1, 2, 3}) {
 		t.Errorf("nodes asked %v", nodes.nodes)
+	}
+}
+
+// fetchedLogs is a broker reader that notes the logs it was handed.
+type fetchedLogs struct {
+	logs   map[int32][]byte
+	source string
+}
+
+func (f *fetchedLogs) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
+	f.logs, f.source = logs, source
+	return drivers.LogAccount{Source: "fake (" + source + ")", Ready: &drivers.LogEvent{At: since.Add(time.Second), What: "back"}}, nil
+}
+
+// A cluster file's nodes' logs (log: PATH) are fetched through each node's
+// runner (here local commands; over SSH in drivers/kafka's
+// TestRemoteLogOracle) and handed to the broker's reader whole, or their
+// tail with the source saying so; a node without log:, a log that cannot
+// be read, or a broker without a reader is an error that says which.
+func TestScriptedLogOracle(t *testing.T) {
+	dir := t.TempDir()
+	logA, logB := filepath.Join(dir, "a.log"), filepath.Join(dir, "b's.log")
+	os.WriteFile(logA, []byte("line one\nline two\n"), 0o600)
+	os.WriteFile(logB, []byte("0123456789"), 0o600)
+	specs := func(logs ...string) []NodeSpec {
+		var out []NodeSpec
+		for i, l := range logs {
+			out = append(out, NodeSpec{ID: int32(i + 1), PIDFile: "/p", Start: "true", Log: l})
+		}
+		return out
+	}
+	runners := map[int32]remote.Runner{1: remote.Local{}, 2: remote.Local{}}
+	since := time.Now()
+	tests := []struct {
+		name    string
+		logs    []string
+		cap     int
+		reader  bool
+		want    map[int32]string
+		source  string
+		errWith string
+	}{
+		{"whole logs", []string{logA, logB}, 0, true, map[int32]string{1: "line one\nline two\n", 2: "0123456789"}, "read from local commands", ""},
+		{"a tail, said", []string{logA, logB}, 4, true, map[int32]string{1: "two\n", 2: "6789"}, "node 1: the last 4 of 18 bytes, node 2: the last 4 of 10 bytes", ""},
+		{"no log: in the file", []string{logA, ""}, 0, true, nil, "", "node 2 has no log in the cluster file: add `log: PATH`"},
+		{"a log that is not there", []string{logA, filepath.Join(dir, "gone.log")}, 0, true, nil, "", "gone.log on localhost"},
+		{"a broker whose oracle reads only local logs", []string{logA, logB}, 0, false, nil, "", "reads only a local cluster's logs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScripted(specs(tc.logs...), runners, "local commands")
+			s.logCap = tc.cap
+			f := &fetchedLogs{}
+			if tc.reader {
+				s.ReadLogsWith(f)
+			}
+			acc, err := s.RecoveryAccountContext(context.Background(), "t", []int32{1}, since, time.Time{})
+			if tc.errWith != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errWith) {
+					t.Fatalf("error %v, want one saying %q", err, tc.errWith)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[int32]string{}
+			for id, b := range f.logs {
+				got[id] = string(b)
+			}
+			if !maps.Equal(got, tc.want) || !strings.Contains(f.source, tc.source) || acc.Ready == nil {
+				t.Errorf("logs %q, source %q, account %+v; want %q and a source saying %q", got, f.source, acc, tc.want, tc.source)
+			}
+		})
+	}
+}
+
+// silentNodes are nodes whose logs were read but say nothing of a return.
+type silentNodes struct{ *fakeNodes }
+
+func (silentNodes) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
+	return drivers.LogAccount{Source: "fake logs"}, nil
+}
+
+// A log oracle that read the logs and found nothing is said in a line,
+// never left as an empty account that looks like a cross-check; one that
+// found the return prints nothing.
+func TestReadOracleSaysSilence(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes Nodes
+		lines int
+	}{
+		{"silent logs", silentNodes{newFakeNodes(1, 2, 3)}, 1},
+		{"logs with the return", &oracleNodes{fakeNodes: newFakeNodes(1, 2, 3)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lines []string
+			in := &Injector{Nodes: tc.nodes, Logf: func(format string, a ...any) { lines = append(lines, fmt.Sprintf(format, a...)) }}
+			in.init()
+			t0 := time.Now()
+			in.log.add(Record{Action: Kill, Node: 1, At: t0, Result: Applied, ReadyAt: t0.Add(2 * time.Second)})
+			in.ReadOracle(context.Background(), "t", t0.Add(time.Minute))
+			said := 0
+			for _, l := range lines {
+				if strings.Contains(l, "do not say when node(s) [1] came back") {
+					said++
+				}
+			}
+			if said != tc.lines {
+				t.Errorf("lines %q: want %d saying the logs are silent", lines, tc.lines)
+			}
+		})
 	}
 }

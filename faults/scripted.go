@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/remote"
 )
 
@@ -42,6 +43,10 @@ type NodeSpec struct {
 	// faults; with the data dir on ackcheck lazyfs:
 	// "ackcheck lazyfs lose --control /var/lib/kafka.lazyfs.sock".
 	LoseCommand string `yaml:"lose_command"`
+	// Log is the broker's log file on the node
+	// ("/var/log/kafka/server.log"), read after the load for the brokers'
+	// own account of each fault (the log oracle; faults/oracle.go).
+	Log string `yaml:"log"`
 }
 
 func (n NodeSpec) validate() error {
@@ -71,6 +76,11 @@ type Scripted struct {
 	ids     []int32
 	runners map[int32]remote.Runner
 	where   string
+	// logs reads the nodes' fetched logs (ReadLogsWith); nil: the
+	// broker's oracle cannot read logs fetched from elsewhere.
+	logs drivers.LogReader
+	// logCap is what is fetched of each log at most; 0: MaxLogBytes.
+	logCap int
 }
 
 var _ Nodes = (*Scripted)(nil)

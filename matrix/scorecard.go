@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -186,6 +187,11 @@ var measures = []measure{
 		p := num(v, ms(v))
 		if f.Oracle != nil && f.Oracle.InSync != nil {
 			p.Note = f.Oracle.Source + ": " + f.Oracle.InSync.What
+			if b := f.Oracle.InSync.Bound; b != drivers.Exact {
+				// A bound (NATS logs no line when a replica is current)
+				// is said as one and not ranked as a figure.
+				p = Point{Text: b.Words() + ms(v), Note: p.Note}
+			}
 		}
 		return p
 	}},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/verifier"
 )
@@ -176,5 +177,40 @@ func TestScorecardLinksFromElsewhere(t *testing.T) {
 	card := Build(filepath.Join(dir, "cards", "c"), "t", []TableSpec{{Title: "x", Columns: []Column{{Label: "r", Runs: []string{"runs/1"}}}}})
 	if got := card.Tables[0].Rows[0].Cells[0].Runs[0].Run; got != "../../runs/1" {
 		t.Fatalf("link %q, want ../../runs/1", got)
+	}
+}
+
+// The brokers' logs' in-sync row shows the run's own oracle: an exact
+// event as a figure, a bound as a bound and not as a figure to rank.
+func TestScorecardOracleRow(t *testing.T) {
+	var row measure
+	for _, m := range measures {
+		if m.name == "all replicas in sync, by the brokers' logs" {
+			row = m
+		}
+	}
+	if row.get == nil {
+		t.Fatal("no oracle row")
+	}
+	at := time.Now()
+	for _, tc := range []struct {
+		name  string
+		bound drivers.Bound
+		text  string
+		value bool
+	}{
+		{"an exact event is a figure", drivers.Exact, "8870", true},
+		{"a lower bound is said as one", drivers.NotBefore, "no earlier than 8870", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := 8870.0
+			f := verifier.FaultReport{Record: faults.Record{Action: faults.Kill, At: at,
+				Oracle: &drivers.LogAccount{Source: "logs", InSync: &drivers.LogEvent{At: at.Add(8870 * time.Millisecond), What: "back", Bound: tc.bound}}},
+				OracleInSyncMs: &v}
+			p := row.get(&runData{res: verifier.Result{Faults: []verifier.FaultReport{f}}})
+			if p.Text != tc.text || (p.Value != nil) != tc.value || p.Note != "logs: back" {
+				t.Errorf("point %+v (value %v), want text %q, a value %v", p, p.Value != nil, tc.text, tc.value)
+			}
+		})
 	}
 }

@@ -237,9 +237,22 @@ func recovery(r *verifier.Result) [][]string {
 			proof = strings.Join(lost, "; ")
 		}
 		rows = append(rows, []string{f.FaultWhen(), string(f.Action) + " " + f.Target, node,
-			ms(f.SlowestFirstAckMs), ms(f.LongestStallMs), ms(f.ReadyMs), ms(f.InSyncMs), f.InSyncEvidence, proof})
+			ms(f.SlowestFirstAckMs), ms(f.LongestStallMs), withOracle(f, f.ReadyMs, true), withOracle(f, f.InSyncMs, false), f.InSyncEvidence, proof})
 	}
 	return rows
+}
+
+// withOracle is a recovery figure beside the brokers' own account of it,
+// as the summary prints it ("900 ms (Kafka's logs (nodes [1 2 3]): the
+// controller unfenced broker 2 at 850 ms)"), followed by the verdict's
+// warning when the two disagree beyond the tolerances: a reader of the
+// table sees the cross-check and its failure where the figure is.
+func withOracle(f verifier.FaultReport, v float64, ready bool) string {
+	s := ms(v) + f.OracleText(ready)
+	if d := f.OracleDisagreement(ready); d != "" {
+		s += "; warning: disagrees with the logs, " + d
+	}
+	return s
 }
 
 var recoveryHeader = []string{"at", "fault", "node", "slowest partition's first ack of a message sent after it",

@@ -273,3 +273,48 @@ func mustRead(t *testing.T, p string) string {
 	}
 	return string(data)
 }
+
+// The Recovery table of report.md and of the HTML page shows each figure
+// beside the brokers' logs' account of it, as the summary does, and the
+// warning when they disagree (here ready 2.1 s after an exact line, over
+// the 2 s tolerance; in sync after a lower bound, which never warns);
+// the table still renders.
+func TestReportsShowTheOracle(t *testing.T) {
+	res, _ := realRun(t)
+	at := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	ready, inSync := 600.0, 300.0
+	f := &res.Faults[0]
+	f.At = at
+	f.ReadyMs, f.InSyncMs = 2700, 1200
+	f.Oracle = &drivers.LogAccount{Source: "nats-server's logs (nodes [2])",
+		Ready:  &drivers.LogEvent{At: at.Add(600 * time.Millisecond), What: "the server | listens"},
+		InSync: &drivers.LogEvent{At: at.Add(300 * time.Millisecond), What: "node 2 (PID 11) started", Bound: drivers.NotBefore}}
+	f.OracleReadyMs, f.OracleInSyncMs = &ready, &inSync
+	md := report.Markdown(report.Input{Result: res, Settings: settings})
+	page := report.HTML(report.Input{Result: res, Settings: settings})
+	for _, want := range []string{
+		`| 2700 ms (nats-server's logs (nodes [2]): the server \| listens at 600 ms); warning: disagrees with the logs, 2.1s after the log's line, which says when it came (tolerance 2s late) |`,
+		`| 1200 ms (nats-server's logs (nodes [2]): no earlier than node 2 (PID 11) started at 300 ms) |`,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q\n%s", want, md)
+		}
+	}
+	for _, want := range []string{
+		"<td>2700 ms (nats-server&#39;s logs (nodes [2]): the server | listens at 600 ms); warning: disagrees with the logs, 2.1s after",
+		"<td>1200 ms (nats-server&#39;s logs (nodes [2]): no earlier than node 2 (PID 11) started at 300 ms)</td>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the HTML report lacks %q", want)
+		}
+	}
+	for _, err := range mdcheck.Tables([]byte(md)) {
+		t.Errorf("report.md: %v", err)
+	}
+	// Within the tolerances: the account, and no warning.
+	f.ReadyMs = 900
+	md = report.Markdown(report.Input{Result: res, Settings: settings})
+	if !strings.Contains(md, "| 900 ms (nats-server's logs (nodes [2]): the server \\| listens at 600 ms) |") || strings.Contains(md, "disagrees") {
+		t.Errorf("an agreeing figure: report.md\n%s", md)
+	}
+}

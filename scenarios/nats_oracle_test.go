@@ -1,10 +1,13 @@
 package scenarios
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/nats"
+	"github.com/ackcheck/ackcheck/verifier"
 )
 
 // The restarted server's own account is nats.Account, read from its log by
@@ -31,4 +34,39 @@ func checkAgainstNATSLog(t *testing.T, n *nats.Cluster, kill killFigures, newPID
 			t.Errorf("%s %.0f ms after the kill, but the server started at %.0f ms and last failed a health check at %.0f ms", name, v, started, healthy)
 		}
 	}
+}
+
+// checkNATSProductOracle asserts that the run itself read the restarted
+// server's log (result.json's oracle, Record.Oracle) as lower bounds, the
+// same lines nats.Account reads here, that the summary prints them beside
+// the figures, and that ackcheck's figures do not come before them.
+func checkNATSProductOracle(t *testing.T, n *nats.Cluster, res *verifier.Result, newPID int) {
+	t.Helper()
+	f := res.Faults[0]
+	if f.Oracle == nil || f.Oracle.Ready == nil || f.Oracle.InSync == nil || f.OracleReadyMs == nil || f.OracleInSyncMs == nil {
+		t.Fatalf("the kill's result has no oracle from nats-server's log: %+v", f.Oracle)
+	}
+	if f.Oracle.Ready.Bound != drivers.NotBefore || f.Oracle.InSync.Bound != drivers.NotBefore {
+		t.Errorf("nats-server logs no line when it is healthy, yet the oracle claims an instant: %+v %+v", f.Oracle.Ready, f.Oracle.InSync)
+	}
+	a, err := n.Account(f.Node, newPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Oracle.Ready.At.Before(a.Started) || f.Oracle.Ready.At.After(a.Healthy()) || f.Oracle.InSync.At.Before(a.Started) {
+		t.Errorf("result.json's oracle: ready no earlier than %s, in sync no earlier than %s; the log read here: PID %d started %s, last failed /healthz %s",
+			f.Oracle.Ready.At, f.Oracle.InSync.At, newPID, a.Started, a.Healthy())
+	}
+	var b strings.Builder
+	res.WriteSummary(&b)
+	if !strings.Contains(b.String(), "(nats-server's logs (nodes [") || !strings.Contains(b.String(), ": no earlier than node ") {
+		t.Errorf("the summary does not print the log's bounds:\n%s", b.String())
+	}
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "nats-server's logs") {
+			t.Errorf("ackcheck's figure came before the server's own log allows: %s", w)
+		}
+	}
+	t.Logf("oracle in the product: ready %.0f ms (log: no earlier than %.0f ms, %s), in sync %.0f ms (log: no earlier than %.0f ms, %s)",
+		f.ReadyMs, *f.OracleReadyMs, f.Oracle.Ready.What, f.InSyncMs, *f.OracleInSyncMs, f.Oracle.InSync.What)
 }

@@ -80,6 +80,7 @@ func TestRealNATSLeaderKill(t *testing.T) {
 			kill.SlowestFirstAckMs, kill.ReadyMs, kill.InSyncMs, down)
 	}
 	checkAgainstNATSLog(t, n, figures(res, false), kill.KillProof.NewPID)
+	checkNATSProductOracle(t, n, res, kill.KillProof.NewPID)
 	t.Logf("nats leader kill: acked %d, lost %d, reordered %d, longest without acks %.0f ms, slowest stream's first ack %.0f ms after the kill, ready %.0f ms, in sync %.0f ms",
 		res.Acked, res.Lost, res.Reordered, res.LongestNoAckMs, kill.SlowestFirstAckMs, kill.ReadyMs, kill.InSyncMs)
 }

@@ -137,10 +137,12 @@ func TestRealQueenFaults(t *testing.T) {
 		// The server answers /health once it has loaded its schema: its
 		// log's start line comes before, by up to a few seconds.
 		checkReady(t, res.Faults[0], q, queen.ServerNode, queen.ServerBack, 10*time.Second)
+		checkQueenProductOracle(t, q, res, queen.ServerNode, queen.Listening)
 	})
 	t.Run("kill-db", func(t *testing.T) {
 		res := queenRun(t, q, "kill-db", "at=8s kill db; at=14s restart db")
 		checkReady(t, res.Faults[0], q, queen.DBNode, pgReady, 2*time.Second)
+		checkQueenProductOracle(t, q, res, queen.DBNode, pgReady)
 	})
 	t.Run("stop-db", func(t *testing.T) {
 		res := queenRun(t, q, "stop-db", "at=8s stop db; at=14s restart db")

@@ -61,24 +61,73 @@ func (rep *FaultReport) oracleMs() {
 	rep.OracleReadyMs, rep.OracleInSyncMs = at(o.Ready), at(o.InSync)
 }
 
-// oracleText is a figure's cross-check as the summary prints it beside
-// the figure: " (Kafka's logs (nodes [1 2 3]): the controller unfenced
-// broker 2 at 26214 ms)"; "" without one.
-func (rep *FaultReport) oracleText(ready bool) string {
-	ms, e := rep.OracleInSyncMs, (*drivers.LogEvent)(nil)
-	if rep.Oracle != nil {
-		e = rep.Oracle.InSync
+// oracleEvent is the brokers' account of one figure: the ready one or
+// the in-sync one, with its time in milliseconds from the fault; nil
+// when the logs were not read or do not say.
+func (rep *FaultReport) oracleEvent(ready bool) (*drivers.LogEvent, *float64) {
+	if rep.Oracle == nil {
+		return nil, nil
 	}
 	if ready {
-		ms = rep.OracleReadyMs
-		if rep.Oracle != nil {
-			e = rep.Oracle.Ready
-		}
+		return rep.Oracle.Ready, rep.OracleReadyMs
+	}
+	return rep.Oracle.InSync, rep.OracleInSyncMs
+}
+
+// OracleText is a figure's cross-check as the summary and the reports
+// print it beside the figure: " (Kafka's logs (nodes [1 2 3]): the
+// controller unfenced broker 2 at 26214 ms)", or for a bound " (...: no
+// earlier than node 3 (PID 9) last failed /healthz (...) at 9618 ms)",
+// or, for in sync on a broker without replicas, why the logs have none;
+// "" without one.
+func (rep *FaultReport) OracleText(ready bool) string {
+	e, ms := rep.oracleEvent(ready)
+	if !ready && e == nil && rep.Oracle != nil && rep.Oracle.NoInSync != "" {
+		return fmt.Sprintf(" (%s: %s)", rep.Oracle.Source, rep.Oracle.NoInSync)
 	}
 	if ms == nil || e == nil {
 		return ""
 	}
-	return fmt.Sprintf(" (%s: %s at %s)", rep.Oracle.Source, e.What, msText(*ms))
+	return fmt.Sprintf(" (%s: %s%s at %s)", rep.Oracle.Source, e.Bound.Words(), e.What, msText(*ms))
+}
+
+// OracleDisagreement is how a figure disagrees with the brokers' logs
+// beyond the tolerances ("3.2 s after the log's line, tolerance 2 s
+// late"); "" when it agrees, when the logs do not say, or when the
+// figure was not observed. A bound is honoured as a bound: a figure
+// after a NotBefore line never disagrees with it however late, since the
+// log cannot say how much later the event came; one before it by more
+// than the early tolerance does.
+func (rep *FaultReport) OracleDisagreement(ready bool) string {
+	e, theirs := rep.oracleEvent(ready)
+	ours := rep.InSyncMs
+	if ready {
+		ours = rep.ReadyMs
+	}
+	if theirs == nil || e == nil || ours < 0 {
+		return ""
+	}
+	d := time.Duration((ours - *theirs) * float64(time.Millisecond))
+	early := d < -oracleEarly && e.Bound != drivers.NotAfter
+	late := d > oracleLate && e.Bound != drivers.NotBefore
+	switch {
+	case early:
+		return fmt.Sprintf("%s before the log's line, which says %s (tolerance %s early)", (-d).Round(time.Millisecond), boundText(e.Bound), oracleEarly)
+	case late:
+		return fmt.Sprintf("%s after the log's line, which says %s (tolerance %s late)", d.Round(time.Millisecond), boundText(e.Bound), oracleLate)
+	}
+	return ""
+}
+
+// boundText says what a line proves, for a disagreement.
+func boundText(b drivers.Bound) string {
+	switch b {
+	case drivers.NotBefore:
+		return "it came no earlier"
+	case drivers.NotAfter:
+		return "it came no later"
+	}
+	return "when it came"
 }
 
 // Oracle tolerances: how far ackcheck's figure may lie from the log's
@@ -93,25 +142,23 @@ const (
 )
 
 // oracleWarnings warns, in res.Warnings, of every figure that disagrees
-// with the brokers' logs beyond the tolerances: never hidden, never a
-// failure of the broker's.
+// with the brokers' logs beyond the tolerances (OracleDisagreement):
+// never hidden, never a failure of the broker's.
 func oracleWarnings(res *Result) {
 	for _, f := range res.Faults {
-		if f.Oracle == nil {
-			continue
-		}
-		check := func(name string, ours float64, theirs *float64, e *drivers.LogEvent) {
-			if theirs == nil || e == nil || ours < 0 {
-				return
+		for _, c := range []struct {
+			ready bool
+			name  string
+			ours  float64
+		}{{true, "the node ready", f.ReadyMs}, {false, "every replica in sync", f.InSyncMs}} {
+			d := f.OracleDisagreement(c.ready)
+			if d == "" {
+				continue
 			}
-			d := time.Duration((ours - *theirs) * float64(time.Millisecond))
-			if d < -oracleEarly || d > oracleLate {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("the %s at %.1f s: ackcheck saw %s %s after it, %s say %s at %s: they disagree by %s (tolerance %s early, %s late)",
-					f.Action, f.AtS, name, msText(ours), f.Oracle.Source, e.What, msText(*theirs), d.Round(time.Millisecond), oracleEarly, oracleLate))
-			}
+			e, theirs := f.oracleEvent(c.ready)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the %s at %.1f s: ackcheck saw %s %s after it, %s say %s%s at %s: they disagree, ackcheck's figure is %s",
+				f.Action, f.AtS, c.name, msText(c.ours), f.Oracle.Source, e.Bound.Words(), e.What, msText(*theirs), d))
 		}
-		check("the node ready", f.ReadyMs, f.OracleReadyMs, f.Oracle.Ready)
-		check("every replica in sync", f.InSyncMs, f.OracleInSyncMs, f.Oracle.InSync)
 	}
 }
 

@@ -358,7 +358,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, "    slowest partition's first ack of a message sent after it: %s   longest partition stall over it: %s\n",
 				msOrNever(f.SlowestFirstAckMs), msOrNever(f.LongestStallMs))
 			fmt.Fprintf(w, "    node ready again: %s%s   all replicas in sync: %s%s\n",
-				msOrNever(f.ReadyMs), f.oracleText(true), msOrNever(f.InSyncMs), f.oracleText(false))
+				msOrNever(f.ReadyMs), f.OracleText(true), msOrNever(f.InSyncMs), f.OracleText(false))
 			if f.InSyncEvidence != "" {
 				fmt.Fprintf(w, "    rejoin seen as: %s\n", f.InSyncEvidence)
 			}

@@ -180,6 +180,13 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 			Expect: faults.ExpectFrom(p, d)}
 		if opened != nil {
 			plan.Nodes, plan.Notes = opened.nodes, opened.notes
+			// A cluster file's nodes' logs are read with the broker's
+			// own log oracle, when it can read fetched logs.
+			if s, ok := opened.nodes.(*faults.Scripted); ok {
+				if lr, ok := p.(drivers.LogReader); ok {
+					s.ReadLogsWith(lr)
+				}
+			}
 		}
 	}
 	live := isTerminal(os.Stdout)

@@ -40,8 +40,8 @@ func (r *sshRig) writeClusterFile(t *testing.T, user, key, known string) string 
 	fmt.Fprintf(&b, "defaults: {user: %s, port: %d, key_file: %s}\nnodes:\n", user, r.srv.Port, key)
 	for _, id := range r.k.Nodes() {
 		nd := filepath.Join(r.dir, fmt.Sprintf("node%d", id))
-		fmt.Fprintf(&b, "  - id: %d\n    host: 127.0.0.1\n    pid_file: %s/pid\n    start: %s cluster kafka start --dir %s --node %d\n    data_dir: %s/data\n    config_file: %s/server.properties\n",
-			id, nd, r.bin, r.dir, id, nd, nd)
+		fmt.Fprintf(&b, "  - id: %d\n    host: 127.0.0.1\n    pid_file: %s/pid\n    start: %s cluster kafka start --dir %s --node %d\n    data_dir: %s/data\n    config_file: %s/server.properties\n    log: %s\n",
+			id, nd, r.bin, r.dir, id, nd, nd, r.k.LogFile(id))
 	}
 	f := filepath.Join(t.TempDir(), "cluster.yaml")
 	if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
@@ -120,6 +120,14 @@ func TestRealSSHLeaderKillAndFsync(t *testing.T) {
 	if kp == nil || kp.NewPID == 0 || kp.NewPID == kp.OldPID || !kp.SameDataDir || !kp.SurvivorsUnchanged {
 		t.Fatalf("kill proof over SSH: %+v", kp)
 	}
+	// The brokers' own account of the kill, from each node's log: fetched
+	// over the same SSH connections, printed beside the figures.
+	if o := res.Faults[1].Oracle; o == nil || o.Ready == nil || o.InSync == nil || !strings.Contains(o.Source, "read from ssh ") ||
+		!strings.Contains(string(output), res.Faults[1].OracleText(true)) {
+		t.Fatalf("the brokers' logs over SSH: %+v", o)
+	}
+	t.Logf("oracle over SSH: ready %.0f ms%s, in sync %.0f ms%s, warnings %q",
+		res.Faults[1].ReadyMs, res.Faults[1].OracleText(true), res.Faults[1].InSyncMs, res.Faults[1].OracleText(false), res.Warnings)
 	var meanings []string
 	for _, p := range res.AckMeanings {
 		meanings = append(meanings, p.Meaning)

@@ -311,11 +311,19 @@ func (k *Cluster) Unclean(topic string, since time.Time) (Unclean, error) {
 // every ISR expansion (Account.NotBack), so in sync by the logs can be
 // earlier than a partition's real return: a lower bound.
 func (k *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	acc := drivers.LogAccount{Source: fmt.Sprintf("Kafka's logs (nodes %v)", k.Nodes())}
+	return recoveryAccount(fmt.Sprintf("Kafka's logs (nodes %v)", k.Nodes()), topic, nodes, func(node int32) (Account, error) {
+		return k.Account(topic, node, since, until)
+	})
+}
+
+// recoveryAccount is RecoveryAccount on the accounts account reads, for
+// logs read locally or fetched from elsewhere (RecoveryAccountFrom).
+func recoveryAccount(source, topic string, nodes []int32, account func(node int32) (Account, error)) (drivers.LogAccount, error) {
+	acc := drivers.LogAccount{Source: source}
 	var unfenced, inSync time.Time
 	var whoU, whoS int32
 	for _, node := range nodes {
-		a, err := k.Account(topic, node, since, until)
+		a, err := account(node)
 		if err != nil {
 			return acc, err
 		}

@@ -2,12 +2,16 @@ package queen
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
 )
 
 // The log oracle: when a node's own log says it was back, never anything
@@ -59,3 +63,113 @@ func (q *Cluster) LastLine(node int32, what string, before time.Time) (time.Time
 	defer f.Close()
 	return LastLine(f, what, before)
 }
+
+// Listening is the Queen server's line once its acceptor listens on its
+// port: from then it serves requests, so its return to service is that
+// line itself, not a bound. (Its banner, ServerBack, comes a second or
+// more earlier, before the schema is loaded.)
+const Listening = "Acceptor listening on "
+
+// FirstLine finds the time of the first line of log that contains what,
+// at or after since and not after until (zero: no bound); zero when there
+// is none.
+func FirstLine(log io.Reader, what string, since, until time.Time) (time.Time, error) {
+	sc := bufio.NewScanner(log)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, what) {
+			continue
+		}
+		m := logTime.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.UTC)
+		if err != nil || at.Before(since.Truncate(time.Millisecond)) || (!until.IsZero() && at.After(until)) {
+			continue
+		}
+		return at, nil
+	}
+	if err := sc.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("read the log: %w", err)
+	}
+	return time.Time{}, nil
+}
+
+// noInSync is what the oracle says instead of an in-sync account.
+const noInSync = "Queen is one server on one PostgreSQL: no replicas, so its logs have no in-sync event"
+
+// RecoveryAccount implements drivers.LogOracle: each node's first line
+// after the fault saying it serves again, Listening for the Queen server
+// and DBBack for PostgreSQL. Both record the event itself. With both
+// nodes, the later one. Queen has no replicas: the account has no in
+// sync and says why (LogAccount.NoInSync).
+func (q *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
+	source := "Queen's logs (" + strings.Join(q.logNames(nodes), ", ") + ")"
+	return recoveryAccount(source, nodes, since, until, func(node int32) (io.ReadCloser, error) {
+		f, err := os.Open(q.LogFile(node))
+		if err != nil {
+			return nil, fmt.Errorf("the log oracle reads node %d's log %s: %w (is the cluster directory still there?)", node, q.LogFile(node), err)
+		}
+		return f, nil
+	})
+}
+
+// RecoveryAccountFrom implements drivers.LogReader: RecoveryAccount on
+// logs fetched from the nodes of a cluster file (node 1 the Queen
+// server's, node 2 PostgreSQL's, as in a local cluster).
+func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
+	return recoveryAccount(fmt.Sprintf("Queen's logs (nodes %v, %s)", nodes, source), nodes, since, until, func(node int32) (io.ReadCloser, error) {
+		b, ok := logs[node]
+		if !ok {
+			return nil, fmt.Errorf("the log oracle has no log of node %d", node)
+		}
+		return io.NopCloser(bytes.NewReader(b)), nil
+	})
+}
+
+// recoveryAccount is RecoveryAccount on the logs open opens, one per node.
+func recoveryAccount(source string, nodes []int32, since, until time.Time, open func(node int32) (io.ReadCloser, error)) (drivers.LogAccount, error) {
+	acc := drivers.LogAccount{Source: source, NoInSync: noInSync}
+	var ready drivers.LogEvent
+	for _, node := range nodes {
+		what, name := Listening, "the Queen server listens"
+		if node == DBNode {
+			what, name = DBBack, "PostgreSQL ready to accept connections"
+		}
+		f, err := open(node)
+		if err != nil {
+			return acc, err
+		}
+		at, err := FirstLine(f, what, since, until)
+		f.Close()
+		if err != nil {
+			return acc, fmt.Errorf("node %d's log: %w", node, err)
+		}
+		if at.IsZero() {
+			return acc, nil // the log does not say the node came back
+		}
+		if at.After(ready.At) {
+			ready = drivers.LogEvent{At: at, What: name + " again"}
+		}
+	}
+	if !ready.At.IsZero() {
+		acc.Ready = &ready
+	}
+	return acc, nil
+}
+
+// logNames names the nodes' logs: "queen.log", "pg.log".
+func (q *Cluster) logNames(nodes []int32) []string {
+	var names []string
+	for _, n := range nodes {
+		names = append(names, filepath.Base(q.LogFile(n)))
+	}
+	return names
+}
+
+var (
+	_ drivers.LogOracle = (*Cluster)(nil)
+	_ drivers.LogReader = Profile{}
+)
