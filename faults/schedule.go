@@ -67,6 +67,9 @@ func (a Amount) String() string {
 }
 
 func (s Step) String() string {
+	if s.Action == HealNetwork {
+		return fmt.Sprintf("at=%s %s", s.At, s.Action)
+	}
 	if s.Action.TakesAmount() {
 		return fmt.Sprintf("at=%s %s %s %s", s.At, s.Action, s.Amount, s.Target)
 	}
