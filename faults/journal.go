@@ -239,6 +239,18 @@ func (j *Journal) HasNodeConfig(node int32) bool {
 	return false
 }
 
+// NeedsCluster reports whether undoing undos needs the cluster's nodes or
+// its broker: every kind but a network rule does (a rule is removed from
+// its namespaces, found again by their prefix).
+func NeedsCluster(undos []Undo) bool {
+	for _, u := range undos {
+		if u.Kind != UndoNetRule {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending returns the pending undos, newest first: the order to undo in.
 func (j *Journal) Pending() (ids []int, undos []Undo) {
 	j.mu.Lock()
