@@ -415,3 +415,40 @@ func crashChild(t *testing.T) {
 	time.Sleep(50 * time.Second) // killed long before
 	t.Fatal("not killed")
 }
+
+// The recovery of a partitioned node is measured as a kill's, from the
+// partition, but only once heal-network removed its rules: ready and in
+// sync come after the heal, never while the node is cut off.
+func TestPartitionRecoveryWaitsForTheHeal(t *testing.T) {
+	n := testNet(t)
+	c := newNetCluster(t, n)
+	d, topic := kfakeDriver(t)
+	steps, err := ParseSchedule("at=0s partition node:2; at=1500ms heal-network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &Injector{Nodes: Local{Cluster: c}, Driver: d, Topic: topic, Poll: 50 * time.Millisecond, Logf: t.Logf}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in.Run(ctx, time.Now(), steps)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	in.WaitRecovery(wctx)
+	recs := in.Records()
+	if len(recs) != 2 || recs[0].Result != Applied || recs[1].Result != Applied {
+		t.Fatalf("records: %+v", recs)
+	}
+	p, h := recs[0], recs[1]
+	if p.ReadyAt.IsZero() || p.InSyncAt.IsZero() {
+		t.Fatalf("recovery not measured: ready %v, in sync %v", p.ReadyAt, p.InSyncAt)
+	}
+	if p.ReadyAt.Before(h.At) || p.InSyncAt.Before(p.ReadyAt) {
+		t.Errorf("partition at %s, heal at %s, ready at %s, in sync at %s: ready must follow the heal",
+			p.At.Format("15:04:05.000"), h.At.Format("15:04:05.000"), p.ReadyAt.Format("15:04:05.000"), p.InSyncAt.Format("15:04:05.000"))
+	}
+	if !strings.Contains(p.InSyncEvidence, "node 2") {
+		t.Errorf("evidence %q", p.InSyncEvidence)
+	}
+	t.Logf("ready %s and in sync %s after the partition; heal %s after it; %s",
+		p.ReadyAt.Sub(p.At).Round(time.Millisecond), p.InSyncAt.Sub(p.At).Round(time.Millisecond), h.At.Sub(p.At).Round(time.Millisecond), p.InSyncEvidence)
+}
