@@ -67,11 +67,20 @@ func netOf(env Env) (*netns.Net, int, error) {
 	return nw.Net(), nw.ProbePort(), nil
 }
 
-// probeTimeout bounds each path's TCP connect in a proof. A cut path takes
-// all of it, an open one (accepted or refused) a fraction of a
-// millisecond on one machine; a second keeps a busy machine's slow
-// connect from passing for a cut.
-const probeTimeout = time.Second
+// probeTimeout bounds each path's TCP connect in the probes a verdict
+// rests on (after the rules, after the heal). A cut path takes all of it,
+// an open one (accepted or refused) a fraction of a millisecond on one
+// machine; a second keeps a busy machine's slow connect from passing for
+// a cut. So the probe after a cut holds the actions after it on the same
+// nodes for a second (ontime.go's chain); the fault itself is not delayed.
+//
+// beforeTimeout bounds the probe just before the rules, which only
+// informs: a path an earlier fault already cut would otherwise hold this
+// fault back a whole probeTimeout.
+const (
+	probeTimeout  = time.Second
+	beforeTimeout = 250 * time.Millisecond
+)
 
 // ProbeShot is one probe of every path of the Net: how many paths were
 // tried and which of them did not answer (cut).
@@ -82,6 +91,8 @@ type ProbeShot struct {
 	// node 2"; every other path answered.
 	Cut   []string `json:"cut,omitempty"`
 	Error string   `json:"error,omitempty"`
+	// TimeoutMs is how long a path had to answer before it counted as cut.
+	TimeoutMs int64 `json:"timeout_ms"`
 }
 
 func (p *ProbeShot) String() string {
@@ -96,11 +107,11 @@ func (p *ProbeShot) String() string {
 	return fmt.Sprintf("%d of %d paths cut (%s)", len(p.Cut), p.Paths, strings.Join(p.Cut, ", "))
 }
 
-// probe probes every path of n on port.
-func probe(ctx context.Context, n *netns.Net, port int) *ProbeShot {
+// probe probes every path of n on port, each within timeout.
+func probe(ctx context.Context, n *netns.Net, port int, timeout time.Duration) *ProbeShot {
 	at := time.Now()
-	reach, err := n.Probe(ctx, port, probeTimeout)
-	shot := &ProbeShot{At: at, Paths: len(reach)}
+	reach, err := n.Probe(ctx, port, timeout)
+	shot := &ProbeShot{At: at, Paths: len(reach), TimeoutMs: timeout.Milliseconds()}
 	for _, p := range reach.Cut() {
 		shot.Cut = append(shot.Cut, p.String())
 	}
@@ -375,7 +386,7 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 		proof.MeantCut = append(proof.MeantCut, p.String())
 	}
 	rec.NetworkProof = proof
-	proof.Before = probe(ctx, n, port)
+	proof.Before = probe(ctx, n, port, beforeTimeout)
 	live := w.net.begin(isolated)
 	for i := range rules {
 		rules[i].Name = w.net.ruleName()
@@ -395,7 +406,7 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 		proof.Rules = append(proof.Rules, r)
 		w.net.add(live, r.Name)
 	}
-	proof.After = probe(ctx, n, port)
+	proof.After = probe(ctx, n, port, probeTimeout)
 	if open := proof.missed(); len(open) > 0 {
 		return "", fmt.Errorf("the rules are installed but the probe after them does not show the cut: %s still answer (%s); the rules stay journaled and the heal removes them", strings.Join(open, ", "), proof.After)
 	}
@@ -490,7 +501,7 @@ func (healNet) apply(ctx context.Context, w *world, _ Step, _ picked, rec *Recor
 	}
 	shot := w.net.healed(ctx)
 	if shot == nil {
-		shot = probe(ctx, n, port)
+		shot = probe(ctx, n, port, probeTimeout)
 	}
 	rec.NetworkProof = &NetworkProof{Net: n.Prefix, Port: port, Rules: removed, After: shot}
 	if shot.Error != "" || len(shot.Cut) > 0 {
@@ -628,7 +639,7 @@ func (l *netLive) healed(ctx context.Context) *ProbeShot {
 	case !ok:
 		shot = &ProbeShot{At: time.Now(), Error: "network " + prefix + " no longer exists (cluster down): its rules went with it"}
 	default:
-		shot = probe(ctx, n, port)
+		shot = probe(ctx, n, port, probeTimeout)
 	}
 	for _, f := range done {
 		if f.stamp != nil {

@@ -119,7 +119,7 @@ func (plainCluster) Net() *netns.Net { return nil }
 // cutPaths probes n and returns its cut paths as the proof writes them.
 func cutPaths(t *testing.T, n *netns.Net) []string {
 	t.Helper()
-	shot := probe(context.Background(), n, fakeNetPort)
+	shot := probe(context.Background(), n, fakeNetPort, probeTimeout)
 	if shot.Error != "" {
 		t.Fatalf("probe: %s", shot.Error)
 	}

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -122,5 +123,28 @@ func TestResolveFollower(t *testing.T) {
 	}
 	if !tg.needsTopology() {
 		t.Error("follower resolves without reading the topology")
+	}
+}
+
+// Every schedule line docs/faults.md shows for network faults parses:
+// the documentation cannot drift from the parser.
+func TestDocsNetworkExamplesParse(t *testing.T) {
+	md, err := os.ReadFile("../docs/faults.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(md), "\n") {
+		if !strings.HasPrefix(line, "at=") {
+			continue
+		}
+		step, _, _ := strings.Cut(line, "#")
+		if _, err := ParseSchedule(step); err != nil {
+			t.Errorf("docs/faults.md: %v", err)
+		}
+		n++
+	}
+	if n < 10 {
+		t.Errorf("only %d schedule lines found in docs/faults.md", n)
 	}
 }
