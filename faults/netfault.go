@@ -138,6 +138,9 @@ type NetworkProof struct {
 	// Healed is the probe after its rules were removed; nil while they
 	// are in force (or when the run ended before the heal).
 	Healed *ProbeShot `json:"healed,omitempty"`
+	// Removed marks heal-network's proof: Rules are the rules it removed,
+	// After the probe once they were gone.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // String is the proof as the summary and the reports state it.
@@ -145,6 +148,9 @@ func (p NetworkProof) String() string {
 	var rules []string
 	for _, r := range p.Rules {
 		rules = append(rules, r.String())
+	}
+	if p.Removed {
+		return fmt.Sprintf("removed %d rule(s) (%s); after: %s", len(p.Rules), strings.Join(rules, "; "), p.After)
 	}
 	meant := "no path meant to be cut for sure"
 	if len(p.MeantCut) > 0 {
@@ -503,7 +509,7 @@ func (healNet) apply(ctx context.Context, w *world, _ Step, _ picked, rec *Recor
 	if shot == nil {
 		shot = probe(ctx, n, port, probeTimeout)
 	}
-	rec.NetworkProof = &NetworkProof{Net: n.Prefix, Port: port, Rules: removed, After: shot}
+	rec.NetworkProof = &NetworkProof{Net: n.Prefix, Port: port, Rules: removed, After: shot, Removed: true}
 	if shot.Error != "" || len(shot.Cut) > 0 {
 		return "", fmt.Errorf("after removing %d rule(s), not every path answers: %s", len(removed), shot)
 	}

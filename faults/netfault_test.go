@@ -197,7 +197,7 @@ func TestNetworkFaultsFromSchedule(t *testing.T) {
 			if len(p.Healed.Cut) != 0 || p.Healed.Paths != 9 {
 				t.Errorf("after the heal: %s", p.Healed)
 			}
-			if h.NetworkProof == nil || len(h.NetworkProof.Rules) != len(p.Rules) {
+			if h.NetworkProof == nil || !h.NetworkProof.Removed || len(h.NetworkProof.Rules) != len(p.Rules) {
 				t.Errorf("heal-network record: %+v, want the %d rule(s) it removed", h.NetworkProof, len(p.Rules))
 			}
 			if _, pending := j.Pending(); len(pending) != 0 {

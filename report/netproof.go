@@ -4,7 +4,6 @@ import (
 	"html"
 	"strings"
 
-	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -35,12 +34,15 @@ func networkProofs(r *verifier.Result) [][]string {
 		if meant == "" {
 			meant = "none for sure"
 		}
-		healed := p.Healed.String()
-		if f.Action == faults.HealNetwork {
-			healed = "" // its After is the probe after the heal
+		before, healed := p.Before.String(), p.Healed.String()
+		if p.Removed {
+			// heal-network: the rules it removed, and its After is the
+			// probe after the heal.
+			rules = append([]string{"removed:"}, rules...)
+			meant, before, healed = "", "", p.After.String()
 		}
 		rows = append(rows, []string{f.FaultWhen(), string(f.Action) + " " + f.Target, res,
-			strings.Join(rules, "; "), meant, p.Before.String(), p.After.String(), healed})
+			strings.Replace(strings.Join(rules, "; "), "removed:; ", "removed: ", 1), meant, before, p.After.String(), healed})
 	}
 	return rows
 }

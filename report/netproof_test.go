@@ -25,6 +25,8 @@ func TestNetworkProofInReports(t *testing.T) {
 		Error: "the rules are installed but the probe after them does not show the cut: node 3 -> node 1 still answer",
 		NetworkProof: &faults.NetworkProof{Net: "akc", Port: 9092, Rules: []netns.Rule{{Name: "a1_2", Kind: netns.Cut, Node: 3}},
 			MeantCut: []string{"node 3 -> node 1"}, Before: shot(), After: shot()}}}
+	heal := verifier.FaultReport{AtS: 50, Record: faults.Record{Action: faults.HealNetwork, Target: "cluster", Result: faults.Applied,
+		NetworkProof: &faults.NetworkProof{Net: "akc", Port: 9092, Rules: []netns.Rule{{Name: "a1_1", Kind: netns.Cut, Node: 2}}, After: shot(), Removed: true}}}
 	kill := verifier.FaultReport{AtS: 10, Record: faults.Record{Action: faults.Kill, Target: "node:1", Node: 1, Result: faults.Applied}}
 	tests := []struct {
 		name    string
@@ -32,7 +34,8 @@ func TestNetworkProofInReports(t *testing.T) {
 		want    []string
 		wantNot []string
 	}{
-		{"a partition and a failed one", []verifier.FaultReport{partition, missed}, []string{
+		{"a partition, a failed one, the heal", []verifier.FaultReport{partition, missed, heal}, []string{
+			"| 50.0 s | heal-network cluster | applied | removed: node 2 cut off from every peer |  |  | all 9 paths answer | all 9 paths answer |",
 			"### Network proof",
 			"| 20.0 s | partition most-leaders:t | applied | node 2 cut off from every peer | node 1 -> node 2, node 2 -> node 1 | all 9 paths answer | 2 of 9 paths cut (node 1 -> node 2, node 2 -> node 1) | all 9 paths answer |",
 			"| 30.0 s | partition node:3 | failed: the rules are installed but the probe after them does not show the cut: node 3 -> node 1 still answer |",
