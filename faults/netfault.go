@@ -49,6 +49,10 @@ type Networked interface {
 // namespaces.
 var errNoNet = errors.New("network faults need a local cluster whose nodes run in network namespaces: start it with `ackcheck cluster <broker> up --netns --dir <dir>` (e.g. `ackcheck cluster kafka up --netns`) and give that --cluster-dir")
 
+// errRemoteNet is what a network fault on the nodes of a cluster file
+// says: rules on SSH nodes (issue 26, point 3) are not written yet.
+var errRemoteNet = errors.New("network faults on the nodes of a cluster file (SSH) are not supported yet: they run on a local cluster started with `ackcheck cluster <broker> up --netns`")
+
 // netOf is the Net and probe port of the cluster env acts on.
 func netOf(env Env) (*netns.Net, int, error) {
 	var nw Networked
@@ -57,6 +61,10 @@ func netOf(env Env) (*netns.Net, int, error) {
 		nw = n
 	case Local:
 		nw, _ = n.Cluster.(Networked)
+	case nil:
+		return nil, 0, errNoNet
+	default:
+		return nil, 0, errRemoteNet
 	}
 	if nw == nil || nw.Net() == nil {
 		return nil, 0, errNoNet

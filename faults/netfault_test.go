@@ -276,6 +276,7 @@ func TestNetworkPreflight(t *testing.T) {
 		{"partition without --netns", plainCluster{c}, "at=1s partition node:2", "cluster kafka up --netns"},
 		{"heal-network without --netns", plainCluster{c}, "at=1s heal-network", "--netns"},
 		{"a node not in the network", c, "at=1s partition split:1|7", "node 7"},
+		{"nodes of a cluster file", nil, "at=1s loss 10% node:2", "cluster file (SSH) are not supported yet"},
 	}
 	if netem >= 0 && !caps[netem].OK {
 		tests = append(tests, struct {
@@ -291,7 +292,11 @@ func TestNetworkPreflight(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = Preflight(context.Background(), Env{Nodes: Local{Cluster: tc.cluster}}, steps)
+			env := Env{Nodes: Local{Cluster: tc.cluster}}
+			if tc.cluster == nil {
+				env.Nodes = newFakeNodes(1, 2, 3) // any Nodes but a local cluster's
+			}
+			err = Preflight(context.Background(), env, steps)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
