@@ -298,6 +298,11 @@ func (f onNet) available(ctx context.Context, env Env, st Step) error {
 			return fmt.Errorf("node %d is not in the cluster's network (nodes %v)", id, n.Nodes)
 		}
 	}
+	if c, ok := f.s.(cutNode); ok && !c.client && len(n.Nodes) < 2 {
+		// Nothing to cut it from: a single node (Pulsar standalone, Queen)
+		// is cut off only from its clients.
+		return fmt.Errorf("the cluster has one node, with no peers to cut it from: use partition-client, which cuts it off from the client")
+	}
 	caps := env.capabilities(ctx)
 	for _, k := range f.s.kinds(st) {
 		if err := capable(caps, k); err != nil {

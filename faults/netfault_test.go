@@ -286,6 +286,21 @@ func TestNetworkPreflight(t *testing.T) {
 			want     string
 		}{"delay without netem", c, "at=1s delay 100ms node:2", "netem is not available in this kernel"})
 	}
+	one, err := netns.Create(context.Background(), fmt.Sprintf("akf%d-one", os.Getpid()%100000), []int32{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { one.Delete(context.Background()) }) //nolint:errcheck // best effort
+	single := &netCluster{n: one, dir: t.TempDir()}
+	tests = append(tests, []struct {
+		name     string
+		cluster  LocalCluster
+		schedule string
+		want     string
+	}{
+		{"partition of a single node", single, "at=1s partition node:1", "use partition-client"},
+		{"partition-client of a single node", single, "at=1s partition-client node:1", ""},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			steps, err := ParseSchedule(tc.schedule)
@@ -456,4 +471,24 @@ func TestPartitionRecoveryWaitsForTheHeal(t *testing.T) {
 	}
 	t.Logf("ready %s and in sync %s after the partition; heal %s after it; %s",
 		p.ReadyAt.Sub(p.At).Round(time.Millisecond), p.InSyncAt.Sub(p.At).Round(time.Millisecond), h.At.Sub(p.At).Round(time.Millisecond), p.InSyncEvidence)
+}
+
+// On a single node (Pulsar standalone, Queen) partition-client cuts the
+// only path there is, the client's, and the heal gives it back.
+func TestPartitionClientOfASingleNode(t *testing.T) {
+	needNetns(t)
+	one, err := netns.Create(context.Background(), fmt.Sprintf("akf%d-solo", os.Getpid()%100000), []int32{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { one.Delete(context.Background()) }) //nolint:errcheck // best effort
+	in := &Injector{Nodes: Local{Cluster: &netCluster{n: one, dir: t.TempDir()}}, Logf: t.Logf}
+	rec := in.Apply(context.Background(), Step{Action: PartitionClient, Target: Target{Kind: Node, Node: 1}})
+	if rec.Result != Applied || rec.NetworkProof == nil || !slices.Equal(rec.NetworkProof.After.Cut, []string{"client -> node 1"}) {
+		t.Fatalf("%s %s: %+v", rec.Result, rec.Error, rec.NetworkProof)
+	}
+	healed, err := in.Heal(context.Background())
+	if err != nil || len(healed) != 2 || healed[1] != "network probed after the heal: all 1 paths answer" {
+		t.Errorf("heal: %q, %v", healed, err)
+	}
 }
