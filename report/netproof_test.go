@@ -64,3 +64,23 @@ func TestNetworkProofInReports(t *testing.T) {
 		})
 	}
 }
+
+// A network fault is shaded on the charts from its rules to the
+// heal-network that removed them; a failed one is not shaded.
+func TestNetworkFaultBands(t *testing.T) {
+	res := &verifier.Result{Verdict: verifier.Pass, LoadStart: time.Unix(1000, 0), LoadEnd: time.Unix(1060, 0), Faults: []verifier.FaultReport{
+		{AtS: 10, Record: faults.Record{Action: faults.Partition, Target: "node:2", Result: faults.Applied}},
+		{AtS: 20, Record: faults.Record{Action: faults.Loss, Target: "pair:1-3", Result: faults.Failed}},
+		{AtS: 30, Record: faults.Record{Action: faults.HealNetwork, Target: "cluster", Result: faults.Applied}},
+		{AtS: 40, Record: faults.Record{Action: faults.Bandwidth, Target: "node:1", Result: faults.Applied}},
+	}}
+	svg := strings.Join(report.Charts(report.Input{Result: res}), "\n")
+	for _, tc := range []struct {
+		label string
+		want  bool
+	}{{"partition node:2", true}, {"bandwidth node:1", true}, {"loss pair:1-3", false}} {
+		if got := strings.Contains(svg, `data-label="`+tc.label+`"`); got != tc.want {
+			t.Errorf("band %q drawn: %v, want %v", tc.label, got, tc.want)
+		}
+	}
+}
