@@ -101,12 +101,17 @@ type ProbeShot struct {
 	Error string   `json:"error,omitempty"`
 	// TimeoutMs is how long a path had to answer before it counted as cut.
 	TimeoutMs int64 `json:"timeout_ms"`
+	// Gone: the Net no longer exists (cluster down deleted it, and every
+	// rule in it): nothing to probe, and nothing left cut.
+	Gone string `json:"gone,omitempty"`
 }
 
 func (p *ProbeShot) String() string {
 	switch {
 	case p == nil:
 		return "not probed"
+	case p.Gone != "":
+		return "network " + p.Gone + " no longer exists (cluster down): its rules went with it"
 	case p.Error != "":
 		return "probe failed: " + p.Error
 	case len(p.Cut) == 0:
@@ -656,7 +661,7 @@ func (l *netLive) healed(ctx context.Context) *ProbeShot {
 	case err != nil:
 		shot = &ProbeShot{At: time.Now(), Error: err.Error()}
 	case !ok:
-		shot = &ProbeShot{At: time.Now(), Error: "network " + prefix + " no longer exists (cluster down): its rules went with it"}
+		shot = &ProbeShot{At: time.Now(), Gone: prefix}
 	default:
 		shot = probe(ctx, n, port, probeTimeout)
 	}

@@ -492,3 +492,30 @@ func TestPartitionClientOfASingleNode(t *testing.T) {
 		t.Errorf("heal: %q, %v", healed, err)
 	}
 }
+
+// A heal after `cluster down` deleted the Net finds nothing to remove and
+// says so; it is no failure, and the journal entry is done.
+func TestHealAfterClusterDown(t *testing.T) {
+	needNetns(t)
+	j, err := OpenJournal(filepath.Join(t.TempDir(), "heal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	gone := fmt.Sprintf("akf%d-gone", os.Getpid()%100000)
+	rule := netns.Rule{Name: "g1", Kind: netns.Cut, Node: 2}
+	if _, err := j.Add(Undo{Kind: UndoNetRule, Net: gone, Port: fakeNetPort, Rule: &rule, Why: "partition node:2"}); err != nil {
+		t.Fatal(err)
+	}
+	healed, err := (&Injector{Journal: j}).Heal(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "network probed after the heal: network " + gone + " no longer exists (cluster down): its rules went with it"
+	if len(healed) != 2 || healed[1] != want {
+		t.Errorf("heal said %q, want its last line %q", healed, want)
+	}
+	if _, pending := j.Pending(); len(pending) != 0 {
+		t.Errorf("still pending: %v", pending)
+	}
+}
