@@ -398,7 +398,7 @@ func newRunCmd() *cobra.Command {
 	}
 	rf.register(cmd)
 	sf.register(cmd)
-	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume, power-loss (targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name such as db, and for power-loss all; restart and resume default to the previous fault's node), fsync-on, fsync-off (targets topic:<topic>, brokers) and <mode>-on, <mode>-off for a driver's broker-wide mode (Queen: maintenance-on)`)
+	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume, power-loss (targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name such as db, and for power-loss all; restart and resume default to the previous fault's node), fsync-on, fsync-off (targets topic:<topic>, brokers), <mode>-on, <mode>-off for a driver's broker-wide mode (Queen: maintenance-on), and on a local cluster started with --netns the network faults partition, partition-client (a node, also follower:<topic>/<partition>; partition also split:1|2,3 and one-way:1->2), loss <P>% (a node or pair:1-2), bandwidth <rate> (1mbit), delay <d> (needs netem) and heal-network (see docs/faults.md)`)
 	return cmd
 }
 
