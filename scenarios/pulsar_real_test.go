@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,9 +75,47 @@ func TestRealPulsarKill(t *testing.T) {
 		kill.KillProof.NewPID == kill.KillProof.OldPID || !kill.KillProof.SameDataDir {
 		t.Fatalf("kill: %+v, proof %+v", kill.Record, kill.KillProof)
 	}
+	checkPulsarProductOracle(t, p.LogFile(), kill)
 	if kill.ReadyMs < 5000 || res.LongestNoAckMs < 5000 || res.LongestNoAckMs > 40000 {
 		t.Fatalf("implausible recovery: serves again %.0f ms after the kill, longest without acks %.0f ms", kill.ReadyMs, res.LongestNoAckMs)
 	}
 	t.Logf("pulsar kill: acked %d, lost %d, longest without acks %.0f ms, serves again %.0f ms after the kill (restart at +5 s), first ack on every partition %.0f ms after it",
 		res.Acked, res.Lost, res.LongestNoAckMs, kill.ReadyMs, kill.SlowestFirstAckMs)
+}
+
+// checkPulsarProductOracle reads the standalone's log itself: its first
+// "messaging service is ready" after the fault must be the run's oracle
+// to the millisecond, a lower bound, and ackcheck cannot have seen the
+// broker serve more than the warning's 500 ms before it said it did.
+func checkPulsarProductOracle(t *testing.T, logFile string, f verifier.FaultReport) {
+	t.Helper()
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back time.Time
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "messaging service is ready") || len(line) < 25 {
+			continue
+		}
+		at, err := time.ParseInLocation("[2006-01-02 15:04:05,000]", line[:25], time.Local)
+		if err == nil && !at.Before(f.At.Truncate(time.Millisecond)) {
+			back = at
+			break
+		}
+	}
+	if back.IsZero() {
+		t.Fatalf("%s has no 'messaging service is ready' after the %s at %s", logFile, f.Action, f.At.Format("15:04:05.000"))
+	}
+	want := float64(back.Sub(f.At)) / float64(time.Millisecond)
+	if f.Oracle == nil || f.Oracle.Ready == nil || f.OracleReadyMs == nil || f.Oracle.NoInSync == "" || f.Oracle.Ready.Bound != drivers.NotBefore {
+		t.Fatalf("result.json has no oracle from pulsar.log (ready %.0f ms by the log): %+v", want, f.Oracle)
+	}
+	if d := *f.OracleReadyMs - want; d < -1 || d > 1 {
+		t.Errorf("oracle ready %.0f ms, but pulsar.log says %.0f ms", *f.OracleReadyMs, want)
+	}
+	if f.ReadyMs < want-500 {
+		t.Errorf("ackcheck saw the broker ready %.0f ms after the %s, %.0f ms before its log says it served", f.ReadyMs, f.Action, want-f.ReadyMs)
+	}
+	t.Logf("oracle: ready %.0f ms by ackcheck, %.0f ms by pulsar.log (%s)", f.ReadyMs, want, f.Oracle.Source)
 }
