@@ -139,7 +139,6 @@ type flags struct {
 	tlsCert         string
 	tlsKey          string
 	tlsInsecure     bool
-	netns           string
 }
 
 func (k *flags) Register(fs *pflag.FlagSet) {
@@ -157,7 +156,7 @@ func (k *flags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&k.tlsCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
 	fs.StringVar(&k.tlsKey, "tls-key", "", "PEM client key (with --tls-cert)")
 	fs.BoolVar(&k.tlsInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
-	fs.StringVar(&k.netns, "netns", "", "connect from the hub of the network namespaces of a local cluster started with --netns (set by --cluster-dir)")
+	drivers.RegisterNetns(fs)
 }
 
 // Open implements drivers.Flags. A value given explicitly that the client
@@ -192,7 +191,7 @@ func (k *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	set("tls-cert", func() { c.TLSCertFile = k.tlsCert })
 	set("tls-key", func() { c.TLSKeyFile = k.tlsKey })
 	set("tls-insecure-skip-verify", func() { c.TLSInsecureSkipVerify = k.tlsInsecure })
-	set("netns", func() { c.NetNS = k.netns })
+	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
 	c.SASLPassword = k.saslPassword
 	if c.SASLPassword == "" {
 		c.SASLPassword = os.Getenv("ACKCHECK_SASL_PASSWORD")
