@@ -62,6 +62,24 @@ func faultOf(st Step) (fault, error) {
 			return fsyncBrokers{}, nil
 		}
 		return nil, fmt.Errorf("%s takes topic:<topic> or brokers, not %s", st.Action, st.Target)
+	case Partition:
+		switch st.Target.Kind {
+		case Split:
+			return onNet{splitCut{}}, nil
+		case OneWayPath:
+			return onNet{oneWayCut{}}, nil
+		}
+		return onNet{cutNode{}}, nil
+	case PartitionClient:
+		return onNet{cutNode{client: true}}, nil
+	case Loss:
+		return onNet{lossy{}}, nil
+	case Bandwidth:
+		return onNet{throttled{}}, nil
+	case Delay:
+		return netDelay{}, nil
+	case HealNetwork:
+		return healNet{}, nil
 	}
 	if _, _, ok := st.Action.Switch(); ok {
 		return switchMode{}, nil
@@ -82,6 +100,8 @@ func undoerOf(k UndoKind) (undoer, error) {
 		return fsyncBrokers{}, nil
 	case UndoSwitch:
 		return switchMode{}, nil
+	case UndoNetRule:
+		return netRule{}, nil
 	}
 	return nil, fmt.Errorf("unknown undo %q: the heal journal was written by a newer ackcheck; heal with that one", k)
 }

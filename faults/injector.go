@@ -81,7 +81,7 @@ func (in *Injector) init() {
 		}
 		in.targets = newTargets(in.Driver, in.Topic, in.ResolveWait)
 		in.w = &world{Env: Env{Nodes: in.Nodes, Driver: in.Driver, ConfigFsync: in.ConfigFsync},
-			topic: in.Topic, journal: in.Journal, states: newNodeStates(ids), read: in.targets.read, logf: logf}
+			topic: in.Topic, journal: in.Journal, states: newNodeStates(ids), read: in.targets.read, logf: logf, net: &netLive{}}
 		in.log.mu.Lock()
 		in.log.ledger, in.log.logf = in.Ledger, logf
 		in.log.mu.Unlock()
@@ -152,6 +152,10 @@ func (in *Injector) apply(ctx context.Context, f fault, st Step, on picked, rec 
 		in.w.logf("fault %s %s: %s%s", st.Action, st.Target, detail, slipText(rec))
 	}
 	i := in.log.add(rec)
+	if p := rec.NetworkProof; p != nil && len(p.Rules) > 0 && st.Action != HealNetwork {
+		// The heal stamps its probe on this record (NetworkProof.Healed).
+		in.w.net.attach(p.Rules[0].Name, func(fn func(*Record)) { in.log.update(i, fn) })
+	}
 	if err == nil && st.Action.TakesNodeAway() && in.Driver != nil {
 		in.watchers.Add(1)
 		go func() {
@@ -243,6 +247,14 @@ func (in *Injector) Heal(ctx context.Context) ([]string, error) {
 			errs = append(errs, err)
 		}
 		done = append(done, u.String()+" (after "+u.Why+")")
+	}
+	if shot := in.w.net.healed(ctx); shot != nil {
+		// The proof that the heal restored the network, as the heal's
+		// last line: ackcheck heal after a crash prints it.
+		done = append(done, "network probed after the heal: "+shot.String())
+		if shot.Error != "" || len(shot.Cut) > 0 {
+			errs = append(errs, fmt.Errorf("after the heal not every path answers: %s", shot))
+		}
 	}
 	return done, errors.Join(errs...)
 }

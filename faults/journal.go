@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"github.com/ackcheck/ackcheck/netns"
 )
 
 // UndoKind is what an undo puts back.
@@ -25,6 +27,9 @@ const (
 	// UndoSwitch turns a broker-wide mode (drivers.Switcher, Key) back to
 	// Value, "on" or "off".
 	UndoSwitch UndoKind = "switch"
+	// UndoNetRule removes a network rule (Rule) from the namespaces of
+	// the Net whose prefix is Net.
+	UndoNetRule UndoKind = "net-rule"
 )
 
 // Undo is one thing a fault changed and how to put it back. Every undo is
@@ -40,6 +45,11 @@ type Undo struct {
 	// node is restarted if Restart.
 	Content *string `json:"content,omitempty"`
 	Restart bool    `json:"restart,omitempty"`
+	// net-rule: Rule is removed from network Net (found again by its
+	// prefix, netns.Open); Port is where the heal's probe connects.
+	Net  string      `json:"net,omitempty"`
+	Port int         `json:"port,omitempty"`
+	Rule *netns.Rule `json:"rule,omitempty"`
 	// Why says what the fault did, for the heal report.
 	Why string `json:"why"`
 }
@@ -64,6 +74,11 @@ func (u Undo) String() string {
 			v = *u.Value
 		}
 		return fmt.Sprintf("turn %s %s", u.Key, v)
+	case UndoNetRule:
+		if u.Rule == nil {
+			return "remove a network rule"
+		}
+		return fmt.Sprintf("remove the rule %s (%s) from network %s", u.Rule.Name, u.Rule, u.Net)
 	}
 	return string(u.Kind)
 }
@@ -218,6 +233,18 @@ func (j *Journal) HasNodeConfig(node int32) bool {
 	defer j.mu.Unlock()
 	for _, u := range j.pending {
 		if u.Kind == UndoNodeConfig && u.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsCluster reports whether undoing undos needs the cluster's nodes or
+// its broker: every kind but a network rule does (a rule is removed from
+// its namespaces, found again by their prefix).
+func NeedsCluster(undos []Undo) bool {
+	for _, u := range undos {
+		if u.Kind != UndoNetRule {
 			return true
 		}
 	}

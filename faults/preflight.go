@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ackcheck/ackcheck/netns"
 )
 
 // Preflight checks, before any load or fault, that every node the run may
@@ -25,6 +27,11 @@ import (
 func Preflight(ctx context.Context, env Env, steps []Step) error {
 	var errs []error
 	needsNodes := false
+	for _, st := range steps {
+		if st.Action.IsNetwork() && env.netCaps == nil {
+			env.netCaps = netns.Preflight(ctx) // once: it makes a scratch namespace
+		}
+	}
 	for _, st := range steps {
 		f, err := faultOf(st)
 		if err == nil {

@@ -89,6 +89,11 @@ type Record struct {
 	// not be read.
 	Oracle *drivers.LogAccount `json:"oracle,omitempty"`
 
+	// NetworkProof, for network faults: the rules installed (or, for
+	// heal-network, removed) and every path probed before, after and
+	// after the heal.
+	NetworkProof *NetworkProof `json:"network_proof,omitempty"`
+
 	// AckMeaning, for fsync toggles: what an ack meant once it applied.
 	AckMeaning string `json:"ack_meaning,omitempty"`
 

@@ -252,7 +252,7 @@ func (w *world) watchRecovery(ctx context.Context, poll time.Duration, rec Recor
 		if err == nil {
 			rj.observe(topo)
 		}
-		if err != nil || !w.states.are(nodeUp, nodes...) {
+		if err != nil || !w.states.are(nodeUp, nodes...) || w.net.isolates(nodes...) {
 			continue
 		}
 		// Each moment is stamped when its check succeeded, not when the

@@ -51,6 +51,17 @@ const (
 	// Named: a node by the name its cluster gives it (db, for Queen's
 	// PostgreSQL), resolved through NodeNamer.
 	Named TargetKind = "named"
+	// Follower: a replica of one partition that is not its leader (an
+	// in-sync one first, then the lowest ID), chosen when the fault fires.
+	Follower TargetKind = "follower"
+	// Split: two sides of nodes cut from each other (partition
+	// split:1|2,3), in Sides.
+	Split TargetKind = "split"
+	// OneWayPath: what Node sends to Peer is dropped (partition
+	// one-way:1->2).
+	OneWayPath TargetKind = "one-way"
+	// Pair: the traffic between Node and Peer (loss 30% pair:1-2).
+	Pair TargetKind = "pair"
 )
 
 // NodeNamer is implemented by Nodes whose nodes have names as well as IDs
@@ -92,6 +103,11 @@ type Target struct {
 	Partition int32
 	Node      int32
 	Name      string // Named
+	// Peer is the other end of a one-way or pair target.
+	Peer int32
+	// Sides are the two sides of a split (a set each, so that a Target
+	// stays comparable).
+	Sides [2]NodeSet
 }
 
 func (t Target) String() string {
@@ -106,6 +122,14 @@ func (t Target) String() string {
 		return "topic:" + t.Topic
 	case Named:
 		return t.Name
+	case Follower:
+		return fmt.Sprintf("follower:%s/%d", t.Topic, t.Partition)
+	case Split:
+		return "split:" + idsText(t.Sides[0].IDs()) + "|" + idsText(t.Sides[1].IDs())
+	case OneWayPath:
+		return fmt.Sprintf("one-way:%d->%d", t.Node, t.Peer)
+	case Pair:
+		return fmt.Sprintf("pair:%d-%d", t.Node, t.Peer)
 	}
 	return string(t.Kind)
 }
@@ -127,13 +151,15 @@ func (a Aliases) ParseTarget(s string) (Target, error) {
 		kind = string(k)
 	}
 	switch TargetKind(kind) {
-	case Leader:
+	case Leader, Follower:
 		topic, part, ok := strings.Cut(arg, "/")
 		p, err := strconv.ParseInt(part, 10, 32)
 		if !ok || topic == "" || err != nil || p < 0 {
-			return Target{}, fmt.Errorf("target %q: write leader:<topic>/<partition>, e.g. leader:orders/3", s)
+			return Target{}, fmt.Errorf("target %q: write %s:<topic>/<partition>, e.g. %s:orders/3", s, kind, kind)
 		}
-		return Target{Kind: Leader, Topic: topic, Partition: int32(p)}, nil
+		return Target{Kind: TargetKind(kind), Topic: topic, Partition: int32(p)}, nil
+	case Split, OneWayPath, Pair:
+		return parseNetTarget(TargetKind(kind), arg, s)
 	case MostLeaders:
 		if arg == "" {
 			return Target{}, fmt.Errorf("target %q: write most-leaders:<topic>", s)
@@ -159,7 +185,7 @@ func (a Aliases) ParseTarget(s string) (Target, error) {
 	if nodeName.MatchString(s) && TargetKind(s) != Named {
 		return Target{Kind: Named, Name: s}, nil
 	}
-	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name (db), previous, all, topic:<topic>, brokers or cluster", s)
+	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, follower:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name (db), previous, all, topic:<topic>, brokers, cluster, split:<ids>|<ids>, one-way:<id>-><id> or pair:<id>-<id>", s)
 }
 
 // ErrNoTarget is wrapped by Resolve when the target names no node now.
@@ -179,6 +205,8 @@ func (t Target) Resolve(topo drivers.Topology, previous int32) (int32, error) {
 			}
 		}
 		return -1, fmt.Errorf("%s: no such partition: %w", t, ErrNoTarget)
+	case Follower:
+		return t.follower(topo)
 	case MostLeaders:
 		counts := map[int32]int{}
 		best, bestN := int32(-1), 0
@@ -214,5 +242,5 @@ func (t Target) Resolve(topo drivers.Topology, previous int32) (int32, error) {
 // needsTopology reports whether resolving the target reads the cluster's
 // topology (targets chosen by role) or not (a node ID, the previous node).
 func (t Target) needsTopology() bool {
-	return t.Kind == Leader || t.Kind == MostLeaders || t.Kind == Controller
+	return t.Kind == Leader || t.Kind == MostLeaders || t.Kind == Controller || t.Kind == Follower
 }

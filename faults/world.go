@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/netns"
 )
 
 // Env is what faults act through: the nodes' processes, the broker's
@@ -16,6 +17,9 @@ type Env struct {
 	Nodes       Nodes // nil: no cluster to act on
 	Driver      drivers.Driver
 	ConfigFsync *drivers.ConfigEdit
+	// netCaps is netns.Preflight's answer once Preflight read it (nil:
+	// read it when a network fault asks).
+	netCaps []netns.Capability
 }
 
 // world is what a fault acts on and through while it fires or is undone:
@@ -31,6 +35,8 @@ type world struct {
 	// (targets.read); every successful read also feeds the target cache.
 	read func(ctx context.Context) (drivers.Topology, error)
 	logf func(format string, args ...any)
+	// net tracks the network faults in force (netfault.go).
+	net *netLive
 }
 
 // needNodes is the error of an action or undo on nodes when there are

@@ -88,6 +88,17 @@ func faultBands(r *verifier.Result, end float64) []band {
 			out = append(out, band{From: f.AtS, To: to, Label: faults.PowerLoss.String() + " " + f.Target})
 		case faults.FsyncOn, faults.FsyncOff:
 			out = append(out, band{From: f.AtS, To: f.AtS, Label: string(f.Action) + " " + f.Target})
+		case faults.Partition, faults.PartitionClient, faults.Loss, faults.Bandwidth:
+			// In force from its rules until the next heal-network (or the
+			// end of the run, whose heal removes it).
+			to := end
+			for _, g := range r.Faults[i+1:] {
+				if g.Action == faults.HealNetwork && g.Result == faults.Applied {
+					to = g.AtS
+					break
+				}
+			}
+			out = append(out, band{From: f.AtS, To: to, Label: string(f.Action) + " " + f.Target})
 		}
 	}
 	return out
@@ -315,6 +326,7 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}th{ba
 		}
 		b.WriteString("</table>")
 	}
+	b.WriteString(networkProofHTML(r))
 	if len(r.AckMeanings) > 0 {
 		b.WriteString(`<h2>What an ack meant</h2><table id="ack-meanings"><tr><th>from</th><th>since</th><th>meaning</th></tr>`)
 		for _, p := range r.AckMeanings {
@@ -393,6 +405,7 @@ func Markdown(in Input) string {
 			b.WriteString(mdRow(row...))
 		}
 	}
+	b.WriteString(networkProofMarkdown(r))
 	b.WriteString("\n### Latency (ms)\n\n")
 	mdHeader(&b, "", "p50:", "p99:", "p99.9:", "max:")
 	for _, l := range []struct {

@@ -369,6 +369,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		if kp := f.KillProof; kp != nil {
 			fmt.Fprintf(w, "    kill proof: %s\n", kp)
 		}
+		if np := f.NetworkProof; np != nil {
+			fmt.Fprintf(w, "    network proof: %s\n", np)
+		}
 	}
 	for _, p := range r.AckMeanings {
 		fmt.Fprintf(w, "  from %.1fs (%s) an ack meant: %s\n", p.FromS, p.Since, p.Meaning)

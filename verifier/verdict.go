@@ -26,6 +26,7 @@ func applyVerdict(res *Result, opts Options) {
 	res.CheckChanges, res.ChecksUnknown = opts.Changes, opts.ChecksUnknown
 	res.Notes = append(slices.Clip(res.Notes), opts.Changes...)
 	slipWarnings(res)
+	networkWarnings(res)
 	oracleWarnings(res)
 	fail := func(check, format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)

@@ -19,7 +19,10 @@ func newHealCmd() *cobra.Command {
 		Short: "Undo what an earlier run's faults left applied",
 		Long: `heal replays the run directory's heal journal (heal.jsonl): everything a
 fault changed and no one put back (a paused broker, a broker left down, a
-topic setting, a broker config file) is put back, newest first. A run undoes
+topic setting, a broker config file, a network rule of a cluster started
+with --netns) is put back, newest first; after removing network rules it
+probes every path between the nodes and from the client, and fails if one
+is still cut. A run undoes
 its faults itself when it ends or is interrupted; heal is for a run whose
 ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 		Args: cobra.NoArgs,
@@ -36,31 +39,37 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 				return err
 			}
 			defer j.Close()
-			if _, pending := j.Pending(); len(pending) == 0 {
+			_, pending := j.Pending()
+			if len(pending) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to heal")
 				return nil
 			}
-			var src runner.FaultSource
-			if s.Faults != nil {
-				src = *s.Faults
-			}
-			opened, err := openNodes(cmd.Context(), src, acceptUnknown)
-			if err != nil {
-				return err
-			}
 			inj := &faults.Injector{Topic: s.Topic.Name, Journal: j, Logf: func(f string, a ...any) { fmt.Fprintf(cmd.OutOrStdout(), f+"\n", a...) }}
-			if opened != nil {
-				defer opened.close()
-				inj.Nodes = opened.nodes
-			}
-			d, _, err := newDriver(s.Driver, cmd.Flags(), &kf, s.DriverSettings)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			inj.Driver = d
-			if p, err := profileNamed(s.Driver); err == nil {
-				inj.ConfigFsync = p.ConfigFsync()
+			// Network rules are found again by their namespaces' prefix:
+			// removing them needs neither the nodes nor a broker that
+			// answers (a partitioned one may not).
+			if faults.NeedsCluster(pending) {
+				var src runner.FaultSource
+				if s.Faults != nil {
+					src = *s.Faults
+				}
+				opened, err := openNodes(cmd.Context(), src, acceptUnknown)
+				if err != nil {
+					return err
+				}
+				if opened != nil {
+					defer opened.close()
+					inj.Nodes = opened.nodes
+				}
+				d, _, err := newDriver(s.Driver, cmd.Flags(), &kf, s.DriverSettings)
+				if err != nil {
+					return err
+				}
+				defer d.Close()
+				inj.Driver = d
+				if p, err := profileNamed(s.Driver); err == nil {
+					inj.ConfigFsync = p.ConfigFsync()
+				}
 			}
 			healed, err := inj.Heal(cmd.Context())
 			for _, h := range healed {
