@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,8 @@ func newClusterKindCmd(l cluster.Launcher) *cobra.Command {
 		Short: short,
 		Long: long + `
 down stops exactly the processes up started (SIGTERM, then SIGKILL after a
-grace period), then the lazyfs mounts under them, if any.
+grace period), then the lazyfs mounts under them, if any, then the
+cluster's network namespaces, if it was started with --netns.
 status shows each node's PID, addresses and whether it answers.
 start and stop act on one node (--node), for scripts and cluster files.`,
 		Args:      cobra.ExactArgs(1),
@@ -96,7 +98,13 @@ start and stop act on one node (--node), for scripts and cluster files.`,
 				}
 				return c.StopNode(cmd.Context(), node, c.Grace())
 			}
-			return printStatus(out, c.Health(cmd.Context()), asJSON)
+			if err := printStatus(out, c.Health(cmd.Context()), asJSON); err != nil {
+				return err
+			}
+			if !asJSON {
+				printNetns(out, c)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "cluster directory (required)")
@@ -105,6 +113,22 @@ start and stop act on one node (--node), for scripts and cluster files.`,
 	cmd.Flags().Int32Var(&node, "node", 0, "the node for start and stop")
 	cmd.MarkFlagRequired("dir")
 	return cmd
+}
+
+// printNetns says, for a cluster in network namespaces, which ones, and
+// that its addresses are reached only from the hub.
+func printNetns(w io.Writer, c cluster.Local) {
+	in, ok := c.(cluster.InNetns)
+	if !ok || in.Net() == nil {
+		return
+	}
+	n := in.Net()
+	var names []string
+	for _, id := range n.Nodes {
+		names = append(names, n.NodeNS(id))
+	}
+	fmt.Fprintf(w, "runs in network namespaces: %s (nodes), reached from %s at %s; not from this machine's own namespace\n",
+		strings.Join(names, ", "), n.Hub(), n.HubAddr())
 }
 
 // printStatus prints the nodes as a table, or as JSON.

@@ -73,10 +73,19 @@ func flagOwners() map[string]string { return profiles().flagOwners() }
 
 func (l brokerList) flagOwners() map[string]string {
 	owners := map[string]string{}
+	shared := map[string]bool{}
 	for _, p := range l {
 		fs := pflag.NewFlagSet(p.Name(), pflag.ContinueOnError)
 		p.NewFlags().Register(fs)
-		fs.VisitAll(func(f *pflag.Flag) { owners[f.Name] = p.Name() })
+		fs.VisitAll(func(f *pflag.Flag) {
+			if o, ok := owners[f.Name]; ok && o != p.Name() {
+				shared[f.Name] = true // --netns: every driver with a local cluster in namespaces has it
+			}
+			owners[f.Name] = p.Name()
+		})
+	}
+	for name := range shared {
+		delete(owners, name)
 	}
 	return owners
 }

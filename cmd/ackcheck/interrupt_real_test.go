@@ -30,7 +30,7 @@ func TestRealInterruptHeals(t *testing.T) {
 	down := 0
 	for deadline := time.Now().Add(10 * time.Second); down != 1 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		down = 0
-		for _, s := range k.Status() {
+		for _, s := range k.Status(context.Background()) {
 			if s.PID == 0 {
 				down++
 			}

@@ -7,6 +7,14 @@
 //	<dir>/node<N>/kafka.log       stdout and stderr of the JVM
 //	<dir>/node<N>/pid             the PID of the running JVM
 //
+// With --netns (ClusterOptions.NetNS), each node runs in a network
+// namespace of its own (a netns.Net named after the directory,
+// cluster.NetnsPrefix, recorded in cluster.json): node N listens and
+// advertises on 10.213.0.N, port 9092 for clients and peers and 9093 for
+// the KRaft controller quorum, and nothing of it is reachable from the
+// machine's own namespace. ackcheck's clients reach it from the Net's hub
+// (the driver's --netns, which ClientFlags sets).
+//
 // With LazyFS, each data dir is a lazyfs mount (cluster.Mount). A node's
 // process counts only while its command line still names that node's
 // server.properties: a stale pid file never stops somebody else's process.
@@ -31,6 +39,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/spf13/pflag"
 )
 
@@ -62,7 +71,18 @@ type ClusterOptions struct {
 	// LazyFSBinary is the ackcheck binary that serves the lazyfs mounts.
 	// Default: the running executable.
 	LazyFSBinary string
+	// NetNS runs each node in a network namespace of its own (see the
+	// package doc); BasePort is then unused. Fixed when the cluster is
+	// created.
+	NetNS bool
 }
+
+// The ports of every node inside a Net: each node has its own address,
+// so all use the same ones.
+const (
+	netnsClientPort     = 9092
+	netnsControllerPort = 9093
+)
 
 func (o *ClusterOptions) defaults() {
 	if o.Nodes == 0 {
@@ -83,6 +103,8 @@ func (o *ClusterOptions) defaults() {
 // goroutine at a time.
 type Cluster struct {
 	opts ClusterOptions
+	// prefix names the cluster's network namespaces; "" without --netns.
+	prefix string
 }
 
 // clusterFile is what <dir>/cluster.json records.
@@ -96,6 +118,9 @@ type clusterFile struct {
 	CacheDir  string `json:"cache_dir"`
 	LazyFS    bool   `json:"lazyfs,omitempty"`
 	LazyFSBin string `json:"lazyfs_binary,omitempty"`
+	// NetNS is the prefix of the nodes' network namespaces, "" when they
+	// run in the machine's own.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // OpenCluster returns the cluster in opts.Dir. If the directory already holds
@@ -106,6 +131,10 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	opts.Dir = dir
+	prefix := ""
+	if opts.NetNS {
+		prefix = cluster.NetnsPrefix(dir)
+	}
 	if data != nil {
 		var cf clusterFile
 		if err := json.Unmarshal(data, &cf); err != nil {
@@ -114,6 +143,11 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		if opts.LazyFS && !cf.LazyFS {
 			return nil, fmt.Errorf("the cluster in %s was created without --lazyfs: take it down and remove the directory to create one with lazyfs", dir)
 		}
+		if opts.NetNS && cf.NetNS == "" {
+			return nil, fmt.Errorf("the cluster in %s was created without --netns: take it down and remove the directory to create one in network namespaces", dir)
+		}
+		prefix = cf.NetNS
+		opts.NetNS = prefix != ""
 		opts.Nodes, opts.BasePort, opts.HeapMB, opts.LazyFS = cf.Nodes, cf.BasePort, cf.HeapMB, cf.LazyFS
 		if opts.CacheDir == "" {
 			opts.CacheDir = cf.CacheDir
@@ -123,8 +157,30 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		}
 	}
 	opts.defaults()
-	return &Cluster{opts: opts}, nil
+	return &Cluster{opts: opts, prefix: prefix}, nil
 }
+
+// Net implements cluster.InNetns: the cluster's network namespaces; nil
+// when it was started without --netns. It is named from cluster.json
+// and the node IDs, whether or not the namespaces exist right now.
+func (k *Cluster) Net() *netns.Net {
+	if k.prefix == "" {
+		return nil
+	}
+	return &netns.Net{Prefix: k.prefix, Nodes: k.Nodes()}
+}
+
+// ProbePort implements cluster.InNetns: the inter-broker listener's
+// port (PLAINTEXT, which the brokers replicate over), the same on every
+// node. 0 without --netns.
+func (k *Cluster) ProbePort() int {
+	if k.prefix == "" {
+		return 0
+	}
+	return netnsClientPort
+}
+
+var _ cluster.InNetns = (*Cluster)(nil)
 
 // Nodes returns the node IDs, 1..N.
 func (k *Cluster) Nodes() []int32 {
@@ -145,11 +201,30 @@ func (k *Cluster) Brokers() []string {
 }
 
 func (k *Cluster) clientAddr(id int32) string {
+	if n := k.Net(); n != nil {
+		return net.JoinHostPort(n.NodeAddr(id).String(), strconv.Itoa(netnsClientPort))
+	}
 	return "127.0.0.1:" + strconv.Itoa(k.opts.BasePort+int(id)-1)
 }
 
 func (k *Cluster) controllerAddr(id int32) string {
+	if n := k.Net(); n != nil {
+		return net.JoinHostPort(n.NodeAddr(id).String(), strconv.Itoa(netnsControllerPort))
+	}
 	return "127.0.0.1:" + strconv.Itoa(k.opts.BasePort+100+int(id)-1)
+}
+
+// dial connects to a node's address: through the Net's hub when the
+// cluster runs in namespaces (the machine's own namespace cannot reach
+// it), else directly. A connect that takes more than timeout fails.
+func (k *Cluster) dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if n := k.Net(); n != nil {
+		return n.Dial(ctx, "tcp", addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 func (k *Cluster) nodeDir(id int32) string {
@@ -213,9 +288,21 @@ func (k *Cluster) Fetch(ctx context.Context) error {
 }
 
 func (k *Cluster) java(ctx context.Context, args ...string) *exec.Cmd {
-	full := append([]string{"-cp", filepath.Join(k.libDir(), "*"),
+	return exec.CommandContext(ctx, "java", k.javaArgs(args...)...)
+}
+
+func (k *Cluster) javaArgs(args ...string) []string {
+	return append([]string{"-cp", filepath.Join(k.libDir(), "*"),
 		"-Dlog4j2.configurationFile=" + filepath.Join(k.opts.Dir, "log4j2.properties")}, args...)
-	return exec.CommandContext(ctx, "java", full...)
+}
+
+// upCmd is the command that brings this cluster up, for error messages.
+func (k *Cluster) upCmd() string {
+	cmd := "ackcheck cluster kafka up --dir " + k.opts.Dir
+	if k.prefix != "" {
+		cmd += " --netns"
+	}
+	return cmd
 }
 
 const log4j = `status = warn
@@ -289,8 +376,19 @@ func (k *Cluster) Up(ctx context.Context) error {
 	if _, err := exec.LookPath("java"); err != nil {
 		return errors.New("java not found: install Java 17 to run Apache Kafka")
 	}
+	if k.prefix != "" {
+		if err := cluster.NetnsPreflight(); err != nil {
+			return err
+		}
+	}
 	if err := k.create(ctx); err != nil {
 		return err
+	}
+	if k.prefix != "" {
+		// Before any node starts: each is started inside its namespace.
+		if _, err := cluster.EnsureNet(ctx, k.prefix, k.Nodes()); err != nil {
+			return err
+		}
 	}
 	if err := cluster.StartNodes(ctx, k); err != nil {
 		return err
@@ -306,6 +404,9 @@ func (k *Cluster) create(ctx context.Context) error {
 		return nil
 	}
 	for _, id := range k.Nodes() {
+		if k.prefix != "" {
+			break // the addresses are the Net's own: nothing else can hold them
+		}
 		for _, port := range []string{k.clientAddr(id), k.controllerAddr(id)} {
 			if l, err := net.Listen("tcp", port); err != nil {
 				return fmt.Errorf("port %s is taken: stop what uses it or pass another --base-port", port)
@@ -361,7 +462,7 @@ func (k *Cluster) create(ctx context.Context) error {
 	// cluster.json last: once it is durable, so is everything above.
 	cf := clusterFile{Kind: kafkaKind, Version: Version, ClusterID: clusterID, Nodes: k.opts.Nodes,
 		BasePort: k.opts.BasePort, HeapMB: k.opts.HeapMB, CacheDir: k.opts.CacheDir,
-		LazyFS: k.opts.LazyFS, LazyFSBin: k.opts.LazyFSBinary}
+		LazyFS: k.opts.LazyFS, LazyFSBin: k.opts.LazyFSBinary, NetNS: k.prefix}
 	data, _ := json.MarshalIndent(cf, "", "  ")
 	return cluster.WriteFileDurable(meta, data, 0o644, nil)
 }
@@ -378,8 +479,17 @@ func (k *Cluster) StartNode(ctx context.Context, id int32) error {
 		}
 	}
 	heap := fmt.Sprintf("%dm", k.opts.HeapMB)
-	cmd := k.java(context.WithoutCancel(ctx), "-Xms"+heap, "-Xmx"+heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+	args := k.javaArgs("-Xms"+heap, "-Xmx"+heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
 		"-Djava.awt.headless=true", "kafka.Kafka", k.propsFile(id))
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), "java", args...)
+	if n := k.Net(); n != nil {
+		if err := cluster.NeedNet(ctx, k.prefix, k.upCmd()); err != nil {
+			return err
+		}
+		// ip netns exec execs java in place: the PID recorded is the JVM's.
+		cmd = n.Command(context.WithoutCancel(ctx), id, "java", args...)
+		return cluster.StartDetachedIn(cmd, k.LogFile(id), k.pidFile(id), fmt.Sprintf("node %d", id), "java")
+	}
 	return cluster.StartDetached(cmd, k.LogFile(id), k.pidFile(id), fmt.Sprintf("node %d", id))
 }
 
@@ -399,8 +509,21 @@ func (k *Cluster) StopNode(ctx context.Context, id int32, grace time.Duration) e
 }
 
 // Down stops every node (SIGTERM, then SIGKILL after 30s), then the
-// lazyfs mounts under them, if any.
-func (k *Cluster) Down(ctx context.Context) error { return cluster.StopNodes(ctx, k, 30*time.Second) }
+// lazyfs mounts under them, if any, then deletes the cluster's network
+// namespaces, if any (with them every link, rule and qdisc a fault left).
+// The namespaces stay while a node may still run in one, so that a
+// second down finds them again.
+func (k *Cluster) Down(ctx context.Context) error {
+	if err := cluster.StopNodes(ctx, k, 30*time.Second); err != nil {
+		return err
+	}
+	if n := k.Net(); n != nil {
+		if err := n.Delete(ctx); err != nil {
+			return fmt.Errorf("delete the cluster's network namespaces %s-*: %w (remove them with `ip netns delete`)", k.prefix, err)
+		}
+	}
+	return nil
+}
 
 // ClusterNodeStatus is one node as Status sees it.
 type ClusterNodeStatus struct {
@@ -413,8 +536,8 @@ type ClusterNodeStatus struct {
 }
 
 // Status reports each node's PID, ports and whether its client port
-// accepts connections.
-func (k *Cluster) Status() []ClusterNodeStatus {
+// accepts connections (through the Net's hub with --netns).
+func (k *Cluster) Status(ctx context.Context) []ClusterNodeStatus {
 	var out []ClusterNodeStatus
 	for _, id := range k.Nodes() {
 		pid, _ := k.PID(id)
@@ -422,7 +545,7 @@ func (k *Cluster) Status() []ClusterNodeStatus {
 		if m := k.Mount(id); m != nil {
 			s.LazyFSPID = m.PID()
 		}
-		if c, err := net.DialTimeout("tcp", s.ClientAddr, 500*time.Millisecond); err == nil {
+		if c, err := k.dial(ctx, s.ClientAddr, 500*time.Millisecond); err == nil {
 			c.Close()
 			s.Answers = true
 		}
@@ -436,7 +559,7 @@ func (k *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ready := true
-		for _, s := range k.Status() {
+		for _, s := range k.Status(ctx) {
 			if s.PID == 0 {
 				return fmt.Errorf("node %d exited during start; the end of %s says:\n%s", s.ID, k.LogFile(s.ID), k.logTail(s.ID))
 			}
@@ -476,16 +599,21 @@ const kafkaKind = "kafka"
 // Grace implements Local: a node has 30 s to stop cleanly.
 func (k *Cluster) Grace() time.Duration { return 30 * time.Second }
 
-// ClientFlags implements Local.
+// ClientFlags implements Local: the brokers, and with --netns the Net the
+// driver dials them through.
 func (k *Cluster) ClientFlags() []cluster.Flag {
-	return []cluster.Flag{{Name: "brokers", Value: strings.Join(k.Brokers(), ",")}}
+	flags := []cluster.Flag{{Name: "brokers", Value: strings.Join(k.Brokers(), ",")}}
+	if k.prefix != "" {
+		flags = append(flags, cluster.Flag{Name: "netns", Value: k.prefix})
+	}
+	return flags
 }
 
 // Health implements Local: a node is healthy when its client port accepts
 // connections.
-func (k *Cluster) Health(context.Context) []cluster.NodeStatus {
+func (k *Cluster) Health(ctx context.Context) []cluster.NodeStatus {
 	var out []cluster.NodeStatus
-	for _, s := range k.Status() {
+	for _, s := range k.Status(ctx) {
 		ns := cluster.NodeStatus{ID: s.ID, PID: s.PID, Healthy: s.Answers, LazyFS: k.LazyFS(), LazyFSPID: s.LazyFSPID,
 			Endpoints: []cluster.Endpoint{{Name: "client", Addr: s.ClientAddr}, {Name: "controller", Addr: s.ControllerAddr}}}
 		if !s.Answers {
@@ -539,7 +667,10 @@ outside any repository), formats KRaft storage, and starts the nodes on
 127.0.0.1 with their own ports, data dirs, logs and PID files under --dir.
 Replication factor 3 and min.insync.replicas=2 by default. With --lazyfs,
 each node's data dir is served by ackcheck lazyfs (FUSE), which the
-power-loss fault uses to drop what the node had not fsynced.`
+power-loss fault uses to drop what the node had not fsynced. With --netns,
+each node runs in a network namespace of its own at 10.213.0.N (ports 9092
+and 9093), for network faults; ackcheck reaches it through the namespaces'
+hub, given --cluster-dir (or the --netns the ready line prints).`
 }
 
 // NewFlags implements Launcher.
@@ -553,6 +684,7 @@ func (f *kafkaFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.opts.HeapMB, "heap-mb", 0, "JVM heap per node in MiB (default 768)")
 	fs.StringToStringVar(&f.opts.Props, "prop", nil, "extra server.properties for every node, k=v (at the first up)")
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put each node's data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
+	fs.BoolVar(&f.opts.NetNS, "netns", false, "run each node in a network namespace of its own at 10.213.0.N, for network faults (at the first up; needs root, ip and nft)")
 }
 
 func (f *kafkaFlags) Open(dir string) (cluster.Local, error) {
@@ -574,7 +706,7 @@ func (k *Cluster) Mount(id int32) *cluster.Mount {
 		return nil
 	}
 	return &cluster.Mount{ID: id, NodeDir: k.nodeDir(id), DataDir: k.DataDir(id), Binary: k.opts.LazyFSBinary,
-		UpCmd: "ackcheck cluster kafka up --dir " + k.opts.Dir}
+		UpCmd: k.upCmd()}
 }
 
 // ControlSocket is node id's lazyfs control socket.

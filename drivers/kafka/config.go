@@ -9,15 +9,20 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -60,6 +65,36 @@ type Config struct {
 	TLSCertFile           string `json:"tls_cert_file,omitempty"`
 	TLSKeyFile            string `json:"tls_key_file,omitempty"`
 	TLSInsecureSkipVerify bool   `json:"tls_insecure_skip_verify,omitempty"`
+
+	// NetNS is the prefix of the network namespaces of a local cluster
+	// started with `cluster kafka up --netns`: every connection is then
+	// made from that Net's hub (netns.Net.Dial), the only place its
+	// brokers can be reached from. "" dials from the machine's own
+	// network namespace. Set from --cluster-dir by the cluster's
+	// ClientFlags.
+	NetNS string `json:"netns,omitempty"`
+}
+
+// netnsDialTimeout bounds one connect through a Net: kgo applies its
+// DialTimeout (default 10 s) only to its own dialer, and a node a fault
+// cut off from the client drops the SYN, so without it a dial would wait
+// for the kernel's retries (about two minutes).
+const netnsDialTimeout = 10 * time.Second
+
+// validNetNS is the form of a prefix netns.Create accepts.
+var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// inNetnsSubnet reports whether a host:port is an IP address in
+// netns.Subnet. Such an address exists only inside the namespaces
+// ackcheck makes; from the machine's own namespace a connect to it
+// follows the default route out of the machine.
+func inNetnsSubnet(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && netns.Subnet.Contains(a.Unmap())
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -126,6 +161,21 @@ func (c Config) Validate() error {
 	if c.Linger < 0 {
 		return fmt.Errorf("--linger must not be negative")
 	}
+	if c.NetNS == "" {
+		for _, b := range c.Brokers {
+			if inNetnsSubnet(b) {
+				return fmt.Errorf("broker %s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", b, netns.Subnet)
+			}
+		}
+	}
+	if c.NetNS != "" {
+		if !validNetNS.MatchString(c.NetNS) {
+			return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
+		}
+		if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" {
+			return fmt.Errorf("--netns reaches a local cluster, which has no TLS listener: drop the --tls flags")
+		}
+	}
 	return nil
 }
 
@@ -166,6 +216,16 @@ func (c Config) commonOpts() ([]kgo.Opt, error) {
 	}
 	if m := c.saslMechanism(); m != nil {
 		opts = append(opts, kgo.SASL(m))
+	}
+	if c.NetNS != "" {
+		// The one place the driver's clients (load, read-back, admin and
+		// topology reads) get their connections: all through the hub.
+		n := &netns.Net{Prefix: c.NetNS}
+		opts = append(opts, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, netnsDialTimeout)
+			defer cancel()
+			return n.Dial(ctx, network, host)
+		}))
 	}
 	if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" {
 		tc, err := c.tlsConfig()

@@ -71,6 +71,9 @@ func (d *Driver) unreachable(what string, err error) error {
 		hint = fmt.Sprintf("and, if they run, whether they accept SASL %s for user %q (--sasl-mechanism, --sasl-username, --sasl-password)",
 			strings.ToUpper(d.cfg.SASLMechanism), d.cfg.SASLUsername)
 	}
+	if d.cfg.NetNS != "" {
+		hint = fmt.Sprintf("and that their network namespaces %s-* exist (ackcheck cluster kafka status --dir <the cluster's dir>)", d.cfg.NetNS)
+	}
 	return fmt.Errorf("%s: %w: %v (check --brokers %s, that the brokers run, %s)",
 		what, drivers.ErrUnreachable, err, strings.Join(d.cfg.Brokers, ","), hint)
 }

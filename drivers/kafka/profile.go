@@ -156,6 +156,7 @@ func (k *flags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&k.tlsCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
 	fs.StringVar(&k.tlsKey, "tls-key", "", "PEM client key (with --tls-cert)")
 	fs.BoolVar(&k.tlsInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
+	drivers.RegisterNetns(fs)
 }
 
 // Open implements drivers.Flags. A value given explicitly that the client
@@ -190,6 +191,7 @@ func (k *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	set("tls-cert", func() { c.TLSCertFile = k.tlsCert })
 	set("tls-key", func() { c.TLSKeyFile = k.tlsKey })
 	set("tls-insecure-skip-verify", func() { c.TLSInsecureSkipVerify = k.tlsInsecure })
+	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
 	c.SASLPassword = k.saslPassword
 	if c.SASLPassword == "" {
 		c.SASLPassword = os.Getenv("ACKCHECK_SASL_PASSWORD")

@@ -33,6 +33,9 @@ func (c Config) rows() [][2]string {
 		}
 		rows = append(rows, [2]string{"TLS", tls})
 	}
+	if c.NetNS != "" {
+		rows = append(rows, [2]string{"network namespaces", c.NetNS + "-* (dialled from " + c.NetNS + "-hub)"})
+	}
 	return rows
 }
 

@@ -12,11 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/spf13/pflag"
 )
 
@@ -35,7 +37,11 @@ const Version = "v2.15.2"
 //	node<N>/pid          its PID
 //
 // Node N listens on 127.0.0.1: clients at BasePort+N-1, routes at
-// BasePort+100+N-1, monitoring at BasePort+200+N-1.
+// BasePort+100+N-1, monitoring at BasePort+200+N-1. With NetNS, node N runs
+// in a network namespace of its own (a netns.Net named after Dir,
+// cluster.NetnsPrefix, recorded in cluster.json) and listens on 10.213.0.N:
+// clients 4222, routes 6222, monitoring 8222; only the Net's hub reaches
+// it, and the driver's --netns (set by ClientFlags) dials from there.
 type ClusterOptions struct {
 	Dir      string
 	Nodes    int    // default 3
@@ -50,12 +56,24 @@ type ClusterOptions struct {
 	// LazyFSEntries is the mounts' directory-entry mode (lazyfs.EntriesStrict
 	// or lazyfs.EntriesJournal); "" is lazyfs's default, strict.
 	LazyFSEntries string
+	// NetNS runs each node in a network namespace of its own; BasePort
+	// is then unused. Fixed when the cluster is created.
+	NetNS bool
 }
+
+// The ports of every node inside a Net: each node has its own address.
+const (
+	netnsClientPort  = 4222
+	netnsRoutePort   = 6222
+	netnsMonitorPort = 8222
+)
 
 // Cluster is a local NATS JetStream cluster. Every process it stops is one it
 // started, found by its pid file and its command line.
 type Cluster struct {
 	opts ClusterOptions
+	// prefix names the cluster's network namespaces; "" without --netns.
+	prefix string
 }
 
 type natsFile struct {
@@ -68,6 +86,9 @@ type natsFile struct {
 	LazyFS     bool   `json:"lazyfs,omitempty"`
 	LazyFSBin  string `json:"lazyfs_binary,omitempty"`
 	LazyFSMode string `json:"lazyfs_entries,omitempty"`
+	// NetNS is the prefix of the nodes' network namespaces, "" when they
+	// run in the machine's own.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // OpenCluster opens the cluster in opts.Dir; what cluster.json recorded wins
@@ -78,6 +99,10 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	opts.Dir = dir
+	prefix := ""
+	if opts.NetNS {
+		prefix = cluster.NetnsPrefix(dir)
+	}
 	if data != nil {
 		var nf natsFile
 		if err := json.Unmarshal(data, &nf); err != nil || nf.Kind != natsKind {
@@ -91,6 +116,11 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 			opts.LazyFSBinary = nf.LazyFSBin
 		}
 		opts.LazyFSEntries = nf.LazyFSMode
+		if opts.NetNS && nf.NetNS == "" {
+			return nil, fmt.Errorf("the cluster in %s was created without --netns: take it down and remove the directory to create one in network namespaces", dir)
+		}
+		prefix = nf.NetNS
+		opts.NetNS = prefix != ""
 	}
 	if opts.Nodes == 0 {
 		opts.Nodes = 3
@@ -107,7 +137,65 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	if opts.Nodes < 1 || opts.Nodes > 9 {
 		return nil, fmt.Errorf("--nodes %d: give 1 to 9", opts.Nodes)
 	}
-	return &Cluster{opts: opts}, nil
+	return &Cluster{opts: opts, prefix: prefix}, nil
+}
+
+// Net implements cluster.InNetns: the cluster's network namespaces; nil
+// when it was started without --netns. Named from cluster.json and the
+// node IDs, whether or not the namespaces exist right now.
+func (n *Cluster) Net() *netns.Net {
+	if n.prefix == "" {
+		return nil
+	}
+	return &netns.Net{Prefix: n.prefix, Nodes: n.Nodes()}
+}
+
+// ProbePort implements cluster.InNetns: the route port, over which the
+// servers replicate, the same on every node. 0 without --netns.
+func (n *Cluster) ProbePort() int {
+	if n.prefix == "" {
+		return 0
+	}
+	return netnsRoutePort
+}
+
+var _ cluster.InNetns = (*Cluster)(nil)
+
+// host is node id's listening address: its own in the Net, or loopback.
+func (n *Cluster) host(id int32) string {
+	if nt := n.Net(); nt != nil {
+		return nt.NodeAddr(id).String()
+	}
+	return "127.0.0.1"
+}
+
+// hostPort is node id's address for one of its ports (offset 0 clients,
+// 100 routes, 200 monitoring from BasePort; the fixed ports in a Net).
+func (n *Cluster) hostPort(id int32, offset int) string {
+	port := n.port(id, offset)
+	if n.prefix != "" {
+		port = map[int]int{0: netnsClientPort, 100: netnsRoutePort, 200: netnsMonitorPort}[offset]
+	}
+	return net.JoinHostPort(n.host(id), strconv.Itoa(port))
+}
+
+// upCmd is the command that brings this cluster up, for error messages.
+func (n *Cluster) upCmd() string {
+	cmd := "ackcheck cluster nats up --dir " + n.opts.Dir
+	if n.prefix != "" {
+		cmd += " --netns"
+	}
+	return cmd
+}
+
+// httpClient reaches the monitoring ports: through the Net's hub when the
+// cluster runs in namespaces.
+func (n *Cluster) httpClient() *http.Client {
+	nt := n.Net()
+	if nt == nil {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: nt.Dial}}
 }
 
 // Dir is the cluster's directory.
@@ -134,7 +222,7 @@ func (n *Cluster) port(id int32, offset int) int { return n.opts.BasePort + offs
 func (n *Cluster) Servers() []string {
 	var out []string
 	for _, id := range n.Nodes() {
-		out = append(out, fmt.Sprintf("nats://127.0.0.1:%d", n.port(id, 0)))
+		out = append(out, "nats://"+n.hostPort(id, 0))
 	}
 	return out
 }
@@ -143,7 +231,7 @@ func (n *Cluster) Servers() []string {
 func (n *Cluster) MonitorURLs() []string {
 	var out []string
 	for _, id := range n.Nodes() {
-		out = append(out, fmt.Sprintf("http://127.0.0.1:%d", n.port(id, 200)))
+		out = append(out, "http://"+n.hostPort(id, 200))
 	}
 	return out
 }
@@ -193,13 +281,13 @@ func (n *Cluster) Mount(id int32) *cluster.Mount {
 		return nil
 	}
 	return &cluster.Mount{ID: id, NodeDir: n.nodeDir(id), DataDir: n.DataDir(id), Binary: n.opts.LazyFSBinary,
-		UpCmd: "ackcheck cluster nats up --dir " + n.opts.Dir, Entries: n.opts.LazyFSEntries}
+		UpCmd: n.upCmd(), Entries: n.opts.LazyFSEntries}
 }
 
 // conf is node id's configuration.
 func (n *Cluster) conf(id int32) string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "server_name: %q\nlisten: \"127.0.0.1:%d\"\nhttp: \"127.0.0.1:%d\"\n", fmt.Sprintf("n%d", id), n.port(id, 0), n.port(id, 200))
+	fmt.Fprintf(&b, "server_name: %q\nlisten: %q\nhttp: %q\n", fmt.Sprintf("n%d", id), n.hostPort(id, 0), n.hostPort(id, 200))
 	fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n  max_memory_store: 268435456\n  max_file_store: 8589934592\n", n.DataDir(id))
 	if n.opts.SyncAlways {
 		b.WriteString("  sync_interval: always\n")
@@ -208,9 +296,9 @@ func (n *Cluster) conf(id int32) string {
 	if n.opts.Nodes > 1 {
 		var routes []string
 		for _, r := range n.Nodes() {
-			routes = append(routes, fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", n.port(r, 100))))
+			routes = append(routes, fmt.Sprintf("%q", "nats-route://"+n.hostPort(r, 100)))
 		}
-		fmt.Fprintf(&b, "cluster {\n  name: \"ackcheck\"\n  listen: \"127.0.0.1:%d\"\n  routes: [%s]\n}\n", n.port(id, 100), strings.Join(routes, ", "))
+		fmt.Fprintf(&b, "cluster {\n  name: \"ackcheck\"\n  listen: %q\n  routes: [%s]\n}\n", n.hostPort(id, 100), strings.Join(routes, ", "))
 	}
 	return b.String()
 }
@@ -222,8 +310,19 @@ func (n *Cluster) Up(ctx context.Context) error {
 	if err := n.Fetch(ctx); err != nil {
 		return err
 	}
+	if n.prefix != "" {
+		if err := cluster.NetnsPreflight(); err != nil {
+			return err
+		}
+	}
 	if err := n.create(); err != nil {
 		return err
+	}
+	if n.prefix != "" {
+		// Before any node starts: each is started inside its namespace.
+		if _, err := cluster.EnsureNet(ctx, n.prefix, n.Nodes()); err != nil {
+			return err
+		}
 	}
 	if err := cluster.StartNodes(ctx, n); err != nil {
 		return err
@@ -238,6 +337,9 @@ func (n *Cluster) create() error {
 		return nil
 	}
 	for _, id := range n.Nodes() {
+		if n.prefix != "" {
+			break // the addresses are the Net's own: nothing else can hold them
+		}
 		for _, off := range []int{0, 100, 200} {
 			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", n.port(id, off)))
 			if err != nil {
@@ -274,7 +376,8 @@ func (n *Cluster) writeFiles() error {
 // writeClusterJSON records the cluster's options.
 func (n *Cluster) writeClusterJSON() error {
 	nf := natsFile{Kind: natsKind, Version: Version, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
-		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary, LazyFSMode: n.opts.LazyFSEntries}
+		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary, LazyFSMode: n.opts.LazyFSEntries,
+		NetNS: n.prefix}
 	data, _ := json.MarshalIndent(nf, "", "  ")
 	return cluster.WriteFileDurable(filepath.Join(n.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
@@ -317,6 +420,15 @@ func (n *Cluster) StartNode(ctx context.Context, id int32) error {
 		}
 	}
 	cmd := exec.Command(n.Binary(), "-c", n.confFile(id))
+	if nt := n.Net(); nt != nil {
+		if err := cluster.NeedNet(ctx, n.prefix, n.upCmd()); err != nil {
+			return err
+		}
+		// ip netns exec execs nats-server in place: the PID is the server's.
+		cmd = nt.Command(context.WithoutCancel(ctx), id, n.Binary(), "-c", n.confFile(id))
+		cmd.Dir = n.nodeDir(id)
+		return cluster.StartDetachedIn(cmd, n.LogFile(id), n.pidFile(id), fmt.Sprintf("node %d", id), "nats-server")
+	}
 	cmd.Dir = n.nodeDir(id)
 	return cluster.StartDetached(cmd, n.LogFile(id), n.pidFile(id), fmt.Sprintf("node %d", id))
 }
@@ -335,8 +447,21 @@ func (n *Cluster) StopNode(ctx context.Context, id int32, grace time.Duration) e
 	return cluster.StopPIDFile(ctx, n.pidFile(id), n.marker(id), grace)
 }
 
-// Down stops every node, then unmounts their lazyfs store dirs, if any.
-func (n *Cluster) Down(ctx context.Context) error { return cluster.StopNodes(ctx, n, 30*time.Second) }
+// Down stops every node, then unmounts their lazyfs store dirs, if any,
+// then deletes the cluster's network namespaces, if any. The namespaces
+// stay while a node may still run in one, so that a second down finds
+// them again.
+func (n *Cluster) Down(ctx context.Context) error {
+	if err := cluster.StopNodes(ctx, n, 30*time.Second); err != nil {
+		return err
+	}
+	if nt := n.Net(); nt != nil {
+		if err := nt.Delete(ctx); err != nil {
+			return fmt.Errorf("delete the cluster's network namespaces %s-*: %w (remove them with `ip netns delete`)", n.prefix, err)
+		}
+	}
+	return nil
+}
 
 // Healthy asks node id's /healthz whether the server accepts clients and
 // its JetStream meta layer has a leader and is current with it
@@ -348,8 +473,8 @@ func (n *Cluster) Down(ctx context.Context) error { return cluster.StopNodes(ctx
 func (n *Cluster) Healthy(ctx context.Context, id int32) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz?js-meta-only=true", n.port(id, 200)), nil)
-	resp, err := http.DefaultClient.Do(req)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.hostPort(id, 200)+"/healthz?js-meta-only=true", nil)
+	resp, err := n.httpClient().Do(req)
 	if err != nil {
 		return err
 	}
@@ -449,7 +574,11 @@ func (n *Cluster) Grace() time.Duration { return 30 * time.Second }
 
 // ClientFlags implements Local.
 func (n *Cluster) ClientFlags() []cluster.Flag {
-	return []cluster.Flag{{Name: "servers", Value: strings.Join(n.Servers(), ",")}, {Name: "monitor-urls", Value: strings.Join(n.MonitorURLs(), ",")}}
+	flags := []cluster.Flag{{Name: "servers", Value: strings.Join(n.Servers(), ",")}, {Name: "monitor-urls", Value: strings.Join(n.MonitorURLs(), ",")}}
+	if n.prefix != "" {
+		flags = append(flags, cluster.Flag{Name: "netns", Value: n.prefix})
+	}
+	return flags
 }
 
 // Health implements Local: a node is healthy when its /healthz answers ok
@@ -509,7 +638,10 @@ before it counts); the default is the server's own (fsync every 2 minutes).
 A running server does not change it on reload: up --sync on an existing
 cluster switches it with a clean restart of every node.
 With --lazyfs, each store dir is served by ackcheck lazyfs (FUSE), which the
-power-loss fault uses to drop what the node had not fsynced.`
+power-loss fault uses to drop what the node had not fsynced.
+With --netns, each node runs in a network namespace of its own at
+10.213.0.N (ports 4222, 6222, 8222), for network faults; ackcheck reaches
+it through the namespaces' hub, given --cluster-dir.`
 }
 
 // NewFlags implements Launcher.
@@ -525,6 +657,7 @@ func (f *natsFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.opts.BasePort, "base-port", 0, "client port of node 1; node N uses base+N-1, its routes base+100+N-1, its monitoring base+200+N-1 (default 24222)")
 	fs.StringVar(&f.sync, "sync", "default", "jetstream sync_interval: default (the server's, 2m) or always; on an existing cluster, switched by a clean restart")
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put each node's store dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
+	fs.BoolVar(&f.opts.NetNS, "netns", false, "run each node in a network namespace of its own at 10.213.0.N, for network faults (at the first up; needs root, ip and nft)")
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (a directory change is durable only once its directory is fsynced; lazyfs's default) or journal (any fsync commits every change, as ext4 and XFS do)")
 }
 

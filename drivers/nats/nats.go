@@ -22,8 +22,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +35,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -56,6 +61,54 @@ type Config struct {
 	// MaxPending is the most unanswered publishes per producer; one past
 	// it is rejected at once (it never blocks the paced load). Default 10000.
 	MaxPending int `json:"max_pending"`
+	// NetNS is the prefix of the network namespaces of a local cluster
+	// started with `cluster nats up --netns`: every connection, client and
+	// monitoring alike, is then made from that Net's hub (netns.Net.Dial),
+	// the only place its servers can be reached from. "" dials from the
+	// machine's own namespace. Set from --cluster-dir by the cluster's
+	// ClientFlags.
+	NetNS string `json:"netns,omitempty"`
+}
+
+// netnsDialTimeout bounds one connect through a Net: nats.go applies its
+// Timeout only to its own dialer, and a server a fault cut off from the
+// client drops the SYN.
+const netnsDialTimeout = 5 * time.Second
+
+// hubDialer dials from a Net's hub: nats.go's CustomDialer, and the
+// monitoring client's DialContext.
+type hubDialer struct{ net *netns.Net }
+
+// Dial implements nats.CustomDialer.
+func (h hubDialer) Dial(network, addr string) (net.Conn, error) {
+	return h.DialContext(context.Background(), network, addr)
+}
+
+// DialContext dials with netnsDialTimeout at most.
+func (h hubDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, netnsDialTimeout)
+	defer cancel()
+	return h.net.Dial(ctx, network, addr)
+}
+
+// connOpts are the options of every connection the driver makes: its
+// name, and with NetNS the hub's dialer. The one place the driver's
+// connections get their dialer.
+func (c Config) connOpts(name string, more ...nats.Option) []nats.Option {
+	opts := append([]nats.Option{nats.Name(name)}, more...)
+	if c.NetNS != "" {
+		opts = append(opts, nats.SetCustomDialer(hubDialer{&netns.Net{Prefix: c.NetNS}}))
+	}
+	return opts
+}
+
+// httpClient is the monitoring endpoints' client: through the hub with
+// NetNS.
+func (c Config) httpClient() *http.Client {
+	if c.NetNS == "" {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{DialContext: hubDialer{&netns.Net{Prefix: c.NetNS}}.DialContext, DisableKeepAlives: true}}
 }
 
 // WithDefaults fills the zero fields.
@@ -102,10 +155,35 @@ func (c Config) Validate() error {
 	if c.PublishTimeout < 0 || c.AckTimeout < 0 || c.MaxPending < 0 {
 		return errors.New("--publish-timeout, --ack-timeout and --max-pending cannot be negative")
 	}
+	if c.NetNS == "" {
+		for _, s := range append(slices.Clone(c.Servers), c.MonitorURLs...) {
+			if inNetnsSubnet(s) {
+				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", s, netns.Subnet)
+			}
+		}
+	} else if !validNetNS.MatchString(c.NetNS) {
+		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
+	}
 	if c.PublishTimeout >= duplicateWindow {
 		return fmt.Errorf("--publish-timeout %s must stay below the streams' duplicate window (%s): a retry after it could be stored twice", c.PublishTimeout, duplicateWindow)
 	}
 	return nil
+}
+
+// validNetNS is the form of a prefix netns.Create accepts.
+var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// inNetnsSubnet reports whether a URL's host is an IP address in
+// netns.Subnet: it exists only inside the namespaces ackcheck makes, and
+// from the machine's own namespace a connect to it would follow the
+// default route out of the machine.
+func inNetnsSubnet(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	return err == nil && netns.Subnet.Contains(a.Unmap())
 }
 
 // Driver talks to one NATS cluster. Create it with New.
@@ -127,10 +205,10 @@ var (
 
 // connect opens a connection to the cluster that reconnects forever:
 // servers die and come back during a run.
-func connect(servers []string, name string) (*nats.Conn, error) {
-	return nats.Connect(strings.Join(servers, ","), nats.Name(name), nats.Timeout(5*time.Second),
+func (c Config) connect(name string) (*nats.Conn, error) {
+	return nats.Connect(strings.Join(c.Servers, ","), c.connOpts(name, nats.Timeout(5*time.Second),
 		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.RetryOnFailedConnect(false),
-		nats.NoCallbacksAfterClientClose())
+		nats.NoCallbacksAfterClientClose())...)
 }
 
 // New validates cfg and connects. Some server must answer.
@@ -139,7 +217,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	nc, err := connect(cfg.Servers, "ackcheck-admin")
+	nc, err := cfg.connect("ackcheck-admin")
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w: %v (check --servers and that the servers run)",
 			strings.Join(cfg.Servers, ","), drivers.ErrUnreachable, err)
@@ -511,7 +589,7 @@ func (d *Driver) learnNames(ctx context.Context) {
 			if err := d.monitor(ctx, id, "/varz", &v); err == nil {
 				name = v.ServerName
 			}
-		} else if nc, err := nats.Connect(s, nats.Timeout(2*time.Second), nats.NoReconnect()); err == nil {
+		} else if nc, err := nats.Connect(s, d.cfg.connOpts("ackcheck-probe", nats.Timeout(2*time.Second), nats.NoReconnect())...); err == nil {
 			name = nc.ConnectedServerName()
 			nc.Close()
 		}
@@ -551,7 +629,7 @@ func (d *Driver) monitor(ctx context.Context, id int32, path string, v any) erro
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.cfg.httpClient().Do(req)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", u, err)
 	}
@@ -588,7 +666,7 @@ func (d *Driver) ProbeNode(ctx context.Context, id int32) error {
 	if int(id) < 1 || int(id) > len(d.cfg.Servers) {
 		return fmt.Errorf("node %d is not among --servers (1..%d)", id, len(d.cfg.Servers))
 	}
-	nc, err := nats.Connect(d.cfg.Servers[id-1], nats.Timeout(2*time.Second), nats.NoReconnect())
+	nc, err := nats.Connect(d.cfg.Servers[id-1], d.cfg.connOpts("ackcheck-probe", nats.Timeout(2*time.Second), nats.NoReconnect())...)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func (d *Driver) NewProducer(ctx context.Context, topic string, id uint32) (driv
 	rand.Read(nonce)
 	p := &producer{d: d, topic: topic, parts: len(parts), pending: map[*nats.Msg]*pendingPub{},
 		prefix: fmt.Sprintf("%s-%d", hex.EncodeToString(nonce), id), drained: make(chan struct{})}
-	p.nc, err = connect(d.cfg.Servers, fmt.Sprintf("ackcheck-producer-%d", id))
+	p.nc, err = d.cfg.connect(fmt.Sprintf("ackcheck-producer-%d", id))
 	if err != nil {
 		return nil, d.unreachable(fmt.Sprintf("connect producer %d", id), err)
 	}

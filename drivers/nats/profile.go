@@ -82,6 +82,7 @@ func (n *flags) Register(fs *pflag.FlagSet) {
 	fs.DurationVar(&n.publishTimeout, "publish-timeout", 30*time.Second, "NATS: longest a message may take from its first send to its ack, retries with the same Nats-Msg-Id included; then its outcome is unknown")
 	fs.DurationVar(&n.ackTimeout, "ack-timeout", 5*time.Second, "NATS: longest one publish attempt waits for its ack before it is retried")
 	fs.IntVar(&n.maxPending, "max-pending", 10000, "NATS: unanswered publishes per producer; one past it is rejected")
+	drivers.RegisterNetns(fs)
 }
 
 // Open implements drivers.Flags.
@@ -100,6 +101,7 @@ func (n *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	set("publish-timeout", func() { c.PublishTimeout = n.publishTimeout })
 	set("ack-timeout", func() { c.AckTimeout = n.ackTimeout })
 	set("max-pending", func() { c.MaxPending = n.maxPending })
+	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
 	d, err := New(c)
 	if err != nil {
 		return nil, nil, err
