@@ -1,6 +1,9 @@
 package faults
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Active lists the applied faults whose effect is still in force, in the
 // order they were applied: a node killed or stopped and not restarted, a
@@ -37,6 +40,15 @@ func ActiveOf(records []Record) []Record {
 					active[node(id)] = entry{r, i}
 				}
 			}
+		case a == HealNetwork:
+			for k := range active {
+				if strings.HasPrefix(k, "network:") {
+					delete(active, k)
+				}
+			}
+		case a.IsNetwork():
+			// Each in force until a heal-network removes them all.
+			active["network:"+strconv.Itoa(i)] = entry{r, i}
 		case a == FsyncOn || a == FsyncOff:
 			toggle(active, "fsync "+r.Target, entry{r, i}, a == FsyncOn)
 		default:

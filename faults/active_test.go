@@ -32,6 +32,9 @@ func TestActiveOf(t *testing.T) {
 		{"mode on left", []Record{rec("maintenance-on", 0, "cluster", Applied)}, []string{"maintenance-on cluster"}},
 		{"mode on then off", []Record{rec("maintenance-on", 0, "cluster", Applied), rec("maintenance-off", 0, "cluster", Applied)}, nil},
 		{"death seen", []Record{rec(UnexpectedDeath, 2, "node:2", Observed)}, []string{"unexpected-death node:2"}},
+		{"partition until heal-network", []Record{rec(Partition, 1, "node:1", Applied), rec(Loss, 2, "node:2", Applied)}, []string{"partition node:1", "loss node:2"}},
+		{"heal-network ends every network fault", []Record{rec(Partition, 1, "node:1", Applied), rec(Pause, 3, "node:3", Applied), rec(Bandwidth, 2, "node:2", Applied), rec(HealNetwork, 0, "", Applied)}, []string{"pause node:3"}},
+		{"a failed partition is not in force", []Record{rec(Partition, 1, "node:1", Failed)}, nil},
 		{"in order applied", []Record{rec(Pause, 3, "node:3", Applied), rec(Kill, 1, "node:1", Applied)}, []string{"pause node:3", "kill node:1"}},
 	}
 	for _, tc := range tests {

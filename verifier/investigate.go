@@ -114,7 +114,8 @@ type spell struct {
 // a pause until its node's resume, a kill or stop until its node's restart,
 // a power loss until its nodes answered again, an fsync-off until the next
 // fsync-on of the same target, a mode switched on until it is switched off,
-// a node that died unasked until its restart. loadStart places "since".
+// a node that died unasked until its restart, a network fault until the
+// next heal-network. loadStart places "since".
 func faultSpells(recs []faults.Record, loadStart time.Time) []spell {
 	var out []spell
 	since := func(r faults.Record) string {
@@ -150,6 +151,11 @@ func faultSpells(recs []faults.Record, loadStart time.Time) []spell {
 				to = r.ReadyAt.UnixNano()
 			}
 			out = append(out, spell{r.At.UnixNano(), to, fmt.Sprintf("power loss of %s (%s)", r.Target, since(r))})
+		case r.Action.IsNetwork() && r.Action != faults.HealNetwork:
+			// Every network fault is in force until a heal-network removes
+			// them all (or the run's end heals them).
+			out = append(out, spell{r.At.UnixNano(), until(i, func(x faults.Record) bool { return x.Action == faults.HealNetwork }),
+				fmt.Sprintf("%s %s (%s)", r.Action, r.Target, since(r))})
 		case r.Action == faults.FsyncOff:
 			target := r.Target
 			out = append(out, spell{r.At.UnixNano(), until(i, func(x faults.Record) bool { return x.Action == faults.FsyncOn && x.Target == target }),
