@@ -64,7 +64,7 @@ func faultOf(st Step) (fault, error) {
 		return nil, fmt.Errorf("%s takes topic:<topic> or brokers, not %s", st.Action, st.Target)
 	case Partition:
 		switch st.Target.Kind {
-		case Split:
+		case Split, Minority, Majority:
 			return onNet{splitCut{}}, nil
 		case OneWayPath:
 			return onNet{oneWayCut{}}, nil

@@ -228,8 +228,12 @@ func (splitCut) kinds(Step) []netns.Kind { return []netns.Kind{netns.Cut} }
 // plan: each node of the first side drops everything to and from the
 // second side; both sides still reach the client. The smaller side (the
 // first on a tie) is the one isolated.
-func (splitCut) plan(_ *netns.Net, st Step, _ picked) ([]netns.Rule, []netns.Path, []int32) {
-	a, b := st.Target.Sides[0].IDs(), st.Target.Sides[1].IDs()
+func (splitCut) plan(_ *netns.Net, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
+	sides := st.Target.Sides
+	if st.Target.Kind == Minority || st.Target.Kind == Majority {
+		sides = on.sides
+	}
+	a, b := sides[0].IDs(), sides[1].IDs()
 	var rules []netns.Rule
 	var meant []netns.Path
 	for _, x := range a {
@@ -377,6 +381,9 @@ func kindWord(k netns.Kind) string {
 // pick resolves the target now: a node (as a kill's), or the nodes a
 // split, one-way or pair names, which must be nodes of the cluster.
 func (f onNet) pick(ctx context.Context, t *targets, env Env, st Step, rec *Record) (picked, error) {
+	if st.Target.Kind == Minority || st.Target.Kind == Majority {
+		return pickSides(ctx, t, env, st, rec)
+	}
 	ids := targetIDs(st.Target)
 	if len(ids) == 0 {
 		return onNode{}.pick(ctx, t, env, st, rec)
@@ -675,4 +682,56 @@ func (l *netLive) healed(ctx context.Context) *ProbeShot {
 		}
 	}
 	return shot
+}
+
+// pickSides resolves a minority or majority split when it fires: the node
+// leading the most partitions of the target's topic (picked as a kill's
+// most-leaders is), then a minority side of (n-1)/2 nodes, holding that
+// node (minority) or not (majority), filled with the lowest other IDs. The
+// minority side is the first, the one isolated.
+func pickSides(ctx context.Context, t *targets, env Env, st Step, rec *Record) (picked, error) {
+	lead := st
+	lead.Target = Target{Kind: MostLeaders, Topic: st.Target.Topic}
+	on, err := onNode{}.pick(ctx, t, env, lead, rec)
+	if err != nil {
+		return picked{}, err
+	}
+	leader := on.nodes[0]
+	ids := slices.Clone(env.Nodes.IDs())
+	slices.Sort(ids)
+	sides, err := splitSides(st.Target.Kind, ids, leader)
+	if err != nil {
+		return picked{}, err
+	}
+	on.sides = sides
+	on.nodes = sides[0].IDs()
+	rec.Node = on.nodes[0]
+	return on, nil
+}
+
+// splitSides makes the two sides of a minority or majority split of ids
+// (sorted) around leader: the minority side first.
+func splitSides(kind TargetKind, ids []int32, leader int32) ([2]NodeSet, error) {
+	var sides [2]NodeSet
+	m := (len(ids) - 1) / 2
+	if m < 1 {
+		return sides, fmt.Errorf("a %s split needs at least 3 nodes, the cluster has %d", kind, len(ids))
+	}
+	if kind == Minority {
+		sides[0].add(leader)
+	}
+	for _, id := range ids {
+		if len(sides[0].IDs()) == m {
+			break
+		}
+		if id != leader {
+			sides[0].add(id)
+		}
+	}
+	for _, id := range ids {
+		if !sides[0].Has(id) {
+			sides[1].add(id)
+		}
+	}
+	return sides, nil
 }

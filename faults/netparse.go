@@ -133,17 +133,17 @@ var nodeTargets = []TargetKind{Leader, Follower, MostLeaders, Controller, Node, 
 // and a target a network action cannot use.
 func netTargetFits(st Step) error {
 	k := st.Target.Kind
-	netOnly := k == Split || k == OneWayPath || k == Pair
+	netOnly := k == Split || k == OneWayPath || k == Pair || k == Minority || k == Majority
 	if !st.Action.IsNetwork() {
 		if netOnly {
-			return fmt.Errorf("%s cannot target %s: split and one-way are targets of partition, pair of loss", st.Action, st.Target)
+			return fmt.Errorf("%s cannot target %s: split, minority, majority and one-way are targets of partition, pair of loss", st.Action, st.Target)
 		}
 		return nil
 	}
 	ok := false
 	switch st.Action {
 	case Partition:
-		ok = slices.Contains(nodeTargets, k) || k == Split || k == OneWayPath
+		ok = slices.Contains(nodeTargets, k) || k == Split || k == OneWayPath || k == Minority || k == Majority
 	case Loss:
 		ok = slices.Contains(nodeTargets, k) || k == Pair
 	case PartitionClient, Bandwidth, Delay:
@@ -152,7 +152,7 @@ func netTargetFits(st Step) error {
 		ok = k == Cluster
 	}
 	if !ok {
-		return fmt.Errorf("%s cannot target %s: partition takes a node (node:2, leader:<topic>/<p>, follower:<topic>/<p>, most-leaders:<topic>, controller), split:<ids>|<ids> or one-way:<id>-><id>; partition-client, bandwidth and delay a node; loss a node or pair:<id>-<id>", st.Action, st.Target)
+		return fmt.Errorf("%s cannot target %s: partition takes a node (node:2, leader:<topic>/<p>, follower:<topic>/<p>, most-leaders:<topic>, controller), split:<ids>|<ids>, minority:<topic>, majority:<topic> or one-way:<id>-><id>; partition-client, bandwidth and delay a node; loss a node or pair:<id>-<id>", st.Action, st.Target)
 	}
 	return nil
 }

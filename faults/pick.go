@@ -21,6 +21,9 @@ type picked struct {
 	// before is the newest topology read before the fault, for the
 	// recovery watch; nil when none was read.
 	before *drivers.Topology
+	// sides, for a split chosen when it fires (minority, majority): the
+	// two sides it picked; zero otherwise.
+	sides [2]NodeSet
 }
 
 // topologyTimeout bounds every topology read the injector makes.

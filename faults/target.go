@@ -62,6 +62,13 @@ const (
 	OneWayPath TargetKind = "one-way"
 	// Pair: the traffic between Node and Peer (loss 30% pair:1-2).
 	Pair TargetKind = "pair"
+	// Minority and Majority split the nodes in two when the fault fires:
+	// a minority side of (n-1)/2 nodes cut off from the rest. Minority
+	// puts the node leading the most partitions of Topic on the minority
+	// side (its leaderships must move), Majority keeps it on the majority
+	// side (a minority of followers is cut off). Partition only.
+	Minority TargetKind = "minority"
+	Majority TargetKind = "majority"
 )
 
 // NodeNamer is implemented by Nodes whose nodes have names as well as IDs
@@ -114,8 +121,8 @@ func (t Target) String() string {
 	switch t.Kind {
 	case Leader:
 		return fmt.Sprintf("leader:%s/%d", t.Topic, t.Partition)
-	case MostLeaders:
-		return "most-leaders:" + t.Topic
+	case MostLeaders, Minority, Majority:
+		return string(t.Kind) + ":" + t.Topic
 	case Node:
 		return fmt.Sprintf("node:%d", t.Node)
 	case Topic:
@@ -160,11 +167,11 @@ func (a Aliases) ParseTarget(s string) (Target, error) {
 		return Target{Kind: TargetKind(kind), Topic: topic, Partition: int32(p)}, nil
 	case Split, OneWayPath, Pair:
 		return parseNetTarget(TargetKind(kind), arg, s)
-	case MostLeaders:
+	case MostLeaders, Minority, Majority:
 		if arg == "" {
-			return Target{}, fmt.Errorf("target %q: write most-leaders:<topic>", s)
+			return Target{}, fmt.Errorf("target %q: write %s:<topic>", s, kind)
 		}
-		return Target{Kind: MostLeaders, Topic: arg}, nil
+		return Target{Kind: TargetKind(kind), Topic: arg}, nil
 	case Topic:
 		if arg == "" {
 			return Target{}, fmt.Errorf("target %q: write topic:<topic>", s)
@@ -185,7 +192,7 @@ func (a Aliases) ParseTarget(s string) (Target, error) {
 	if nodeName.MatchString(s) && TargetKind(s) != Named {
 		return Target{Kind: Named, Name: s}, nil
 	}
-	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, follower:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name (db), previous, all, topic:<topic>, brokers, cluster, split:<ids>|<ids>, one-way:<id>-><id> or pair:<id>-<id>", s)
+	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, follower:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name (db), previous, all, topic:<topic>, brokers, cluster, split:<ids>|<ids>, minority:<topic>, majority:<topic>, one-way:<id>-><id> or pair:<id>-<id>", s)
 }
 
 // ErrNoTarget is wrapped by Resolve when the target names no node now.
