@@ -37,6 +37,16 @@ type Shard struct {
 	// Default 1s. A shard later than that would send every message it
 	// missed at once, out of step with the others and the faults.
 	Late time.Duration
+	// Dir is the shared start directory (--start-dir), where the load's
+	// fault timeline is kept (TimelinePath); "" with --start-at.
+	Dir string
+	// ExternalFaults: a separate `ackcheck faults` process applies the
+	// load's faults. No shard applies any, and the merged verdict
+	// requires the timeline that process writes in Dir.
+	ExternalFaults bool
+
+	// given: the load was given faults (set by shardLoad).
+	given bool
 }
 
 // Validate says what cannot work, naming the flag.
@@ -169,7 +179,13 @@ func shardLoad(cfg *Config) error {
 	lc := cfg.Load.WithDefaults()
 	cfg.Load.Rate = lc.Rate / float64(s.Count)
 	cfg.Load.ProducerBase = uint32(s.Index * lc.Producers)
-	if s.Index != 0 && cfg.Faults != nil {
+	s.given = s.ExternalFaults || cfg.Faults != nil
+	switch {
+	case s.ExternalFaults && cfg.Faults != nil:
+		return fmt.Errorf("shard %d of %d: --external-faults says a separate `ackcheck faults` process applies the load's faults: give --fault and --fsync to that process, not to the shards", s.Index, s.Count)
+	case s.ExternalFaults && s.Dir == "":
+		return fmt.Errorf("shard %d of %d: --external-faults needs --start-dir, the directory shared with `ackcheck faults`, where it keeps the fault timeline", s.Index, s.Count)
+	case s.Index != 0 && cfg.Faults != nil:
 		cfg.logf("shard %d of %d: shard 0 applies the run's faults; this shard records its load only", s.Index, s.Count)
 		cfg.Faults = nil
 	}
@@ -209,6 +225,13 @@ type ShardSettings struct {
 // refused (damaged) is judged as a missing shard: the verdict is then no
 // PASS (see verifier.Shard).
 func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
+	return VerifyShardsTimeline(ctx, out, dirs, "", d, opts, idle, progress)
+}
+
+// VerifyShardsTimeline is VerifyShards with the directory holding the
+// load's fault timeline (TimelinePath) given: "" takes the shared start
+// directory the shards recorded (see mergedTimeline).
+func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timelineDir string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
 	logf := func(format string, args ...any) {
 		if progress != nil {
 			fmt.Fprintf(progress, format+"\n", args...)
@@ -267,6 +290,27 @@ func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driv
 	if err != nil {
 		return nil, err
 	}
+	var sfs []ShardFaults
+	for _, sh := range shards {
+		var sf ShardFaults
+		if sh.Ledger == nil {
+			continue
+		}
+		if err := sh.Ledger.GetMeta(MetaShardFaults, &sf); err != nil && !errors.Is(err, ledger.ErrNoMeta) {
+			return nil, fmt.Errorf("shard directory %s: %w", sh.Dir, err)
+		}
+		sfs = append(sfs, sf)
+	}
+	timeline, err := mergedTimeline(timelineDir, verifier.RunIDText(run.RunID), sfs)
+	if err != nil {
+		return nil, err
+	}
+	if timeline != nil {
+		logf("fault timeline: %d faults from %s", len(timeline.Records), timeline.Source)
+		if timeline.Unproven != "" {
+			logf("note: %s", timeline.Unproven)
+		}
+	}
 	merged := *settings
 	merged.Shard = &ShardSettings{Index: -1, Count: run.Shard.Count, Dirs: dirs}
 	if settings.Shard != nil {
@@ -289,7 +333,7 @@ func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driv
 	}
 	defer reads.Close()
 	opts.ListDir = out
-	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards}, opts)
+	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards, Timeline: timeline}, opts)
 	if err != nil {
 		return nil, err
 	}
