@@ -314,6 +314,13 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
 	}
+	if cfg.Shard != nil && run.Clean {
+		// A shard's latency over time, for the merged verify to merge
+		// (shards_hlog.go); without it the merge is only noted missing.
+		if err := writeShardHlogs(cfg.Out, l, run); err != nil {
+			cfg.logf("warning: shard %d of %d: %v", cfg.Shard.Index, cfg.Shard.Count, err)
+		}
+	}
 	// The load's ledger is complete: it is closed here and judged, like
 	// any run directory, opened read-only and proven whole (Verify).
 	if err := closeLedger(); err != nil {

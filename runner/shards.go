@@ -338,6 +338,9 @@ func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timeli
 		return nil, err
 	}
 	settleWith("ackcheck verify --out "+shellQuote(out)+shardDirArgs(dirs), res, logf)
+	if err := hlogCheck(out, dirs, res); err != nil {
+		return nil, err
+	}
 	if err := writeOutputs(out, res, run); err != nil {
 		return nil, err
 	}
