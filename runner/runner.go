@@ -214,6 +214,10 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every partition's start offset is the run's, for the read-back;
+	// a shard's load may write and tail fewer (shardPartitions).
+	startOffsets := lc.StartOffsets
+	shardPartitions(cfg, &lc)
 	if cfg.Shard != nil {
 		// Checked before the ledger holds the run too: a shard too late
 		// leaves no directory, and the merged verify reports it missing.
@@ -239,7 +243,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	}
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
-		StartOffsets: lc.StartOffsets, LoadStart: time.Now(), Checks: checks,
+		StartOffsets: startOffsets, LoadStart: time.Now(), Checks: checks,
 	}
 	if sh := cfg.Shard; sh != nil {
 		run.Shard = &ledger.ShardInfo{Index: sh.Index, Count: sh.Count, ProducerBase: lc.ProducerBase, Rate: lc.Rate}

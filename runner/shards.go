@@ -11,10 +11,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -193,6 +195,36 @@ func shardLoad(cfg *Config) error {
 	// the other shards' messages as phantoms.
 	cfg.Verify = false
 	return nil
+}
+
+// shardPartitions gives shard I of N the topic's partitions at places I,
+// I+N, I+2N, ... (sorted), when the load is unkeyed and the topic has at
+// least N partitions: the shards together still write every partition at
+// the load's rate, and each shard's live consumer reads only the
+// partitions it writes. Had every shard written every partition, every
+// shard's consumer would read the whole topic to find its own messages,
+// and the CPU per message would grow with N (BenchmarkShardCPU). A keyed
+// load (the key picks the partition) or a topic with fewer partitions
+// than shards keeps every partition in every shard.
+func shardPartitions(cfg Config, lc *load.Config) {
+	s := cfg.Shard
+	if s == nil || s.Count == 1 {
+		return
+	}
+	if lc.Keys > 0 || len(lc.Partitions) < s.Count {
+		cfg.logf("shard %d of %d: writes every partition (a keyed load, or fewer partitions than shards): its live consumer reads the whole topic", s.Index, s.Count)
+		return
+	}
+	parts := slices.Sorted(slices.Values(lc.Partitions))
+	var mine []int32
+	starts := map[int32]int64{}
+	for k, p := range parts {
+		if k%s.Count == s.Index {
+			mine = append(mine, p)
+			starts[p] = lc.StartOffsets[p]
+		}
+	}
+	lc.Partitions, lc.StartOffsets = mine, starts
 }
 
 // waitForStart checks that the shared start is not past (by more than
