@@ -72,83 +72,104 @@ func TestShardCPUChild(t *testing.T) {
 }
 
 // BenchmarkShardCPU runs 1, 2 and 4 shards of one paced load (total
-// ACKCHECK_SHARD_CPU_RATE msg/s of 1 KiB, default 20000, for
-// ACKCHECK_SHARD_CPU_DURATION, default 10s, 4 producers in all) as
-// separate processes against kfake in this process, and reports each
-// shard process's own CPU (its rusage: user+system) per million acked
-// messages, and the ratios to one shard, measured in one run:
+// ACKCHECK_SHARD_CPU_RATE msg/s of 1 KiB, default 20000, 4 producers in
+// all) as separate processes against kfake in this process, each for
+// ACKCHECK_SHARD_CPU_DURATION (default 5s) and for three times that, and
+// reports, in one run:
 //
-//	go test -run '^$' -bench BenchmarkShardCPU -benchtime 1x ./runner/
+//   - cpu-s/1M-N: the shard processes' own CPU (each one's rusage,
+//     user+system; kfake's is not in it) per million acked messages, over
+//     the longer run;
+//
+//   - marginal-cpu-s/1M-N: the extra CPU of the longer run per extra
+//     million acked: what a message costs once a process's fixed costs
+//     (connecting, preparing, its .hlog files, closing) are paid;
+//
+//   - the ratios of both to one shard.
+//
+//     go test -run '^$' -bench BenchmarkShardCPU -benchtime 1x ./runner/
 //
 // ACKCHECK_SHARD_CPU_PROFILE=DIR writes each shard's CPU profile there.
 func BenchmarkShardCPU(b *testing.B) {
-	rate, dur := 20000.0, 10*time.Second
+	rate, dur := 20000.0, 5*time.Second
 	if v, err := strconv.ParseFloat(os.Getenv("ACKCHECK_SHARD_CPU_RATE"), 64); err == nil && v > 0 {
 		rate = v
 	}
 	if v, err := time.ParseDuration(os.Getenv("ACKCHECK_SHARD_CPU_DURATION")); err == nil && v > 0 {
 		dur = v
 	}
-	profDir := os.Getenv("ACKCHECK_SHARD_CPU_PROFILE")
-	const producers = 4
-	perM := map[int]float64{}
+	perM, marginal := map[int]float64{}, map[int]float64{}
 	for range b.N {
 		for _, n := range []int{1, 2, 4} {
-			c, err := kfake.NewCluster(kfake.NumBrokers(3))
-			if err != nil {
-				b.Fatal(err)
-			}
-			topic := fmt.Sprintf("cpu-%d", n)
-			start := time.Now().Add(4 * time.Second)
-			base := b.TempDir()
-			cmds := make([]*exec.Cmd, n)
-			var dirs []string
-			for i := range n {
-				ch := shardChild{Brokers: c.ListenAddrs(), Topic: topic, Out: filepath.Join(base, fmt.Sprint(i)), Index: i, Count: n,
-					RunID: runner.RunIDFor(topic, start, n), Start: start, Rate: rate, Duration: dur, Producers: producers / n}
-				if profDir != "" {
-					ch.Profile = filepath.Join(profDir, fmt.Sprintf("shards%d-%d.pprof", n, i))
-				}
-				dirs = append(dirs, ch.Out)
-				spec, _ := json.Marshal(ch)
-				cmd := exec.Command(os.Args[0], "-test.run=^TestShardCPUChild$", "-test.count=1")
-				cmd.Env = append(os.Environ(), "ACKCHECK_SHARD_CPU_CHILD="+string(spec))
-				if err := cmd.Start(); err != nil {
-					b.Fatal(err)
-				}
-				cmds[i] = cmd
-			}
-			var cpu []float64
-			total := 0.0
-			for i, cmd := range cmds {
-				if err := cmd.Wait(); err != nil {
-					b.Fatalf("shard %d of %d: %v", i, n, err)
-				}
-				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-				s := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-				cpu = append(cpu, s)
-				total += s
-			}
-			d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			res, err := runner.VerifyShards(context.Background(), filepath.Join(base, "merged"), dirs, d, verifier.Options{}, 30*time.Second, nil)
-			d.Close()
-			c.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Verdict != verifier.Pass {
-				b.Fatalf("%d shards: verdict %s %v", n, res.Verdict, res.Reasons)
-			}
-			perM[n] = total / float64(res.Acked) * 1e6
-			b.Logf("%d shard process(es): %d acked, CPU-s each %.2f, %.2f CPU-s per 1M acked (shard processes only, not kfake)", n, res.Acked, cpu, perM[n])
+			cpuS, ackedS := shardProcesses(b, n, rate, dur)
+			cpuL, ackedL := shardProcesses(b, n, rate, 3*dur)
+			perM[n] = cpuL / float64(ackedL) * 1e6
+			marginal[n] = (cpuL - cpuS) / float64(ackedL-ackedS) * 1e6
+			b.Logf("%d shard process(es): %.2f CPU-s per 1M acked over %d; marginal %.2f CPU-s per 1M (%.2f CPU-s for %d, %.2f for %d)",
+				n, perM[n], ackedL, marginal[n], cpuS, ackedS, cpuL, ackedL)
 		}
 	}
-	b.ReportMetric(perM[1], "cpu-s/1M-1shard")
-	b.ReportMetric(perM[2], "cpu-s/1M-2shards")
-	b.ReportMetric(perM[4], "cpu-s/1M-4shards")
-	b.ReportMetric(perM[2]/perM[1], "ratio-2/1")
-	b.ReportMetric(perM[4]/perM[1], "ratio-4/1")
+	for _, n := range []int{1, 2, 4} {
+		b.ReportMetric(perM[n], fmt.Sprintf("cpu-s/1M-%d", n))
+		b.ReportMetric(marginal[n], fmt.Sprintf("marginal-cpu-s/1M-%d", n))
+	}
+	for _, n := range []int{2, 4} {
+		b.ReportMetric(perM[n]/perM[1], fmt.Sprintf("ratio-%d/1", n))
+		b.ReportMetric(marginal[n]/marginal[1], fmt.Sprintf("marginal-ratio-%d/1", n))
+	}
+}
+
+// shardProcesses runs n shard processes of one load of rate msg/s for
+// dur, judges them (PASS required), and returns their CPU seconds in
+// all and the messages acked.
+func shardProcesses(b *testing.B, n int, rate float64, dur time.Duration) (float64, int64) {
+	b.Helper()
+	const producers = 4
+	profDir := os.Getenv("ACKCHECK_SHARD_CPU_PROFILE")
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	topic := fmt.Sprintf("cpu-%d-%s", n, dur)
+	start := time.Now().Add(4 * time.Second)
+	base := b.TempDir()
+	cmds := make([]*exec.Cmd, n)
+	var dirs []string
+	for i := range n {
+		ch := shardChild{Brokers: c.ListenAddrs(), Topic: topic, Out: filepath.Join(base, fmt.Sprint(i)), Index: i, Count: n,
+			RunID: runner.RunIDFor(topic, start, n), Start: start, Rate: rate, Duration: dur, Producers: producers / n}
+		if profDir != "" {
+			ch.Profile = filepath.Join(profDir, fmt.Sprintf("shards%d-%s-%d.pprof", n, dur, i))
+		}
+		dirs = append(dirs, ch.Out)
+		spec, _ := json.Marshal(ch)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestShardCPUChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "ACKCHECK_SHARD_CPU_CHILD="+string(spec))
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	total := 0.0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("shard %d of %d: %v", i, n, err)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	res, err := runner.VerifyShards(context.Background(), filepath.Join(base, "merged"), dirs, d, verifier.Options{}, 30*time.Second, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Verdict != verifier.Pass {
+		b.Fatalf("%d shards: verdict %s %v", n, res.Verdict, res.Reasons)
+	}
+	return total, res.Acked
 }
