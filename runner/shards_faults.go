@@ -255,14 +255,21 @@ func ApplyFaults(ctx context.Context, fc FaultsConfig) (*Timeline, error) {
 	}
 	defer closeJournal()
 	cfg.logf("faults of run %s: %d steps from %s; timeline %s", verifier.RunIDText(fc.RunID), len(fc.Faults.Steps), fc.Start.Format(time.RFC3339Nano), tw.path)
-	end := fc.Start.Add(fc.Duration)
-	faultCtx, stop := context.WithDeadline(ctx, end)
+	// The fault goroutines, and the recovery watches they start, live
+	// until finishFaults has waited for recovery, as in a run: cut at the
+	// load's end, they would leave the last faults without figures.
+	faultCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); inj.Run(faultCtx, fc.Start, fc.Faults.Steps) }()
 	go func() { defer wg.Done(); inj.WatchDeaths(faultCtx) }()
-	<-faultCtx.Done()
+	end := time.NewTimer(time.Until(fc.Start.Add(fc.Duration)))
+	select {
+	case <-end.C:
+	case <-ctx.Done():
+	}
+	end.Stop()
 	err = finishFaults(ctx, cfg, inj, stop, &wg)
 	if ctx.Err() == nil {
 		inj.ReadOracle(ctx, fc.Topic, time.Now())

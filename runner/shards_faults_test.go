@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,20 @@ func (p gatedProducer) Publish(ctx context.Context, m drivers.Message, done func
 	})
 }
 
+// lateProber is a driver whose nodes answer a probe only from until on:
+// a node that is ready again only after the load ended.
+type lateProber struct {
+	drivers.Driver
+	until time.Time
+}
+
+func (d lateProber) ProbeNode(ctx context.Context, id int32) error {
+	if time.Now().Before(d.until) {
+		return fmt.Errorf("node %d does not answer yet", id)
+	}
+	return nil
+}
+
 // firstAcks is, per partition, the first ack (Unix ns) in the given
 // shards' ledgers of a message intended at or after at: the figure
 // FirstAckMs reports, computed from the ledgers directly.
@@ -177,6 +192,9 @@ func TestShardsFaultProcessTimeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The paused node answers again only after the load ended: the fault
+	// process goes on measuring recovery until then.
+	readyAt := start.Add(shardLoad().Duration + 500*time.Millisecond)
 	var tl *runner.Timeline
 	var ferr error
 	var wg sync.WaitGroup
@@ -184,9 +202,9 @@ func TestShardsFaultProcessTimeline(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		tl, ferr = runner.ApplyFaults(context.Background(), runner.FaultsConfig{
-			Out: filepath.Join(t.TempDir(), "faults"), StartDir: startDir, Driver: d, Topic: topic, Shards: 2,
+			Out: filepath.Join(t.TempDir(), "faults"), StartDir: startDir, Driver: lateProber{d, readyAt}, Topic: topic, Shards: 2,
 			RunID: runID, Start: start, Duration: shardLoad().Duration,
-			Faults: &runner.FaultPlan{Nodes: gateNodes{g}, Steps: steps, RecoveryTimeout: time.Second},
+			Faults: &runner.FaultPlan{Nodes: gateNodes{g}, Steps: steps, RecoveryTimeout: 3 * time.Second},
 		})
 	}()
 	dirs := runShardsAt(t, c.ListenAddrs(), topic, 2, start, runID, func(cfg *runner.Config) {
@@ -220,6 +238,9 @@ func TestShardsFaultProcessTimeline(t *testing.T) {
 		t.Fatalf("verdict %s %v, faults %+v: want PASS with the pause and the resume", res.Verdict, res.Reasons, res.Faults)
 	}
 	pause := res.Faults[0]
+	if min := float64(readyAt.Sub(pause.At).Milliseconds()); pause.ReadyMs < min {
+		t.Fatalf("the pause's node ready %.0f ms after it, want at least %.0f ms (after the load ended): the fault process stopped measuring before the node came back", pause.ReadyMs, min)
+	}
 	both := firstAcks(t, dirs, pause.At)
 	alone := firstAcks(t, dirs[:1], pause.At)
 	if len(pause.FirstAckMs) == 0 || len(both) != len(pause.FirstAckMs) {
