@@ -47,6 +47,11 @@ type Shard struct {
 	// requires the timeline that process writes in Dir.
 	ExternalFaults bool
 
+	// AllPartitions makes the shard write every partition and its live
+	// consumer read the whole topic, as every shard did before
+	// shardPartitions: for comparing the two (BenchmarkShardCPU).
+	AllPartitions bool
+
 	// given: the load was given faults (set by shardLoad).
 	given bool
 }
@@ -208,7 +213,7 @@ func shardLoad(cfg *Config) error {
 // than shards keeps every partition in every shard.
 func shardPartitions(cfg Config, lc *load.Config) {
 	s := cfg.Shard
-	if s == nil || s.Count == 1 {
+	if s == nil || s.Count == 1 || s.AllPartitions {
 		return
 	}
 	if lc.Keys > 0 || len(lc.Partitions) < s.Count {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // shardChild is one shard process of BenchmarkShardCPU, passed to the
@@ -35,6 +37,8 @@ type shardChild struct {
 	Duration  time.Duration
 	Producers int
 	Profile   string // CPU profile path, "" for none
+	// All: every shard writes every partition (runner.Shard.AllPartitions).
+	All bool
 }
 
 // TestShardCPUChild is the body of a shard process of BenchmarkShardCPU;
@@ -64,7 +68,7 @@ func TestShardCPUChild(t *testing.T) {
 	_, err = runner.Run(context.Background(), runner.Config{
 		Out: c.Out, Driver: d, Topic: drivers.TopicSpec{Name: c.Topic, Partitions: 16, ReplicationFactor: 3},
 		Load:  load.Config{Rate: c.Rate, Duration: c.Duration, MessageSize: 1024, Producers: c.Producers, LiveRead: true},
-		Shard: &runner.Shard{Index: c.Index, Count: c.Count, RunID: c.RunID, Start: c.Start, Late: 3 * time.Second},
+		Shard: &runner.Shard{Index: c.Index, Count: c.Count, RunID: c.RunID, Start: c.Start, Late: 3 * time.Second, AllPartitions: c.All},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +89,9 @@ func TestShardCPUChild(t *testing.T) {
 //     million acked: what a message costs once a process's fixed costs
 //     (connecting, preparing, its .hlog files, closing) are paid;
 //
-//   - the ratios of both to one shard.
+//   - the ratios of both to one shard; and the same with every shard
+//     writing every partition (runner.Shard.AllPartitions, the layout
+//     before each shard wrote its own partitions), for comparison.
 //
 //     go test -run '^$' -bench BenchmarkShardCPU -benchtime 1x ./runner/
 //
@@ -98,31 +104,57 @@ func BenchmarkShardCPU(b *testing.B) {
 	if v, err := time.ParseDuration(os.Getenv("ACKCHECK_SHARD_CPU_DURATION")); err == nil && v > 0 {
 		dur = v
 	}
-	perM, marginal := map[int]float64{}, map[int]float64{}
+	type key struct {
+		n   int
+		all bool
+	}
+	perM, marginal := map[key]float64{}, map[key]float64{}
 	for range b.N {
 		for _, n := range []int{1, 2, 4} {
-			cpuS, ackedS := shardProcesses(b, n, rate, dur)
-			cpuL, ackedL := shardProcesses(b, n, rate, 3*dur)
-			perM[n] = cpuL / float64(ackedL) * 1e6
-			marginal[n] = (cpuL - cpuS) / float64(ackedL-ackedS) * 1e6
-			b.Logf("%d shard process(es): %.2f CPU-s per 1M acked over %d; marginal %.2f CPU-s per 1M (%.2f CPU-s for %d, %.2f for %d)",
-				n, perM[n], ackedL, marginal[n], cpuS, ackedS, cpuL, ackedL)
+			for _, all := range []bool{false, true} {
+				if n == 1 && all {
+					continue // one shard writes every partition either way
+				}
+				k := key{n, all}
+				cpuS, ackedS, _ := shardProcesses(b, n, rate, dur, all)
+				cpuL, ackedL, reqs := shardProcesses(b, n, rate, 3*dur, all)
+				perM[k] = cpuL / float64(ackedL) * 1e6
+				marginal[k] = (cpuL - cpuS) / float64(ackedL-ackedS) * 1e6
+				layout := "own partitions"
+				if all {
+					layout = "every partition"
+				}
+				b.Logf("%d shard process(es), %s: %.2f CPU-s per 1M acked over %d; marginal %.2f CPU-s per 1M (%.2f CPU-s for %d, %.2f for %d); "+
+					"%.1f records per produce request, %.1f fetch requests per 1000 records",
+					n, layout, perM[k], ackedL, marginal[k], cpuS, ackedS, cpuL, ackedL, float64(ackedL)/float64(reqs.produce), float64(reqs.fetch)/float64(ackedL)*1000)
+			}
 		}
 	}
+	perM[key{1, true}], marginal[key{1, true}] = perM[key{1, false}], marginal[key{1, false}]
 	for _, n := range []int{1, 2, 4} {
-		b.ReportMetric(perM[n], fmt.Sprintf("cpu-s/1M-%d", n))
-		b.ReportMetric(marginal[n], fmt.Sprintf("marginal-cpu-s/1M-%d", n))
+		b.ReportMetric(perM[key{n, false}], fmt.Sprintf("cpu-s/1M-%d", n))
+		b.ReportMetric(marginal[key{n, false}], fmt.Sprintf("marginal-cpu-s/1M-%d", n))
 	}
 	for _, n := range []int{2, 4} {
-		b.ReportMetric(perM[n]/perM[1], fmt.Sprintf("ratio-%d/1", n))
-		b.ReportMetric(marginal[n]/marginal[1], fmt.Sprintf("marginal-ratio-%d/1", n))
+		for _, all := range []bool{false, true} {
+			suffix := ""
+			if all {
+				suffix = "-every-partition"
+			}
+			b.ReportMetric(perM[key{n, all}]/perM[key{1, false}], fmt.Sprintf("ratio-%d/1%s", n, suffix))
+			b.ReportMetric(marginal[key{n, all}]/marginal[key{1, false}], fmt.Sprintf("marginal-ratio-%d/1%s", n, suffix))
+		}
 	}
 }
 
+// requests counts the requests kfake answered while the shards ran.
+type requests struct{ produce, fetch int64 }
+
 // shardProcesses runs n shard processes of one load of rate msg/s for
 // dur, judges them (PASS required), and returns their CPU seconds in
-// all and the messages acked.
-func shardProcesses(b *testing.B, n int, rate float64, dur time.Duration) (float64, int64) {
+// all, the messages acked, and the produce and fetch requests kfake
+// answered during the load (the read-back's are not counted).
+func shardProcesses(b *testing.B, n int, rate float64, dur time.Duration, all bool) (float64, int64, requests) {
 	b.Helper()
 	const producers = 4
 	profDir := os.Getenv("ACKCHECK_SHARD_CPU_PROFILE")
@@ -131,16 +163,30 @@ func shardProcesses(b *testing.B, n int, rate float64, dur time.Duration) (float
 		b.Fatal(err)
 	}
 	defer c.Close()
-	topic := fmt.Sprintf("cpu-%d-%s", n, dur)
+	var produce, fetch atomic.Int64
+	counting := atomic.Bool{}
+	counting.Store(true)
+	count := func(n *atomic.Int64) func(kmsg.Request) (kmsg.Response, error, bool) {
+		return func(kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			if counting.Load() {
+				n.Add(1)
+			}
+			return nil, nil, false
+		}
+	}
+	c.ControlKey(int16(kmsg.Produce), count(&produce))
+	c.ControlKey(int16(kmsg.Fetch), count(&fetch))
+	topic := fmt.Sprintf("cpu-%d-%s-%v", n, dur, all)
 	start := time.Now().Add(4 * time.Second)
 	base := b.TempDir()
 	cmds := make([]*exec.Cmd, n)
 	var dirs []string
 	for i := range n {
 		ch := shardChild{Brokers: c.ListenAddrs(), Topic: topic, Out: filepath.Join(base, fmt.Sprint(i)), Index: i, Count: n,
-			RunID: runner.RunIDFor(topic, start, n), Start: start, Rate: rate, Duration: dur, Producers: producers / n}
+			RunID: runner.RunIDFor(topic, start, n), Start: start, Rate: rate, Duration: dur, Producers: producers / n, All: all}
 		if profDir != "" {
-			ch.Profile = filepath.Join(profDir, fmt.Sprintf("shards%d-%s-%d.pprof", n, dur, i))
+			ch.Profile = filepath.Join(profDir, fmt.Sprintf("shards%d-%s-all%v-%d.pprof", n, dur, all, i))
 		}
 		dirs = append(dirs, ch.Out)
 		spec, _ := json.Marshal(ch)
@@ -159,6 +205,8 @@ func shardProcesses(b *testing.B, n int, rate float64, dur time.Duration) (float
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
+	counting.Store(false)
+	reqs := requests{produce: produce.Load(), fetch: fetch.Load()}
 	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
 	if err != nil {
 		b.Fatal(err)
@@ -171,5 +219,5 @@ func shardProcesses(b *testing.B, n int, rate float64, dur time.Duration) (float
 	if res.Verdict != verifier.Pass {
 		b.Fatalf("%d shards: verdict %s %v", n, res.Verdict, res.Reasons)
 	}
-	return total, res.Acked
+	return total, res.Acked, reqs
 }
