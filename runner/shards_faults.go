@@ -248,6 +248,15 @@ func ApplyFaults(ctx context.Context, fc FaultsConfig) (*Timeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The shards make the topic; a topic setting (--fsync) can only be
+	// applied, and targets such as leaders found, once it exists.
+	if err := waitForTopic(ctx, fc.Driver, fc.Topic, fc.Start); err != nil {
+		if fc.Faults.Fsync != nil {
+			tw.write(false, err.Error())
+			return nil, err
+		}
+		cfg.logf("warning: %v; the faults fire on schedule all the same", err)
+	}
 	inj, closeJournal, err := startFaults(ctx, cfg, fc.Topic, nil, &ledger.RunInfo{}, tw.hook)
 	if err != nil {
 		tw.write(false, err.Error())
@@ -416,4 +425,22 @@ func endTimeline(ctx context.Context, cfg Config, l *ledger.Ledger, tw *timeline
 		}
 	}
 	return recordShardFaults(cfg, l, cfg.Shard.given, cfg.Faults != nil)
+}
+
+// waitForTopic waits, polling, until topic exists or until is reached.
+func waitForTopic(ctx context.Context, d drivers.Driver, topic string, until time.Time) error {
+	for {
+		_, err := d.EndOffsets(ctx, topic)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(until) {
+			return fmt.Errorf("topic %s did not exist by the load's start (%v): are the shards running with --topic %s?", topic, err, topic)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

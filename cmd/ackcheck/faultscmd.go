@@ -64,16 +64,18 @@ what it left applied.`,
 			if lead <= 0 {
 				return fmt.Errorf("--start-lead %s: give how long the shards have to get ready, above 0", lead)
 			}
-			runID, start, err := runner.JoinStart(startDir, shards, rf.topic.Name, lead, time.Second)
-			if err != nil {
-				return err
-			}
+			// The cluster and the driver first: a fault process that
+			// cannot reach them must not set the shards' start.
 			cfg, d, err := rf.config(cmd, steps)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
 			defer rf.release()
+			runID, start, err := runner.JoinStart(startDir, shards, rf.topic.Name, lead, time.Second)
+			if err != nil {
+				return err
+			}
 			t, err := runner.ApplyFaults(cmd.Context(), runner.FaultsConfig{
 				Out: rf.out, StartDir: startDir, Driver: d, DriverSettings: cfg.DriverSettings, Topic: rf.topic.Name,
 				Shards: shards, RunID: runID, Start: start, Duration: rf.lc.Duration, Faults: cfg.Faults, Progress: cmd.OutOrStdout(),
