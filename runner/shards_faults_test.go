@@ -296,6 +296,17 @@ func TestShardsFaultTimelineMissingOrUnfinished(t *testing.T) {
 	dirs := runShardsAt(t, c.ListenAddrs(), topic, 2, start, runID, func(cfg *runner.Config) {
 		cfg.Shard.Dir, cfg.Shard.ExternalFaults = startDir, true
 	})
+	// --fault-timeline: the timeline found in a directory of its own (a
+	// copy of the shared volume) while the shards' --start-dir has none.
+	other := t.TempDir()
+	done := `{"run_id":"` + verifier.RunIDText(runID) + `","applier":"ackcheck faults","done":true,"records":[]}`
+	if err := os.WriteFile(runner.TimelinePath(other), []byte(done), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.VerifyShardsTimeline(context.Background(), filepath.Join(t.TempDir(), "merged"), dirs, other, d, verifier.Options{}, 10*time.Second, nil)
+	if err != nil || res.Verdict != verifier.Pass {
+		t.Fatalf("with --fault-timeline %s: %v %+v", other, err, res)
+	}
 	for _, tc := range []struct {
 		name string
 		file string // the timeline file's content; "" for none
