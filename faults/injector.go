@@ -30,6 +30,11 @@ type Injector struct {
 	Driver drivers.Driver
 	// Ledger receives the records (meta MetaFaults) as they change.
 	Ledger *ledger.Ledger
+	// OnChange, if set, is called after every change to the records,
+	// once the ledger has them, from the goroutine that made the change:
+	// a fault timeline kept elsewhere (a sharded load's shared file) reads
+	// Records there. It must not block for long.
+	OnChange func()
 	// Logf prints progress; nil is silent.
 	Logf func(format string, args ...any)
 	// Poll is the interval of recovery and death checks. Default 200ms.
@@ -83,7 +88,7 @@ func (in *Injector) init() {
 		in.w = &world{Env: Env{Nodes: in.Nodes, Driver: in.Driver, ConfigFsync: in.ConfigFsync},
 			topic: in.Topic, journal: in.Journal, states: newNodeStates(ids), read: in.targets.read, logf: logf, net: &netLive{}}
 		in.log.mu.Lock()
-		in.log.ledger, in.log.logf = in.Ledger, logf
+		in.log.ledger, in.log.logf, in.log.onChange = in.Ledger, logf, in.OnChange
 		in.log.mu.Unlock()
 	})
 }

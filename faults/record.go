@@ -114,10 +114,11 @@ type Record struct {
 // rewrites them into the ledger (MetaKey) at every change, so that a run
 // cut short keeps what its faults did.
 type recordLog struct {
-	mu      sync.Mutex
-	records []Record
-	ledger  *ledger.Ledger // nil: kept in memory only
-	logf    func(format string, args ...any)
+	mu       sync.Mutex
+	records  []Record
+	ledger   *ledger.Ledger // nil: kept in memory only
+	logf     func(format string, args ...any)
+	onChange func() // Injector.OnChange
 }
 
 // list returns a copy of the records so far.
@@ -147,10 +148,12 @@ func (l *recordLog) update(i int, fn func(*Record)) {
 }
 
 func (l *recordLog) persist() {
-	if l.ledger == nil {
-		return
+	if l.ledger != nil {
+		if err := l.ledger.PutMeta(MetaKey, l.list()); err != nil && l.logf != nil {
+			l.logf("warning: could not record faults in the ledger: %v", err)
+		}
 	}
-	if err := l.ledger.PutMeta(MetaKey, l.list()); err != nil && l.logf != nil {
-		l.logf("warning: could not record faults in the ledger: %v", err)
+	if l.onChange != nil {
+		l.onChange()
 	}
 }

@@ -214,6 +214,10 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every partition's start offset is the run's, for the read-back;
+	// a shard's load may write and tail fewer (shardPartitions).
+	startOffsets := lc.StartOffsets
+	shardPartitions(cfg, &lc)
 	if cfg.Shard != nil {
 		// Checked before the ledger holds the run too: a shard too late
 		// leaves no directory, and the merged verify reports it missing.
@@ -239,7 +243,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	}
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
-		StartOffsets: lc.StartOffsets, LoadStart: time.Now(), Checks: checks,
+		StartOffsets: startOffsets, LoadStart: time.Now(), Checks: checks,
 	}
 	if sh := cfg.Shard; sh != nil {
 		run.Shard = &ledger.ShardInfo{Index: sh.Index, Count: sh.Count, ProducerBase: lc.ProducerBase, Rate: lc.Rate}
@@ -249,8 +253,19 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	}
 	claimed = true // the ledger holds the run: the directory is the run's
 	cfg.logf("run %016x: %.0f msg/s for %s, %s messages, %d producers -> %s", runID, lc.Rate, drivers.HumanDuration(lc.Duration), drivers.HumanBytes(int64(lc.MessageSize)), run.Producers, cfg.Out)
-	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run)
+	tw, err := startTimeline(cfg, runID, info.Name)
 	if err != nil {
+		return nil, err
+	}
+	var hook func(*faults.Injector)
+	if tw != nil {
+		hook = tw.hook
+	}
+	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run, hook)
+	if err != nil {
+		if tw != nil {
+			tw.write(false, err.Error())
+		}
 		return nil, err
 	}
 	defer closeJournal()
@@ -274,6 +289,9 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		// their logs once the recovery watches are done: the oracle
 		// printed beside ackcheck's figures.
 		inj.ReadOracle(ctx, info.Name, time.Now())
+	}
+	if err := endTimeline(ctx, cfg, l, tw, loadErr); err != nil && loadErr == nil {
+		loadErr = err
 	}
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
 	run.Shed, run.Errors = lres.Shed, lres.Errors
@@ -299,6 +317,13 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	run.Clean = ctx.Err() == nil
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		return nil, err
+	}
+	if cfg.Shard != nil && run.Clean {
+		// A shard's latency over time, for the merged verify to merge
+		// (shards_hlog.go); without it the merge is only noted missing.
+		if err := writeShardHlogs(cfg.Out, l, run); err != nil {
+			cfg.logf("warning: shard %d of %d: %v", cfg.Shard.Index, cfg.Shard.Count, err)
+		}
 	}
 	// The load's ledger is complete: it is closed here and judged, like
 	// any run directory, opened read-only and proven whole (Verify).
@@ -529,7 +554,7 @@ func runLoad(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger, 
 // startFaults opens the run's heal journal and injector and applies the
 // run-wide settings (--fsync) before the load. It returns a nil injector
 // when the run has no faults.
-func startFaults(ctx context.Context, cfg Config, topic string, l *ledger.Ledger, run *ledger.RunInfo) (*faults.Injector, func(), error) {
+func startFaults(ctx context.Context, cfg Config, topic string, l *ledger.Ledger, run *ledger.RunInfo, hook func(*faults.Injector)) (*faults.Injector, func(), error) {
 	if cfg.Faults == nil {
 		return nil, func() {}, nil
 	}
@@ -539,6 +564,11 @@ func startFaults(ctx context.Context, cfg Config, topic string, l *ledger.Ledger
 	}
 	inj := &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: topic, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf,
 		Journal: j, ConfigFsync: cfg.Faults.ConfigFsync, Expect: cfg.Faults.Expect}
+	if hook != nil {
+		// A sharded load's shared timeline (shards_faults.go) follows
+		// every change from the first, --fsync's included.
+		inj.OnChange = func() { hook(inj) }
+	}
 	run.Notes = append(run.Notes, cfg.Faults.Notes...)
 	if f := cfg.Faults.Fsync; f != nil {
 		a := faults.FsyncOff

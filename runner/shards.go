@@ -11,10 +11,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -37,6 +39,21 @@ type Shard struct {
 	// Default 1s. A shard later than that would send every message it
 	// missed at once, out of step with the others and the faults.
 	Late time.Duration
+	// Dir is the shared start directory (--start-dir), where the load's
+	// fault timeline is kept (TimelinePath); "" with --start-at.
+	Dir string
+	// ExternalFaults: a separate `ackcheck faults` process applies the
+	// load's faults. No shard applies any, and the merged verdict
+	// requires the timeline that process writes in Dir.
+	ExternalFaults bool
+
+	// AllPartitions makes the shard write every partition and its live
+	// consumer read the whole topic, as every shard did before
+	// shardPartitions: for comparing the two (BenchmarkShardCPU).
+	AllPartitions bool
+
+	// given: the load was given faults (set by shardLoad).
+	given bool
 }
 
 // Validate says what cannot work, naming the flag.
@@ -169,7 +186,13 @@ func shardLoad(cfg *Config) error {
 	lc := cfg.Load.WithDefaults()
 	cfg.Load.Rate = lc.Rate / float64(s.Count)
 	cfg.Load.ProducerBase = uint32(s.Index * lc.Producers)
-	if s.Index != 0 && cfg.Faults != nil {
+	s.given = s.ExternalFaults || cfg.Faults != nil
+	switch {
+	case s.ExternalFaults && cfg.Faults != nil:
+		return fmt.Errorf("shard %d of %d: --external-faults says a separate `ackcheck faults` process applies the load's faults: give --fault and --fsync to that process, not to the shards", s.Index, s.Count)
+	case s.ExternalFaults && s.Dir == "":
+		return fmt.Errorf("shard %d of %d: --external-faults needs --start-dir, the directory shared with `ackcheck faults`, where it keeps the fault timeline", s.Index, s.Count)
+	case s.Index != 0 && cfg.Faults != nil:
 		cfg.logf("shard %d of %d: shard 0 applies the run's faults; this shard records its load only", s.Index, s.Count)
 		cfg.Faults = nil
 	}
@@ -177,6 +200,36 @@ func shardLoad(cfg *Config) error {
 	// the other shards' messages as phantoms.
 	cfg.Verify = false
 	return nil
+}
+
+// shardPartitions gives shard I of N the topic's partitions at places I,
+// I+N, I+2N, ... (sorted), when the load is unkeyed and the topic has at
+// least N partitions: the shards together still write every partition at
+// the load's rate, and each shard's live consumer reads only the
+// partitions it writes. Had every shard written every partition, every
+// shard's consumer would read the whole topic to find its own messages,
+// and the CPU per message would grow with N (BenchmarkShardCPU). A keyed
+// load (the key picks the partition) or a topic with fewer partitions
+// than shards keeps every partition in every shard.
+func shardPartitions(cfg Config, lc *load.Config) {
+	s := cfg.Shard
+	if s == nil || s.Count == 1 || s.AllPartitions {
+		return
+	}
+	if lc.Keys > 0 || len(lc.Partitions) < s.Count {
+		cfg.logf("shard %d of %d: writes every partition (a keyed load, or fewer partitions than shards): its live consumer reads the whole topic", s.Index, s.Count)
+		return
+	}
+	parts := slices.Sorted(slices.Values(lc.Partitions))
+	var mine []int32
+	starts := map[int32]int64{}
+	for k, p := range parts {
+		if k%s.Count == s.Index {
+			mine = append(mine, p)
+			starts[p] = lc.StartOffsets[p]
+		}
+	}
+	lc.Partitions, lc.StartOffsets = mine, starts
 }
 
 // waitForStart checks that the shared start is not past (by more than
@@ -209,6 +262,13 @@ type ShardSettings struct {
 // refused (damaged) is judged as a missing shard: the verdict is then no
 // PASS (see verifier.Shard).
 func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
+	return VerifyShardsTimeline(ctx, out, dirs, "", d, opts, idle, progress)
+}
+
+// VerifyShardsTimeline is VerifyShards with the directory holding the
+// load's fault timeline (TimelinePath) given: "" takes the shared start
+// directory the shards recorded (see mergedTimeline).
+func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timelineDir string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
 	logf := func(format string, args ...any) {
 		if progress != nil {
 			fmt.Fprintf(progress, format+"\n", args...)
@@ -267,6 +327,27 @@ func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driv
 	if err != nil {
 		return nil, err
 	}
+	var sfs []ShardFaults
+	for _, sh := range shards {
+		var sf ShardFaults
+		if sh.Ledger == nil {
+			continue
+		}
+		if err := sh.Ledger.GetMeta(MetaShardFaults, &sf); err != nil && !errors.Is(err, ledger.ErrNoMeta) {
+			return nil, fmt.Errorf("shard directory %s: %w", sh.Dir, err)
+		}
+		sfs = append(sfs, sf)
+	}
+	timeline, err := mergedTimeline(timelineDir, verifier.RunIDText(run.RunID), sfs)
+	if err != nil {
+		return nil, err
+	}
+	if timeline != nil {
+		logf("fault timeline: %d faults from %s", len(timeline.Records), timeline.Source)
+		if timeline.Unproven != "" {
+			logf("note: %s", timeline.Unproven)
+		}
+	}
 	merged := *settings
 	merged.Shard = &ShardSettings{Index: -1, Count: run.Shard.Count, Dirs: dirs}
 	if settings.Shard != nil {
@@ -289,11 +370,20 @@ func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driv
 	}
 	defer reads.Close()
 	opts.ListDir = out
-	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards}, opts)
+	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards, Timeline: timeline}, opts)
 	if err != nil {
 		return nil, err
 	}
 	settleWith("ackcheck verify --out "+shellQuote(out)+shardDirArgs(dirs), res, logf)
+	var opened []string // the shards judged: the others have no logs to merge
+	for _, sh := range shards {
+		if sh.Ledger != nil {
+			opened = append(opened, sh.Dir)
+		}
+	}
+	if err := hlogCheck(out, opened, res); err != nil {
+		return nil, err
+	}
 	if err := writeOutputs(out, res, run); err != nil {
 		return nil, err
 	}

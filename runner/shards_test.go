@@ -34,9 +34,14 @@ func shardLoad() load.Config {
 // instant, and returns their run directories.
 func runShards(t *testing.T, addrs []string, topic string, n int, mod func(*runner.Config)) []string {
 	t.Helper()
-	base := t.TempDir()
 	start := time.Now().Add(time.Second)
-	runID := runner.RunIDFor(topic, start, n)
+	return runShardsAt(t, addrs, topic, n, start, runner.RunIDFor(topic, start, n), mod)
+}
+
+// runShardsAt is runShards from a given start and run ID.
+func runShardsAt(t *testing.T, addrs []string, topic string, n int, start time.Time, runID uint64, mod func(*runner.Config)) []string {
+	t.Helper()
+	base := t.TempDir()
 	dirs := make([]string, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup

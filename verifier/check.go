@@ -67,6 +67,9 @@ type Ledgers struct {
 	// processes (run --shard), Run is nil and Reads is the one read-back
 	// of their topic (see shards.go).
 	Shards []Shard
+	// Timeline, for a sharded run, is its fault timeline kept outside
+	// the shards' ledgers (see FaultTimeline); nil: the ledgers' own.
+	Timeline *FaultTimeline
 }
 
 // CheckLedgers is Check on a run's ledger and a read-back's ledger of its
@@ -80,7 +83,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		if lg.Reads == nil {
 			return nil, fmt.Errorf("a sharded run is judged against a read-back ledger of its own")
 		}
-		src, err = shardSource(lg.Shards)
+		src, err = shardSource(lg.Shards, lg.Timeline)
 	} else {
 		if lg.Reads == nil {
 			lg.Reads = lg.Run

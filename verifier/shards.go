@@ -72,7 +72,7 @@ const (
 // CheckLedgers): the run a merged read-back reads. It refuses shards that
 // are not of one run.
 func ShardRun(shards []Shard) (ledger.RunInfo, error) {
-	src, err := shardSource(shards)
+	src, err := shardSource(shards, nil)
 	if err != nil {
 		return ledger.RunInfo{}, err
 	}
@@ -137,12 +137,26 @@ func faultRecords(l *ledger.Ledger) ([]faults.Record, error) {
 	return recs, nil
 }
 
+// FaultTimeline is a sharded run's one fault timeline, from the process
+// that applied its faults (shard 0, or `ackcheck faults`), kept beside
+// the shards' ledgers. Its per-fault figures are judged against every
+// shard's acks, like any run's.
+type FaultTimeline struct {
+	Records []faults.Record
+	// Source says where the records came from, for the report's notes.
+	Source string
+	// Unproven, when set, is why the timeline cannot be trusted whole (it
+	// is missing while faults were given, or its applier did not
+	// finish): the verdict is then no PASS.
+	Unproven string
+}
+
 // shardSource merges the run side of a sharded run. It refuses shards
 // that are not of one run (run ID, topic, shard count, checks), a shard
 // number given twice, and producer ranges that overlap: judged together,
 // such ledgers would vouch for each other's messages. A shard missing or
 // damaged is kept in the statuses, and makes the combined proof not whole.
-func shardSource(shards []Shard) (*runSource, error) {
+func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 	if len(shards) == 0 {
 		return nil, fmt.Errorf("no shard ledgers to judge: give --shard-dir for every shard's run directory")
 	}
@@ -252,7 +266,7 @@ func shardSource(shards []Shard) (*runSource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
 		}
-		if len(recs) > 0 {
+		if len(recs) > 0 && tl == nil {
 			if faultShard >= 0 {
 				return nil, fmt.Errorf("shards %d and %d both applied faults: exactly one process applies a run's faults (shard 0)", faultShard, idx)
 			}
@@ -265,6 +279,14 @@ func shardSource(shards []Shard) (*runSource, error) {
 			// error is stated, and its shard is among the missing.
 			proof.Whole = false
 			why = append(why, fmt.Sprintf("%s: %v", b.Dir, b.Err))
+		}
+	}
+	if tl != nil {
+		src.faults = tl.Records
+		merged.Notes = append(merged.Notes, fmt.Sprintf("fault timeline: %d records from %s", len(tl.Records), tl.Source))
+		if tl.Unproven != "" {
+			proof.Whole = false
+			why = append(why, tl.Unproven)
 		}
 	}
 	merged.Shard = &ledger.ShardInfo{Index: -1, Count: count}

@@ -115,6 +115,6 @@ reports what was lost, corrupted, duplicated, reordered or never sent.`,
 	root.SetVersionTemplate("ackcheck {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(), newVerifyCmd(), newBenchCmd(), newClusterCmd(), newLeaderKillCmd(), newHealCmd(), newReportCmd(), newLazyFSCmd(), newFsyncAuditCmd(), newScenarioCmd(), newDemoCmd(), newMatrixCmd(), newCompareCmd())
+	root.AddCommand(newRunCmd(), newVerifyCmd(), newBenchCmd(), newClusterCmd(), newLeaderKillCmd(), newHealCmd(), newReportCmd(), newLazyFSCmd(), newFsyncAuditCmd(), newScenarioCmd(), newDemoCmd(), newMatrixCmd(), newCompareCmd(), newFaultsCmd())
 	return root
 }

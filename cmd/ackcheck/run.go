@@ -404,10 +404,11 @@ func newRunCmd() *cobra.Command {
 
 func newVerifyCmd() *cobra.Command {
 	var (
-		kf     driverFlags
-		cf     checkFlags
-		out    string
-		shards []string
+		kf       driverFlags
+		cf       checkFlags
+		out      string
+		shards   []string
+		timeline string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -426,8 +427,11 @@ result.json (check_changes).`,
 			if out == "" {
 				return fmt.Errorf("--out is required: the directory of the run to verify")
 			}
+			if timeline != "" && len(shards) == 0 {
+				return fmt.Errorf("--fault-timeline is for the merged verdict of a sharded load: give --shard-dir too")
+			}
 			if len(shards) > 0 {
-				return verifyShards(cmd, out, shardDirs(shards), &kf, &cf)
+				return verifyShards(cmd, out, shardDirs(shards), timeline, &kf, &cf)
 			}
 			s, err := runner.ReadSettings(out)
 			if err != nil {
@@ -450,6 +454,7 @@ result.json (check_changes).`,
 	cf.register(cmd)
 	cmd.Flags().StringVar(&out, "out", "", "run directory of an earlier run; with --shard-dir, the directory of the merged verdict")
 	cmd.Flags().StringArrayVar(&shards, "shard-dir", nil, "the run directory (or a glob of them) of each shard of a load run with --shard; repeat it. The topic is read back once and one verdict judges every shard")
+	cmd.Flags().StringVar(&timeline, "fault-timeline", "", "with --shard-dir: the directory holding the load's fault timeline ("+runner.TimelineFileName+"), when it is not the --start-dir the shards recorded (a copy of the shared volume, say)")
 	return cmd
 }
 

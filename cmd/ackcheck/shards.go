@@ -20,6 +20,7 @@ type shardFlags struct {
 	startAt  string
 	startDir string
 	lead     time.Duration
+	external bool
 }
 
 // jobIndexEnv is where Kubernetes gives an Indexed Job's pod its index.
@@ -32,13 +33,14 @@ func (s *shardFlags) register(cmd *cobra.Command) {
 	f.StringVar(&s.startAt, "start-at", "", "with --shard: the instant (RFC3339) every shard's schedule starts; the run ID is derived from it and the topic")
 	f.StringVar(&s.startDir, "start-dir", "", "with --shard: a directory every shard sees; the first shard writes the run ID and start instant there (start.json), the others read them")
 	f.DurationVar(&s.lead, "start-lead", 20*time.Second, "with --start-dir: how far ahead of the first shard's arrival the load starts, so that every shard is ready")
+	f.BoolVar(&s.external, "external-faults", false, "with --shard and --start-dir: a separate 'ackcheck faults' process applies the load's faults; the merged verdict requires the timeline it writes in --start-dir")
 }
 
 // config returns the shard of the run, or nil without --shard.
 func (s *shardFlags) config(topic string) (*runner.Shard, error) {
 	if s.shard == "" {
-		if s.startAt != "" || s.startDir != "" {
-			return nil, fmt.Errorf("--start-at and --start-dir start the shards of one load together: give --shard I/N too")
+		if s.startAt != "" || s.startDir != "" || s.external {
+			return nil, fmt.Errorf("--start-at, --start-dir and --external-faults are for the shards of one load: give --shard I/N too")
 		}
 		return nil, nil
 	}
@@ -46,7 +48,7 @@ func (s *shardFlags) config(topic string) (*runner.Shard, error) {
 	if err != nil {
 		return nil, err
 	}
-	sh := &runner.Shard{Index: idx, Count: count}
+	sh := &runner.Shard{Index: idx, Count: count, Dir: s.startDir, ExternalFaults: s.external}
 	switch {
 	case (s.startAt == "") == (s.startDir == ""):
 		return nil, fmt.Errorf("--shard needs exactly one of --start-at RFC3339 (the instant every shard starts) or --start-dir DIR (a directory every shard sees)")
@@ -125,7 +127,7 @@ func firstSettings(dirs []string) (runner.Settings, error) {
 
 // verifyShards is verify --shard-dir: one read-back, one verdict over
 // every shard's ledger (runner.VerifyShards), written to out.
-func verifyShards(cmd *cobra.Command, out string, dirs []string, kf *driverFlags, cf *checkFlags) error {
+func verifyShards(cmd *cobra.Command, out string, dirs []string, timeline string, kf *driverFlags, cf *checkFlags) error {
 	s, err := firstSettings(dirs)
 	if err != nil {
 		return err
@@ -136,7 +138,7 @@ func verifyShards(cmd *cobra.Command, out string, dirs []string, kf *driverFlags
 	}
 	defer d.Close()
 	opts := cf.rejudge(cmd, s, "verify")
-	res, err := runner.VerifyShards(cmd.Context(), out, dirs, d, opts, cf.readIdle, cmd.OutOrStdout())
+	res, err := runner.VerifyShardsTimeline(cmd.Context(), out, dirs, timeline, d, opts, cf.readIdle, cmd.OutOrStdout())
 	if err != nil {
 		return err
 	}

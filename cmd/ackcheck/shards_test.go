@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ackcheck/ackcheck/runner"
 )
 
 func TestParseShard(t *testing.T) {
@@ -89,5 +92,71 @@ func TestShardCommands(t *testing.T) {
 	if code := execute(context.Background(), []string{"run", "--brokers", brokers, "--shard", "0/2", "--out", filepath.Join(base, "nostart")}, &stdout, &stderr); code != exitError ||
 		!strings.Contains(stderr.String(), "--start-at") {
 		t.Fatalf("--shard without a start: exit %d\n%s", code, stderr.String())
+	}
+}
+
+// Issue 27, point 2, end to end: `ackcheck faults` applies the load's
+// one fault (--fsync on, a topic setting kfake honours) for two shards
+// started with --external-faults; the merged verify reports it from the
+// shared timeline. Without the timeline the merged verdict is unproven
+// (exit 2), never a PASS without faults; a shard given --fault as well
+// as --external-faults is refused.
+func TestFaultsCommand(t *testing.T) {
+	c := kfakeCluster(t)
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	base := t.TempDir()
+	startDir := filepath.Join(base, "start")
+	const n = 2
+	codes := make([]int, n+1)
+	outs := make([]string, n+1)
+	var wg sync.WaitGroup
+	for i := range n + 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var stdout, stderr bytes.Buffer
+			args := []string{"run", "--brokers", brokers, "--partitions", "2", "--rate", "400", "--duration", "2s", "--start-lead", "4s",
+				"--shard", fmt.Sprintf("%d/%d", i, n), "--start-dir", startDir, "--external-faults", "--out", filepath.Join(base, fmt.Sprintf("shard-%d", i))}
+			if i == n {
+				args = []string{"faults", "--brokers", brokers, "--topic", "ackcheck", "--duration", "2s", "--start-lead", "4s", "--recovery-timeout", "1s",
+					"--shards", fmt.Sprint(n), "--start-dir", startDir, "--fsync", "on"}
+			}
+			codes[i] = execute(context.Background(), args, &stdout, &stderr)
+			outs[i] = stdout.String() + stderr.String()
+		}()
+	}
+	wg.Wait()
+	for i := range n + 1 {
+		if codes[i] != exitPass {
+			t.Fatalf("process %d: exit %d\n%s", i, codes[i], outs[i])
+		}
+	}
+	if !strings.Contains(outs[n], "faults done: 1 records") {
+		t.Fatalf("faults: %s", outs[n])
+	}
+	verify := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := execute(context.Background(), append([]string{"verify"}, args...), &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	merged := filepath.Join(base, "merged")
+	if code, out := verify("--out", merged, "--shard-dir", filepath.Join(base, "shard-*")); code != exitPass || !strings.Contains(out, "verdict: PASS") {
+		t.Fatalf("merged verify: exit %d\n%s", code, out)
+	}
+	data, err := os.ReadFile(filepath.Join(merged, "result.json"))
+	if err != nil || !strings.Contains(string(data), `"action": "fsync-on"`) {
+		t.Fatalf("merged result.json (%v) lacks the fsync-on the faults process applied:\n%s", err, data)
+	}
+	if err := os.WriteFile(runner.TimelinePath(startDir), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := verify("--out", filepath.Join(base, "merged2"), "--shard-dir", filepath.Join(base, "shard-*")); code != exitError || !strings.Contains(out, "unproven") ||
+		!strings.Contains(out, "timeline") {
+		t.Fatalf("merged verify with a damaged timeline: exit %d\n%s", code, out)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := execute(context.Background(), []string{"run", "--brokers", brokers, "--shard", "0/2", "--start-dir", filepath.Join(base, "start2"), "--external-faults",
+		"--fsync", "on", "--out", filepath.Join(base, "both")}, &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "not to the shards") {
+		t.Fatalf("a shard given faults and --external-faults: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 }

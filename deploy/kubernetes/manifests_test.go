@@ -25,9 +25,9 @@ import (
 
 // manifests are the decoded objects of this directory.
 type manifests struct {
-	shards, verify *batchv1.Job
-	pvc            *corev1.PersistentVolumeClaim
-	svc            *corev1.Service
+	shards, verify, faults *batchv1.Job
+	pvc                    *corev1.PersistentVolumeClaim
+	svc                    *corev1.Service
 }
 
 // decodeAll decodes every YAML file in dir strictly into the API type its
@@ -54,9 +54,12 @@ func decodeAll(t *testing.T, dir string) manifests {
 		case "batch/v1 Job":
 			j := &batchv1.Job{}
 			obj = j
-			if j2 := &m.shards; strings.Contains(f, "shards") {
-				*j2 = j
-			} else {
+			switch {
+			case strings.Contains(f, "shards"):
+				m.shards = j
+			case strings.Contains(f, "faults"):
+				m.faults = j
+			default:
 				m.verify = j
 			}
 		case "v1 PersistentVolumeClaim":
@@ -72,8 +75,8 @@ func decodeAll(t *testing.T, dir string) manifests {
 			t.Fatalf("%s does not decode strictly as %s: %v", f, tm.Kind, err)
 		}
 	}
-	if m.shards == nil || m.verify == nil || m.pvc == nil || m.svc == nil {
-		t.Fatalf("want the shards' Job, the verify Job, a PVC and a Service, got %+v", m)
+	if m.shards == nil || m.verify == nil || m.faults == nil || m.pvc == nil || m.svc == nil {
+		t.Fatalf("want the shards' Job, the verify Job, the faults Job, a PVC and a Service, got %+v", m)
 	}
 	return m
 }
@@ -186,6 +189,47 @@ func TestIndexWiring(t *testing.T) {
 	r2, _ := envValue(vc, "RUN")
 	if r1 == "" || r1 != r2 {
 		t.Fatalf("RUN %q in the shards' Job, %q in the verify Job: they must name one run", r1, r2)
+	}
+	// The optional faults Job meets the shards at their start directory,
+	// for their N, topic and duration, on the same volume and run.
+	fc := container(t, m.faults)
+	if fc.Command[0] != "ackcheck" || fc.Command[1] != "faults" {
+		t.Fatalf("faults command %v", fc.Command)
+	}
+	shardEnv, faultEnv := map[string]string{}, map[string]string{}
+	for _, e := range c.Env {
+		shardEnv[e.Name] = e.Value
+	}
+	for _, e := range fc.Env {
+		faultEnv[e.Name] = e.Value
+	}
+	for _, f := range []string{"start-dir", "topic", "duration", "start-lead", "brokers", "driver"} {
+		a, _ := flagValue(args, f)
+		b, ok := flagValue(fc.Command, f)
+		if !ok || expand(a, shardEnv) != expand(b, faultEnv) {
+			t.Fatalf("--%s: %q in the shards' Job, %q in the faults Job: they must be one load's", f, expand(a, shardEnv), expand(b, faultEnv))
+		}
+	}
+	if v, _ := flagValue(fc.Command, "shards"); v != fmt.Sprint(n) {
+		t.Fatalf("faults --shards %q, want %d (completions)", v, n)
+	}
+	if _, ok := flagValue(fc.Command, "fault"); !ok {
+		t.Fatal("the faults Job gives no --fault")
+	}
+	sd, _ := flagValue(fc.Command, "start-dir")
+	var onVolume bool
+	for _, v := range m.faults.Spec.Template.Spec.Volumes {
+		for _, mt := range fc.VolumeMounts {
+			if mt.Name == v.Name && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == m.pvc.Name && strings.HasPrefix(sd, mt.MountPath+"/") {
+				onVolume = true
+			}
+		}
+	}
+	if !onVolume {
+		t.Fatalf("faults --start-dir %s is not on the PVC %s", sd, m.pvc.Name)
+	}
+	if sc := m.faults.Spec.Template.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || m.faults.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Fatal("the faults Job must run as non-root and never restart")
 	}
 	// The Service reaches every shard pod's metrics port.
 	labels := m.shards.Spec.Template.Labels
