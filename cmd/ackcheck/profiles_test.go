@@ -4,11 +4,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/spf13/pflag"
 )
 
 // The one list of brokers holds together: names unique, no flag shared
-// by two drivers (it would belong to neither), every address flag
+// by two drivers (it would belong to neither) but the ones they register
+// through drivers on purpose (--netns), every address flag
 // registered by its own driver, every local cluster's kind the name of
 // its driver (a run on --cluster-dir picks the driver by it), and every
 // fsync audit with settings that expect loss and settings that do not.
@@ -24,6 +26,9 @@ func TestProfilesHoldTogether(t *testing.T) {
 		fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 		p.NewFlags().Register(fs)
 		fs.VisitAll(func(f *pflag.Flag) {
+			if sharedOnPurpose(f.Name) {
+				return
+			}
 			if o, ok := owners[f.Name]; ok {
 				t.Errorf("--%s is registered by %s and %s", f.Name, o, name)
 			}
@@ -48,4 +53,12 @@ func TestProfilesHoldTogether(t *testing.T) {
 			t.Errorf("%s: no expectation for the leader kill", name)
 		}
 	}
+}
+
+// sharedOnPurpose reports whether a flag is one every driver registers
+// through package drivers (drivers.RegisterNetns), not a clash.
+func sharedOnPurpose(name string) bool {
+	fs := pflag.NewFlagSet("shared", pflag.ContinueOnError)
+	drivers.RegisterNetns(fs)
+	return fs.Lookup(name) != nil
 }
