@@ -244,8 +244,8 @@ func (j *Journal) HasNodeConfig(node int32) bool {
 // its namespaces, found again by their prefix).
 func NeedsCluster(undos []Undo) bool {
 	for _, u := range undos {
-		if u.Kind != UndoNetRule || isSSHNet(u.Net) {
-			return true // SSH nodes' rules are removed through the nodes' runners
+		if u.Kind != UndoNetRule {
+			return true
 		}
 	}
 	return false

@@ -38,6 +38,16 @@ const sshNetPrefix = "ssh-"
 
 func isSSHNet(name string) bool { return strings.HasPrefix(name, sshNetPrefix) }
 
+// NeedsNodes reports whether undoing undos needs the run's nodes opened
+// (a cluster file's SSH connections): a rule on SSH nodes is removed
+// through them. A Driver is needed only when NeedsCluster says so.
+func NeedsNodes(undos []Undo) bool {
+	if NeedsCluster(undos) {
+		return true
+	}
+	return slices.ContainsFunc(undos, func(u Undo) bool { return u.Kind == UndoNetRule && isSSHNet(u.Net) })
+}
+
 // SetNetDial sets how ackcheck's own probes of the nodes' broker ports
 // connect (a test's client side in a namespace); nil is the machine's
 // network. Call it before the run.
@@ -108,7 +118,7 @@ type sshNet struct {
 	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu       sync.Mutex
-	sessions map[int32]sshSession // read once per node
+	sessions map[int32]sshSession // the last read of each node's
 }
 
 type sshNode struct {
@@ -134,12 +144,14 @@ func (n *sshNet) Name() string     { return n.name }
 func (n *sshNet) Members() []int32 { return n.ids }
 func (n *sshNet) Port() int        { return n.ports[0] }
 
-// session reads (once) node id's SSH session tuple, nft and privileges.
-func (n *sshNet) session(ctx context.Context, id int32) (sshSession, error) {
+// session reads node id's SSH session tuple, nft and privileges; fresh
+// reads them again even when read before, as Apply does: a runner that
+// redialled has a new client port, which must be checked again.
+func (n *sshNet) session(ctx context.Context, id int32, fresh bool) (sshSession, error) {
 	n.mu.Lock()
 	s, ok := n.sessions[id]
 	n.mu.Unlock()
-	if ok {
+	if ok && !fresh {
 		return s, nil
 	}
 	node := n.nodes[id]
@@ -207,7 +219,7 @@ func (n *sshNet) preflight(ctx context.Context, kinds []netns.Kind) error {
 	}
 	var errs []error
 	for _, id := range n.ids {
-		s, err := n.session(ctx, id)
+		s, err := n.session(ctx, id, true)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -330,7 +342,7 @@ func (n *sshNet) Apply(ctx context.Context, r netns.Rule) error {
 	if _, ok := n.nodes[r.Node]; !ok {
 		return fmt.Errorf("node %d is not a node of the cluster file (nodes %v)", r.Node, n.ids)
 	}
-	s, err := n.session(ctx, r.Node)
+	s, err := n.session(ctx, r.Node, true)
 	if err != nil {
 		return err
 	}
@@ -356,7 +368,7 @@ func (n *sshNet) Remove(ctx context.Context, r netns.Rule) error {
 	if err := chainName(r); err != nil {
 		return err
 	}
-	s, err := n.session(ctx, r.Node)
+	s, err := n.session(ctx, r.Node, false)
 	if err != nil {
 		return err
 	}

@@ -232,8 +232,8 @@ func TestSSHNetworkHealAfterCrash(t *testing.T) {
 	}
 	defer j.Close()
 	_, pending := j.Pending()
-	if !NeedsCluster(pending) {
-		t.Error("an SSH rule must reconnect to the nodes to be healed")
+	if !NeedsNodes(pending) || NeedsCluster(pending) {
+		t.Error("an SSH rule must reconnect to the nodes, and only to them, to be healed")
 	}
 	fresh := c.scripted([]int{brokerPort}) // a new process: a new Scripted
 	in := &Injector{Nodes: fresh, Journal: j, Logf: t.Logf}

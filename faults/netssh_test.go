@@ -202,3 +202,36 @@ func TestParseProbe(t *testing.T) {
 		}
 	}
 }
+
+// A runner that redialled between preflight and the rule has a new
+// session: Apply reads it again and refuses a rule that would now cut it.
+func TestSSHNetworkRereadsTheSession(t *testing.T) {
+	s, fakes := sshCluster(nil, nil)
+	nw, err := s.network()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := nw.(*sshNet)
+	if err := sn.preflight(context.Background(), []netns.Kind{netns.Cut}); err != nil {
+		t.Fatal(err)
+	}
+	r := netns.Rule{Name: "a1_1", Kind: netns.Cut, Node: 1}
+	for _, tc := range []struct {
+		session string
+		want    string
+	}{
+		{"conn=10.0.0.9 9093 10.0.0.1 22\nuid=0\nnft=yes\n", "client side of ackcheck's own SSH session"},
+		{"conn=10.0.0.9 51001 10.0.0.1 22\nuid=0\nnft=yes\n", ""},
+	} {
+		fakes[1].mu.Lock()
+		fakes[1].session = tc.session
+		fakes[1].mu.Unlock()
+		err := nw.Apply(context.Background(), r)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("session %q: refused: %v", tc.session, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("session %q: error %v, want %q", tc.session, err, tc.want)
+		}
+	}
+}
