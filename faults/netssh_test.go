@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -233,5 +234,27 @@ func TestSSHNetworkRereadsTheSession(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("session %q: error %v, want %q", tc.session, err, tc.want)
 		}
+	}
+}
+
+// A cluster file gives the broker ports per node or in defaults, and the
+// address peers use; a node's own ports win over the defaults.
+func TestClusterFilePortsAndAddress(t *testing.T) {
+	path := t.TempDir() + "/cluster.yaml"
+	yml := `defaults: {user: kafka, ports: [9092, 9093]}
+nodes:
+  - {id: 1, host: kafka-1, address: 10.0.0.1, pgrep: kafka, start: "systemctl start kafka"}
+  - {id: 2, host: 10.0.0.2, pgrep: kafka, start: "systemctl start kafka", ports: [19092]}
+`
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := LoadClusterFile(path, []string{"kafka"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%v %s %v %s", cf.Nodes[0].Ports, cf.Nodes[0].Address, cf.Nodes[1].Ports, cf.Nodes[1].Address)
+	if want := "[9092 9093] 10.0.0.1 [19092] "; got != want {
+		t.Errorf("ports and addresses %q, want %q", got, want)
 	}
 }
