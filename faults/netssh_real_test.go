@@ -100,6 +100,9 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 	}{
 		{"at=0s partition node:1", paths("node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
 		{"at=0s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		// A TCP connect needs both directions: 2 -> 1 is cut too.
+		{"at=0s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
+		{"at=0s loss 100% pair:1-3", paths("node 1 -> node 3", "node 3 -> node 1")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.schedule, func(t *testing.T) {
@@ -137,7 +140,7 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			if f.Result != Applied || h.Result != Applied {
 				t.Fatalf("fault %s (%s), heal %s (%s)", f.Result, f.Error, h.Result, h.Error)
 			}
-			if got := <-during; !strings.Contains(got, "tcp dport 19092 drop") || !strings.HasSuffix(got, "<nil>") {
+			if got := <-during; !strings.Contains(got, "tcp sport 19092 drop") || !strings.HasSuffix(got, "<nil>") {
 				t.Errorf("node 1 over SSH during the partition: %s", got)
 			}
 			p := f.NetworkProof
