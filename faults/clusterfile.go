@@ -25,6 +25,8 @@ import (
 //	    data_dir: /var/lib/kafka
 //	    config_file: /etc/kafka/server.properties
 //	    log: /var/log/kafka/server.log
+//	    ports: [9092, 9093]  # the broker's ports: network faults match only these
+//	    address: 10.0.0.1    # the IP its peers reach it at (default host)
 //
 // A node's log is read after the load for the brokers' own account of
 // each fault (Scripted.RecoveryAccountContext).
@@ -70,6 +72,9 @@ func LoadClusterFile(path string, brokers []string) (*ClusterFile, error) {
 			n.KeyFile = cf.Defaults.KeyFile
 		}
 		n.Agent = n.Agent || cf.Defaults.Agent
+		if len(n.Ports) == 0 {
+			n.Ports = cf.Defaults.Ports
+		}
 		n.KeyFile = expandHome(n.KeyFile)
 		if seen[n.ID] {
 			return nil, fmt.Errorf("cluster file %s: node %d appears twice", path, n.ID)

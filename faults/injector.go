@@ -253,7 +253,7 @@ func (in *Injector) Heal(ctx context.Context) ([]string, error) {
 		}
 		done = append(done, u.String()+" (after "+u.Why+")")
 	}
-	if shot := in.w.net.healed(ctx); shot != nil {
+	if shot := in.w.net.healed(ctx, in.w.Env); shot != nil {
 		// The proof that the heal restored the network, as the heal's
 		// last line: ackcheck heal after a crash prints it.
 		done = append(done, "network probed after the heal: "+shot.String())

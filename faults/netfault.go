@@ -49,30 +49,86 @@ type Networked interface {
 // namespaces.
 var errNoNet = errors.New("network faults need a local cluster whose nodes run in network namespaces: start it with `ackcheck cluster <broker> up --netns --dir <dir>` (e.g. `ackcheck cluster kafka up --netns`) and give that --cluster-dir")
 
-// errRemoteNet is what a network fault on the nodes of a cluster file
-// says: rules on SSH nodes (issue 26, point 3) are not written yet.
-var errRemoteNet = errors.New("network faults on the nodes of a cluster file (SSH) are not supported yet: they run on a local cluster started with `ackcheck cluster <broker> up --netns`")
+// errRemoteNet is what a network fault says on nodes that are neither a
+// local cluster in namespaces nor a cluster file's (Scripted) nodes.
+var errRemoteNet = errors.New("network faults run on a local cluster started with `ackcheck cluster <broker> up --netns`, or on the nodes of a --cluster-file with `ports:` given per node")
 
-// netOf is the Net and probe port of the cluster env acts on.
-func netOf(env Env) (*netns.Net, int, error) {
+// Network is what a network fault acts on: a set of nodes whose traffic
+// rules can be installed and removed one by one, and whose paths can be
+// probed. Two kinds exist: a local cluster's namespaces (nsNetwork) and
+// the SSH nodes of a cluster file (sshNet, netssh.go).
+//
+// Invariants: Name is stable across processes (it is journaled, and
+// `ackcheck heal` finds the network again by it); Apply is all or
+// nothing; Remove of a rule that is not there is no error.
+type Network interface {
+	// Name is the network's name in the journal and the proof.
+	Name() string
+	// Members are the node IDs whose paths Probe checks.
+	Members() []int32
+	// Port is the port the proof names (the probe's target port).
+	Port() int
+	Apply(ctx context.Context, r netns.Rule) error
+	Remove(ctx context.Context, r netns.Rule) error
+	// Probe connects over every path, each within timeout.
+	Probe(ctx context.Context, timeout time.Duration) (netns.Reach, error)
+}
+
+// nsNetwork is a local cluster's namespaces as a Network.
+type nsNetwork struct {
+	n    *netns.Net
+	port int
+}
+
+func (w nsNetwork) Name() string                                   { return w.n.Prefix }
+func (w nsNetwork) Members() []int32                               { return w.n.Nodes }
+func (w nsNetwork) Port() int                                      { return w.port }
+func (w nsNetwork) Apply(ctx context.Context, r netns.Rule) error  { return w.n.Apply(ctx, r) }
+func (w nsNetwork) Remove(ctx context.Context, r netns.Rule) error { return w.n.Remove(ctx, r) }
+func (w nsNetwork) Probe(ctx context.Context, timeout time.Duration) (netns.Reach, error) {
+	return w.n.Probe(ctx, w.port, timeout)
+}
+
+// netOf is the network of the cluster env acts on.
+func netOf(env Env) (Network, error) {
 	var nw Networked
 	switch n := env.Nodes.(type) {
 	case Networked:
 		nw = n
 	case Local:
 		nw, _ = n.Cluster.(Networked)
+	case *Scripted:
+		return n.network()
 	case nil:
-		return nil, 0, errNoNet
+		return nil, errNoNet
 	default:
-		return nil, 0, errRemoteNet
+		return nil, errRemoteNet
 	}
 	if nw == nil || nw.Net() == nil {
-		return nil, 0, errNoNet
+		return nil, errNoNet
 	}
 	if nw.ProbePort() <= 0 || nw.ProbePort() > 65535 {
-		return nil, 0, fmt.Errorf("the cluster's probe port %d is not a TCP port: the partition proof cannot connect", nw.ProbePort())
+		return nil, fmt.Errorf("the cluster's probe port %d is not a TCP port: the partition proof cannot connect", nw.ProbePort())
 	}
-	return nw.Net(), nw.ProbePort(), nil
+	return nsNetwork{nw.Net(), nw.ProbePort()}, nil
+}
+
+// openNet finds the network a journal entry names again: the run's own
+// (an SSH cluster's, or its namespaces), else the namespaces of that
+// prefix, which `ackcheck heal` reopens after a crash. ok is false when
+// the network no longer exists (cluster down deleted it).
+func openNet(ctx context.Context, env Env, name string, port int) (Network, bool, error) {
+	if n, err := netOf(env); err == nil && n.Name() == name {
+		return n, true, nil
+	}
+	if isSSHNet(name) {
+		return nil, false, fmt.Errorf("network %s is a cluster file's SSH nodes: heal it with the run's cluster file (`ackcheck heal --out <run dir>` reconnects to the nodes the run's settings name)", name)
+	}
+	n, ok, err := netns.Open(ctx, name)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return nsNetwork{n, port}, true, nil
 }
 
 // probeTimeout bounds each path's TCP connect in the probes a verdict
@@ -120,10 +176,10 @@ func (p *ProbeShot) String() string {
 	return fmt.Sprintf("%d of %d paths cut (%s)", len(p.Cut), p.Paths, strings.Join(p.Cut, ", "))
 }
 
-// probe probes every path of n on port, each within timeout.
-func probe(ctx context.Context, n *netns.Net, port int, timeout time.Duration) *ProbeShot {
+// probe probes every path of n, each within timeout.
+func probe(ctx context.Context, n Network, timeout time.Duration) *ProbeShot {
 	at := time.Now()
-	reach, err := n.Probe(ctx, port, timeout)
+	reach, err := n.Probe(ctx, timeout)
 	shot := &ProbeShot{At: at, Paths: len(reach), TimeoutMs: timeout.Milliseconds()}
 	for _, p := range reach.Cut() {
 		shot.Cut = append(shot.Cut, p.String())
@@ -193,7 +249,7 @@ func (p NetworkProof) missed() []string {
 // it isolates, whose recovery is watched once they are healed.
 type netShape interface {
 	kinds(st Step) []netns.Kind
-	plan(n *netns.Net, st Step, on picked) (rules []netns.Rule, meant []netns.Path, isolated []int32)
+	plan(nodes []int32, st Step, on picked) (rules []netns.Rule, meant []netns.Path, isolated []int32)
 }
 
 // The shapes.
@@ -209,10 +265,10 @@ func (cutNode) kinds(Step) []netns.Kind { return []netns.Kind{netns.Cut} }
 
 // plan: the node drops everything to and from the other nodes (and the
 // hub, with client): every path between it and them is cut both ways.
-func (c cutNode) plan(n *netns.Net, _ Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
+func (c cutNode) plan(nodes []int32, _ Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
 	node := on.nodes[0]
 	var meant []netns.Path
-	for _, p := range n.Nodes {
+	for _, p := range nodes {
 		if p != node {
 			meant = append(meant, netns.Path{From: node, To: p}, netns.Path{From: p, To: node})
 		}
@@ -228,7 +284,7 @@ func (splitCut) kinds(Step) []netns.Kind { return []netns.Kind{netns.Cut} }
 // plan: each node of the first side drops everything to and from the
 // second side; both sides still reach the client. The smaller side (the
 // first on a tie) is the one isolated.
-func (splitCut) plan(_ *netns.Net, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
+func (splitCut) plan(_ []int32, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
 	sides := st.Target.Sides
 	if st.Target.Kind == Minority || st.Target.Kind == Majority {
 		sides = on.sides
@@ -254,7 +310,7 @@ func (oneWayCut) kinds(Step) []netns.Kind { return []netns.Kind{netns.OneWay} }
 // plan: what A sends to B is dropped. A TCP connect needs both
 // directions, so a probe sees B -> A cut too (A's answer is dropped); only
 // A -> B is claimed.
-func (oneWayCut) plan(_ *netns.Net, st Step, _ picked) ([]netns.Rule, []netns.Path, []int32) {
+func (oneWayCut) plan(_ []int32, st Step, _ picked) ([]netns.Rule, []netns.Path, []int32) {
 	a, b := st.Target.Node, st.Target.Peer
 	return []netns.Rule{{Kind: netns.OneWay, Node: a, Peers: []int32{b}}}, []netns.Path{{From: a, To: b}}, []int32{a}
 }
@@ -263,14 +319,14 @@ func (lossy) kinds(Step) []netns.Kind { return []netns.Kind{netns.Loss} }
 
 // plan: on a node, its packets to and from every other node and the
 // client; on a pair, between the two. Only a 100% loss is sure to cut.
-func (lossy) plan(n *netns.Net, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
+func (lossy) plan(nodes []int32, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
 	r := netns.Rule{Kind: netns.Loss, Node: on.nodes[0], Percent: st.Amount.Percent, Client: true}
 	if st.Target.Kind == Pair {
 		r.Peers, r.Client = []int32{st.Target.Peer}, false
 	}
 	var meant []netns.Path
 	if r.Percent == 100 {
-		for _, p := range n.Nodes {
+		for _, p := range nodes {
 			if p != r.Node && (len(r.Peers) == 0 || slices.Contains(r.Peers, p)) {
 				meant = append(meant, netns.Path{From: r.Node, To: p}, netns.Path{From: p, To: r.Node})
 			}
@@ -284,7 +340,7 @@ func (lossy) plan(n *netns.Net, st Step, on picked) ([]netns.Rule, []netns.Path,
 
 func (throttled) kinds(Step) []netns.Kind { return []netns.Kind{netns.Bandwidth} }
 
-func (throttled) plan(_ *netns.Net, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
+func (throttled) plan(_ []int32, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
 	return []netns.Rule{{Kind: netns.Bandwidth, Node: on.nodes[0], RateBits: st.Amount.RateBits}}, nil, nil
 }
 
@@ -298,19 +354,22 @@ func (f onNet) available(ctx context.Context, env Env, st Step) error {
 	if err := nodeAvailable(env, st); err != nil {
 		return err
 	}
-	n, _, err := netOf(env)
+	n, err := netOf(env)
 	if err != nil {
 		return err
 	}
 	for _, id := range targetIDs(st.Target) {
-		if !slices.Contains(n.Nodes, id) {
-			return fmt.Errorf("node %d is not in the cluster's network (nodes %v)", id, n.Nodes)
+		if !slices.Contains(n.Members(), id) {
+			return fmt.Errorf("node %d is not in the cluster's network (nodes %v)", id, n.Members())
 		}
 	}
-	if c, ok := f.s.(cutNode); ok && !c.client && len(n.Nodes) < 2 {
+	if c, ok := f.s.(cutNode); ok && !c.client && len(n.Members()) < 2 {
 		// Nothing to cut it from: a single node (Pulsar standalone, Queen)
 		// is cut off only from its clients.
 		return fmt.Errorf("the cluster has one node, with no peers to cut it from: use partition-client, which cuts it off from the client")
+	}
+	if sn, ok := n.(*sshNet); ok {
+		return sn.preflight(ctx, f.s.kinds(st))
 	}
 	caps := env.capabilities(ctx)
 	for _, k := range f.s.kinds(st) {
@@ -407,22 +466,23 @@ func (f onNet) pick(ctx context.Context, t *targets, env Env, st Step, rec *Reco
 // apply probes, journals and installs the rules, probes again, and fails
 // the fault when a path meant to be cut still answers.
 func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Record) (string, error) {
-	n, port, err := netOf(w.Env)
+	n, err := netOf(w.Env)
 	if err != nil {
 		return "", err
 	}
-	rules, meant, isolated := f.s.plan(n, st, on)
-	proof := &NetworkProof{Net: n.Prefix, Port: port}
+	port := n.Port()
+	rules, meant, isolated := f.s.plan(n.Members(), st, on)
+	proof := &NetworkProof{Net: n.Name(), Port: port}
 	for _, p := range meant {
 		proof.MeantCut = append(proof.MeantCut, p.String())
 	}
 	rec.NetworkProof = proof
-	proof.Before = probe(ctx, n, port, beforeTimeout)
+	proof.Before = probe(ctx, n, beforeTimeout)
 	live := w.net.begin(isolated)
 	for i := range rules {
 		rules[i].Name = w.net.ruleName()
 		r := rules[i]
-		id, err := w.journal.Add(Undo{Kind: UndoNetRule, Net: n.Prefix, Port: port, Rule: &r,
+		id, err := w.journal.Add(Undo{Kind: UndoNetRule, Net: n.Name(), Port: port, Rule: &r,
 			Why: fmt.Sprintf("%s %s: %s", st.Action, st.Target, r)})
 		if err != nil {
 			return "", err
@@ -437,7 +497,7 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 		proof.Rules = append(proof.Rules, r)
 		w.net.add(live, r.Name)
 	}
-	proof.After = probe(ctx, n, port, probeTimeout)
+	proof.After = probe(ctx, n, probeTimeout)
 	if open := proof.missed(); len(open) > 0 {
 		return "", fmt.Errorf("the rules are installed but the probe after them does not show the cut: %s still answer (%s); the rules stay journaled and the heal removes them", strings.Join(open, ", "), proof.After)
 	}
@@ -463,7 +523,7 @@ func (netRule) undo(ctx context.Context, w *world, u Undo) error {
 	if u.Rule == nil || u.Net == "" {
 		return fmt.Errorf("journal entry %q names no rule or network: remove the rules with `ackcheck cluster <broker> down`", u.Why)
 	}
-	n, ok, err := netns.Open(ctx, u.Net)
+	n, ok, err := openNet(ctx, w.Env, u.Net, u.Port)
 	if err != nil {
 		return err
 	}
@@ -485,7 +545,7 @@ func (netDelay) available(ctx context.Context, env Env, st Step) error {
 	if err := nodeAvailable(env, st); err != nil {
 		return err
 	}
-	if _, _, err := netOf(env); err != nil {
+	if _, err := netOf(env); err != nil {
 		return err
 	}
 	if err := capable(env.capabilities(ctx), netns.Delay); err != nil {
@@ -507,7 +567,7 @@ func (f netDelay) apply(ctx context.Context, w *world, st Step, _ picked, _ *Rec
 type healNet struct{}
 
 func (healNet) available(_ context.Context, env Env, _ Step) error {
-	_, _, err := netOf(env)
+	_, err := netOf(env)
 	return err
 }
 
@@ -521,7 +581,7 @@ func (healNet) pick(_ context.Context, _ *targets, env Env, _ Step, _ *Record) (
 
 // apply removes the rules and fails when a path is still cut after.
 func (healNet) apply(ctx context.Context, w *world, _ Step, _ picked, rec *Record) (string, error) {
-	n, port, err := netOf(w.Env)
+	n, err := netOf(w.Env)
 	if err != nil {
 		return "", err
 	}
@@ -530,11 +590,11 @@ func (healNet) apply(ctx context.Context, w *world, _ Step, _ picked, rec *Recor
 	if err != nil {
 		return "", err
 	}
-	shot := w.net.healed(ctx)
+	shot := w.net.healed(ctx, w.Env)
 	if shot == nil {
-		shot = probe(ctx, n, port, probeTimeout)
+		shot = probe(ctx, n, probeTimeout)
 	}
-	rec.NetworkProof = &NetworkProof{Net: n.Prefix, Port: port, Rules: removed, After: shot, Removed: true}
+	rec.NetworkProof = &NetworkProof{Net: n.Name(), Port: n.Port(), Rules: removed, After: shot, Removed: true}
 	if shot.Error != "" || len(shot.Cut) > 0 {
 		return "", fmt.Errorf("after removing %d rule(s), not every path answers: %s", len(removed), shot)
 	}
@@ -647,7 +707,7 @@ func (l *netLive) isolates(nodes ...int32) bool {
 // healed probes the Net of the rules removed since the last call, once,
 // and stamps the probe on every fault whose rules are all gone. It
 // returns the probe, nil when no rule was removed.
-func (l *netLive) healed(ctx context.Context) *ProbeShot {
+func (l *netLive) healed(ctx context.Context, env Env) *ProbeShot {
 	l.mu.Lock()
 	prefix, port := l.pendingNet, l.pendingPort
 	l.pendingNet = ""
@@ -662,7 +722,7 @@ func (l *netLive) healed(ctx context.Context) *ProbeShot {
 	if prefix == "" {
 		return nil
 	}
-	n, ok, err := netns.Open(ctx, prefix)
+	n, ok, err := openNet(ctx, env, prefix, port)
 	var shot *ProbeShot
 	switch {
 	case err != nil:
@@ -670,7 +730,7 @@ func (l *netLive) healed(ctx context.Context) *ProbeShot {
 	case !ok:
 		shot = &ProbeShot{At: time.Now(), Gone: prefix}
 	default:
-		shot = probe(ctx, n, port, probeTimeout)
+		shot = probe(ctx, n, probeTimeout)
 	}
 	for _, f := range done {
 		if f.stamp != nil {

@@ -119,7 +119,7 @@ func (plainCluster) Net() *netns.Net { return nil }
 // cutPaths probes n and returns its cut paths as the proof writes them.
 func cutPaths(t *testing.T, n *netns.Net) []string {
 	t.Helper()
-	shot := probe(context.Background(), n, fakeNetPort, probeTimeout)
+	shot := probe(context.Background(), nsNetwork{n, fakeNetPort}, probeTimeout)
 	if shot.Error != "" {
 		t.Fatalf("probe: %s", shot.Error)
 	}
@@ -217,7 +217,7 @@ func TestNetworkFaultsFromSchedule(t *testing.T) {
 // a shape that claims a cut but installs only a 1% loss.
 type claimsTooMuch struct{ lossy }
 
-func (claimsTooMuch) plan(n *netns.Net, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
+func (claimsTooMuch) plan(n []int32, st Step, on picked) ([]netns.Rule, []netns.Path, []int32) {
 	r, _, _ := lossy{}.plan(n, Step{Amount: Amount{Percent: 1}}, on)
 	r[0].Peers, r[0].Client = []int32{1}, false
 	return r, []netns.Path{{From: 2, To: 3}}, []int32{2}
@@ -276,7 +276,7 @@ func TestNetworkPreflight(t *testing.T) {
 		{"partition without --netns", plainCluster{c}, "at=1s partition node:2", "cluster kafka up --netns"},
 		{"heal-network without --netns", plainCluster{c}, "at=1s heal-network", "--netns"},
 		{"a node not in the network", c, "at=1s partition split:1|7", "node 7"},
-		{"nodes of a cluster file", nil, "at=1s loss 10% node:2", "cluster file (SSH) are not supported yet"},
+		{"nodes neither in namespaces nor a cluster file's", nil, "at=1s loss 10% node:2", "--cluster-file with `ports:`"},
 	}
 	if netem >= 0 && !caps[netem].OK {
 		tests = append(tests, struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"path"
 	"strconv"
 	"strings"
@@ -47,6 +48,13 @@ type NodeSpec struct {
 	// ("/var/log/kafka/server.log"), read after the load for the brokers'
 	// own account of each fault (the log oracle; faults/oracle.go).
 	Log string `yaml:"log"`
+	// Ports are the broker's ports on the node (client and peer ports,
+	// e.g. [9092, 9093]): network faults on SSH nodes (netssh.go) match
+	// only these, never ackcheck's SSH session.
+	Ports []int `yaml:"ports"`
+	// Address is the IP the node's peers and clients reach it at
+	// (default Host, which must then be an IP).
+	Address string `yaml:"address"`
 }
 
 func (n NodeSpec) validate() error {
@@ -81,6 +89,11 @@ type Scripted struct {
 	logs drivers.LogReader
 	// logCap is what is fetched of each log at most; 0: MaxLogBytes.
 	logCap int
+	// nw is the nodes as a Network for network faults, made once
+	// (netssh.go); netDial is how ackcheck's own probes connect (nil: the
+	// machine's network).
+	nw      *sshNet
+	netDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 var _ Nodes = (*Scripted)(nil)

@@ -36,6 +36,9 @@ type SSHConfig struct {
 	AcceptUnknownHostKey bool
 	// Timeout bounds connecting. Default 10s.
 	Timeout time.Duration
+	// Dial opens the TCP connection (e.g. from a network namespace, in
+	// tests); nil dials from this machine's network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (c SSHConfig) addr() string {
@@ -115,8 +118,13 @@ func (s *SSH) dial(ctx context.Context) error {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	d := net.Dialer{Timeout: timeout}
-	conn, err := d.DialContext(ctx, "tcp", cfg.addr())
+	dial := cfg.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := dial(dctx, "tcp", cfg.addr())
 	if err != nil {
 		return fmt.Errorf("ssh %s: %w (is sshd running there? check host and port)", s.Where(), err)
 	}

@@ -13,6 +13,7 @@ func newHealCmd() *cobra.Command {
 		kf            driverFlags
 		out           string
 		acceptUnknown bool
+		clusterFile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "heal",
@@ -20,7 +21,7 @@ func newHealCmd() *cobra.Command {
 		Long: `heal replays the run directory's heal journal (heal.jsonl): everything a
 fault changed and no one put back (a paused broker, a broker left down, a
 topic setting, a broker config file, a network rule of a cluster started
-with --netns) is put back, newest first; after removing network rules it
+with --netns or on a cluster file's SSH nodes) is put back, newest first; after removing network rules it
 probes every path between the nodes and from the client, and fails if one
 is still cut. A run undoes
 its faults itself when it ends or is interrupted; heal is for a run whose
@@ -45,13 +46,17 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 				return nil
 			}
 			inj := &faults.Injector{Topic: s.Topic.Name, Journal: j, Logf: func(f string, a ...any) { fmt.Fprintf(cmd.OutOrStdout(), f+"\n", a...) }}
-			// Network rules are found again by their namespaces' prefix:
-			// removing them needs neither the nodes nor a broker that
-			// answers (a partitioned one may not).
-			if faults.NeedsCluster(pending) {
+			// Network rules in namespaces are found again by their
+			// prefix, and rules on SSH nodes through the nodes' runners:
+			// removing them needs no broker that answers (a partitioned
+			// one may not), so the driver is made only for other undos.
+			if faults.NeedsNodes(pending) {
 				var src runner.FaultSource
 				if s.Faults != nil {
 					src = *s.Faults
+				}
+				if clusterFile != "" {
+					src.ClusterDir, src.ClusterFile = "", clusterFile
 				}
 				opened, err := openNodes(cmd.Context(), src, acceptUnknown)
 				if err != nil {
@@ -61,6 +66,8 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 					defer opened.close()
 					inj.Nodes = opened.nodes
 				}
+			}
+			if faults.NeedsCluster(pending) {
 				d, _, err := newDriver(s.Driver, cmd.Flags(), &kf, s.DriverSettings)
 				if err != nil {
 					return err
@@ -83,6 +90,7 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 	}
 	kf.register(cmd.Flags())
 	cmd.Flags().StringVar(&out, "out", "", "run directory of the run to heal")
+	cmd.Flags().StringVar(&clusterFile, "cluster-file", "", "the cluster file of the run's SSH nodes, when it is no longer where the run's settings say")
 	cmd.Flags().BoolVar(&acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones)")
 	return cmd
 }

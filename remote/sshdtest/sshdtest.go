@@ -27,9 +27,32 @@ type Server struct {
 	Dir        string
 }
 
-// Start runs sshd until the test ends.
-func Start(t *testing.T) *Server {
+// Options place the server elsewhere than 127.0.0.1 on this machine's
+// network.
+type Options struct {
+	// Netns runs sshd inside this network namespace (`ip netns exec`).
+	Netns string
+	// Addr is the address sshd listens on (default 127.0.0.1); with
+	// Netns, an address of that namespace.
+	Addr string
+	// Port is the port (default: a free one on this machine).
+	Port int
+	// Dial reaches Addr to wait until sshd listens (needed with Netns).
+	Dial func(network, addr string) (net.Conn, error)
+}
+
+// Start runs sshd on 127.0.0.1 until the test ends.
+func Start(t *testing.T) *Server { t.Helper(); return StartWith(t, Options{}) }
+
+// StartWith runs sshd as opts say until the test ends.
+func StartWith(t *testing.T, opts Options) *Server {
 	t.Helper()
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1"
+	}
+	if opts.Dial == nil {
+		opts.Dial = net.Dial
+	}
 	const sshd = "/usr/sbin/sshd"
 	if _, err := os.Stat(sshd); err != nil {
 		if os.Getenv("ACKCHECK_REQUIRE_SSHD") != "" {
@@ -56,21 +79,24 @@ func Start(t *testing.T) *Server {
 	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), []byte(pub(user)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	port := opts.Port
+	if port == 0 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	fields := func(k string) string { f := strings.Fields(k); return f[0] + " " + f[1] }
-	known := fmt.Sprintf("[127.0.0.1]:%d %s\n", port, fields(pub(host)))
-	wrong := fmt.Sprintf("[127.0.0.1]:%d %s\n", port, fields(pub(other)))
+	known := fmt.Sprintf("[%s]:%d %s\n", opts.Addr, port, fields(pub(host)))
+	wrong := fmt.Sprintf("[%s]:%d %s\n", opts.Addr, port, fields(pub(other)))
 	s := &Server{Port: port, User: currentUser(), KeyFile: user, OtherKey: stranger, Dir: dir,
 		KnownHosts: filepath.Join(dir, "known_hosts"), WrongHosts: filepath.Join(dir, "wrong_known_hosts")}
 	os.WriteFile(s.KnownHosts, []byte(known), 0o600)
 	os.WriteFile(s.WrongHosts, []byte(wrong), 0o600)
 	cfg := fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
+ListenAddress %s
 HostKey %s
 AuthorizedKeysFile %s
 PidFile %s
@@ -80,11 +106,15 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 LogLevel ERROR
-`, port, host, filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))
+`, port, opts.Addr, host, filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))
 	cfgPath := filepath.Join(dir, "sshd_config")
 	os.WriteFile(cfgPath, []byte(cfg), 0o600)
 	os.MkdirAll("/run/sshd", 0o755) // privilege separation dir, required by sshd
 	cmd := exec.Command(sshd, "-D", "-e", "-f", cfgPath)
+	if opts.Netns != "" {
+		// ip netns exec execs sshd in place: the PID killed at cleanup is sshd's.
+		cmd = exec.Command("ip", "netns", "exec", opts.Netns, sshd, "-D", "-e", "-f", cfgPath)
+	}
 	logf, _ := os.Create(filepath.Join(dir, "sshd.log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -97,7 +127,7 @@ LogLevel ERROR
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		c, err := opts.Dial("tcp", net.JoinHostPort(opts.Addr, fmt.Sprint(port)))
 		if err == nil {
 			c.Close()
 			return s

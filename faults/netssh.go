@@ -1,0 +1,516 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ackcheck/ackcheck/netns"
+	"github.com/ackcheck/ackcheck/remote"
+)
+
+// Network faults on the SSH nodes of a cluster file (issue 26, point 3).
+//
+// A rule is an nft script run on its node through the node's runner
+// (`nft -f -` fed by a heredoc), in ackcheck's own table (inet ackcheck),
+// with chains named after the rule (<name>_in, <name>_out), so that one
+// fault is removed alone. A rule matches only TCP on the broker ports (the
+// union of every node's `ports:`) to and from the peers' addresses (and,
+// for partition-client, the address ackcheck's SSH session comes from).
+//
+// Invariant: ackcheck's own SSH session is never cut. Each node's session
+// tuple is read on the node ($SSH_CONNECTION: client IP, client port,
+// server IP, server port), and a rule whose ports include either port of
+// the tuple is refused before anything is installed: only then can no
+// packet of the session match a rule.
+
+// sshNetPrefix starts the journal name of an SSH network.
+const sshNetPrefix = "ssh-"
+
+func isSSHNet(name string) bool { return strings.HasPrefix(name, sshNetPrefix) }
+
+// NeedsNodes reports whether undoing undos needs the run's nodes opened
+// (a cluster file's SSH connections): a rule on SSH nodes is removed
+// through them. A Driver is needed only when NeedsCluster says so.
+func NeedsNodes(undos []Undo) bool {
+	if NeedsCluster(undos) {
+		return true
+	}
+	return slices.ContainsFunc(undos, func(u Undo) bool { return u.Kind == UndoNetRule && isSSHNet(u.Net) })
+}
+
+// SetNetDial sets how ackcheck's own probes of the nodes' broker ports
+// connect (a test's client side in a namespace); nil is the machine's
+// network. Call it before the run.
+func (s *Scripted) SetNetDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	s.netDial = dial
+	s.nw = nil
+}
+
+// network is the nodes as a Network, or why they cannot be one.
+func (s *Scripted) network() (Network, error) {
+	if s.nw != nil {
+		return s.nw, nil
+	}
+	n := &sshNet{nodes: map[int32]*sshNode{}, dial: s.netDial, sessions: map[int32]sshSession{}}
+	var key []string
+	for _, id := range s.ids {
+		spec, run := s.specs[id], s.runners[id]
+		if spec.local() {
+			return nil, fmt.Errorf("node %d of the cluster file runs on this machine: a network fault would change this machine's own firewall; use a local cluster in namespaces (`ackcheck cluster <broker> up --netns`)", id)
+		}
+		if len(spec.Ports) == 0 {
+			return nil, fmt.Errorf("node %d of the cluster file gives no broker ports: add e.g. `ports: [9092, 9093]` (its client and peer ports) for network faults", id)
+		}
+		for _, p := range spec.Ports {
+			if p <= 0 || p > 65535 {
+				return nil, fmt.Errorf("node %d of the cluster file: port %d is not a TCP port", id, p)
+			}
+		}
+		addr := spec.Address
+		if addr == "" {
+			addr = spec.Host
+		}
+		ip, err := netip.ParseAddr(addr)
+		if err != nil {
+			return nil, fmt.Errorf("node %d of the cluster file: %q is not an IP address: give `address:` (the IP its peers reach it at) for network faults", id, addr)
+		}
+		if run == nil {
+			return nil, fmt.Errorf("node %d has no runner: connect the cluster file first", id)
+		}
+		n.nodes[id] = &sshNode{id: id, run: run, addr: ip.Unmap(), ports: spec.Ports}
+		n.ids = append(n.ids, id)
+		key = append(key, fmt.Sprintf("%d=%s", id, ip))
+		for _, p := range spec.Ports {
+			if !slices.Contains(n.ports, p) {
+				n.ports = append(n.ports, p)
+			}
+		}
+	}
+	if len(n.ids) == 0 {
+		return nil, errors.New("the cluster file has no nodes")
+	}
+	slices.Sort(n.ids)
+	slices.Sort(n.ports)
+	slices.Sort(key)
+	h := fnv.New32a()
+	h.Write([]byte(strings.Join(key, ",")))
+	n.name = fmt.Sprintf("%s%08x", sshNetPrefix, h.Sum32())
+	s.nw = n
+	return n, nil
+}
+
+// sshNet is a cluster file's SSH nodes as a Network.
+type sshNet struct {
+	name  string
+	ids   []int32
+	nodes map[int32]*sshNode
+	ports []int // every node's broker ports: what rules match
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	mu       sync.Mutex
+	sessions map[int32]sshSession // the last read of each node's
+}
+
+type sshNode struct {
+	id    int32
+	run   remote.Runner
+	addr  netip.Addr
+	ports []int
+}
+
+// sshSession is what preflight reads on a node: ackcheck's SSH session
+// tuple, and how nft can run there.
+type sshSession struct {
+	clientIP               netip.Addr
+	clientPort, serverPort int
+	nft                    bool
+	sudo                   string // "" as root, "sudo -n " otherwise
+	root                   bool
+}
+
+var _ Network = (*sshNet)(nil)
+
+func (n *sshNet) Name() string     { return n.name }
+func (n *sshNet) Members() []int32 { return n.ids }
+func (n *sshNet) Port() int        { return n.ports[0] }
+
+// session reads node id's SSH session tuple, nft and privileges; fresh
+// reads them again even when read before, as Apply does: a runner that
+// redialled has a new client port, which must be checked again.
+func (n *sshNet) session(ctx context.Context, id int32, fresh bool) (sshSession, error) {
+	n.mu.Lock()
+	s, ok := n.sessions[id]
+	n.mu.Unlock()
+	if ok && !fresh {
+		return s, nil
+	}
+	node := n.nodes[id]
+	out, err := node.run.Run(ctx, `echo "conn=$SSH_CONNECTION"; echo "uid=$(id -u)"; `+
+		`if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then echo nft=yes; fi; `+
+		`if sudo -n true >/dev/null 2>&1; then echo sudo=yes; fi`)
+	if err != nil {
+		return s, fmt.Errorf("read node %d's SSH session and tools: %w", id, err)
+	}
+	s, err = parseSession(out)
+	if err != nil {
+		return s, fmt.Errorf("node %d (%s): %w", id, node.run.Where(), err)
+	}
+	n.mu.Lock()
+	n.sessions[id] = s
+	n.mu.Unlock()
+	return s, nil
+}
+
+// parseSession reads the preflight command's output.
+func parseSession(out string) (sshSession, error) {
+	var s sshSession
+	var conn string
+	for _, line := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
+		switch k {
+		case "conn":
+			conn = v
+		case "uid":
+			s.root = v == "0"
+		case "nft":
+			s.nft = v == "yes"
+		case "sudo":
+			if v == "yes" && !s.root {
+				s.sudo = "sudo -n "
+			}
+		}
+	}
+	f := strings.Fields(conn)
+	if len(f) != 4 {
+		return s, fmt.Errorf("$SSH_CONNECTION is %q, not \"client-ip client-port server-ip server-port\": ackcheck cannot tell its own SSH session from the broker's traffic, so it installs no rule (is the node reached over SSH?)", conn)
+	}
+	ip, err := netip.ParseAddr(f[0])
+	if err != nil {
+		return s, fmt.Errorf("$SSH_CONNECTION client address %q: %w", f[0], err)
+	}
+	s.clientIP = ip.Unmap()
+	if s.clientPort, err = strconv.Atoi(f[1]); err != nil {
+		return s, fmt.Errorf("$SSH_CONNECTION client port %q: %w", f[1], err)
+	}
+	if s.serverPort, err = strconv.Atoi(f[3]); err != nil {
+		return s, fmt.Errorf("$SSH_CONNECTION server port %q: %w", f[3], err)
+	}
+	return s, nil
+}
+
+// preflight checks every node for what the rule kinds need, and refuses
+// broker ports that include a port of ackcheck's SSH session. Each error
+// says what to fix.
+func (n *sshNet) preflight(ctx context.Context, kinds []netns.Kind) error {
+	for _, k := range kinds {
+		if k == netns.Bandwidth || k == netns.Delay {
+			return fmt.Errorf("%s on SSH nodes: not supported (a qdisc on the node's link would slow ackcheck's own SSH session too); partition, partition-client, one-way and loss can run", kindWord(k))
+		}
+	}
+	var errs []error
+	for _, id := range n.ids {
+		s, err := n.session(ctx, id, true)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, n.refuse(id, s))
+	}
+	return errors.Join(errs...)
+}
+
+// refuse says why no rule may be installed on node id with session s.
+func (n *sshNet) refuse(id int32, s sshSession) error {
+	where := n.nodes[id].run.Where()
+	switch {
+	case !s.nft:
+		return fmt.Errorf("nft missing on node %d (%s): apt-get install nftables", id, where)
+	case !s.root && s.sudo == "":
+		return fmt.Errorf("node %d (%s): nft needs root: log in as root or allow the user `sudo -n nft` (NOPASSWD in sudoers)", id, where)
+	case slices.Contains(n.ports, s.serverPort):
+		return fmt.Errorf("node %d (%s): the broker ports %v include the SSH server port %d: a rule on them would cut ackcheck's own SSH session; fix `ports:` in the cluster file (or run sshd on another port)", id, where, n.ports, s.serverPort)
+	case slices.Contains(n.ports, s.clientPort):
+		return fmt.Errorf("node %d (%s): the broker ports %v include port %d, the client side of ackcheck's own SSH session: a rule would cut it; reconnect (a new source port) and run again", id, where, n.ports, s.clientPort)
+	}
+	return nil
+}
+
+// chainName checks a rule's name as nft chain names need it.
+func chainName(r netns.Rule) error {
+	if r.Name == "" || len(r.Name) > 24 || strings.Trim(r.Name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+		return fmt.Errorf("rule name %q: want 1-24 of a-z, 0-9 and _", r.Name)
+	}
+	return nil
+}
+
+// script is the nft script that installs r on its node, whose SSH session
+// is s. It matches only TCP on the broker ports, to and from the peers'
+// addresses (and the SSH client's for Client).
+func (n *sshNet) script(r netns.Rule, s sshSession) (string, error) {
+	if err := chainName(r); err != nil {
+		return "", err
+	}
+	if _, ok := n.nodes[r.Node]; !ok {
+		return "", fmt.Errorf("node %d is not a node of the cluster file (nodes %v)", r.Node, n.ids)
+	}
+	peers := r.Peers
+	if len(peers) == 0 {
+		for _, id := range n.ids {
+			if id != r.Node {
+				peers = append(peers, id)
+			}
+		}
+	}
+	var addrs []netip.Addr
+	for _, p := range peers {
+		pn, ok := n.nodes[p]
+		if !ok || p == r.Node {
+			return "", fmt.Errorf("peer %d of node %d: not another node of the cluster file (nodes %v)", p, r.Node, n.ids)
+		}
+		addrs = append(addrs, pn.addr)
+	}
+	if r.Client {
+		addrs = append(addrs, s.clientIP)
+	}
+	drop := "drop"
+	switch r.Kind {
+	case netns.Cut, netns.OneWay:
+	case netns.Loss:
+		if r.Percent < 1 || r.Percent > 100 {
+			return "", fmt.Errorf("loss of %d%%: give 1 to 100", r.Percent)
+		}
+		if r.Percent < 100 {
+			drop = fmt.Sprintf("numgen random mod 100 < %d drop", r.Percent)
+		}
+	default:
+		return "", fmt.Errorf("%s on SSH nodes: not supported; partition, partition-client, one-way and loss can run", kindWord(r.Kind))
+	}
+	ports := make([]string, len(n.ports))
+	for i, p := range n.ports {
+		ports[i] = strconv.Itoa(p)
+	}
+	portSet := "{ " + strings.Join(ports, ", ") + " }"
+	var b strings.Builder
+	fmt.Fprintf(&b, "add table inet ackcheck\n")
+	chains := []struct{ suffix, hook, dir string }{{"out", "output", "daddr"}, {"in", "input", "saddr"}}
+	if r.Kind == netns.OneWay {
+		chains = chains[:1] // what the node sends; replies to peers' connects are its sends too
+	}
+	for _, c := range chains {
+		fmt.Fprintf(&b, "add chain inet ackcheck %s_%s { type filter hook %s priority 0; policy accept; }\n", r.Name, c.suffix, c.hook)
+		for _, fam := range []string{"ip", "ip6"} {
+			var set []string
+			for _, a := range addrs {
+				if (fam == "ip") == a.Is4() && !slices.Contains(set, a.String()) {
+					set = append(set, a.String())
+				}
+			}
+			if len(set) == 0 {
+				continue
+			}
+			// dport: connections to the broker ports; sport: the broker
+			// ports' answers. Neither matches the SSH session, whose ports
+			// preflight found outside the broker ports.
+			for _, pdir := range []string{"dport", "sport"} {
+				fmt.Fprintf(&b, "add rule inet ackcheck %s_%s %s %s { %s } tcp %s %s %s\n",
+					r.Name, c.suffix, fam, c.dir, strings.Join(set, ", "), pdir, portSet, drop)
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// nftRun runs an nft script on node id as one transaction.
+func (n *sshNet) nftRun(ctx context.Context, id int32, s sshSession, script string) error {
+	_, err := n.nodes[id].run.Run(ctx, s.sudo+"nft -f - <<'ACKCHECK_NFT'\n"+script+"ACKCHECK_NFT\n")
+	return err
+}
+
+// Apply installs r on its node, after the session check preflight makes:
+// a rule is never installed on a node whose session it could cut.
+func (n *sshNet) Apply(ctx context.Context, r netns.Rule) error {
+	if _, ok := n.nodes[r.Node]; !ok {
+		return fmt.Errorf("node %d is not a node of the cluster file (nodes %v)", r.Node, n.ids)
+	}
+	s, err := n.session(ctx, r.Node, true)
+	if err != nil {
+		return err
+	}
+	if err := n.refuse(r.Node, s); err != nil {
+		return err
+	}
+	script, err := n.script(r, s)
+	if err != nil {
+		return err
+	}
+	if err := n.nftRun(ctx, r.Node, s, script); err != nil {
+		return fmt.Errorf("install %s on node %d: %w", r, r.Node, err)
+	}
+	return nil
+}
+
+// Remove deletes r's chains on its node; chains that are not there
+// (removed before) are no error: a heal may run twice.
+func (n *sshNet) Remove(ctx context.Context, r netns.Rule) error {
+	if _, ok := n.nodes[r.Node]; !ok {
+		return fmt.Errorf("node %d is not a node of the cluster file (nodes %v)", r.Node, n.ids)
+	}
+	if err := chainName(r); err != nil {
+		return err
+	}
+	s, err := n.session(ctx, r.Node, false)
+	if err != nil {
+		return err
+	}
+	for _, c := range []string{r.Name + "_out", r.Name + "_in"} {
+		err := n.nftRun(ctx, r.Node, s, fmt.Sprintf("flush chain inet ackcheck %s\ndelete chain inet ackcheck %s\n", c, c))
+		if err != nil && !strings.Contains(err.Error(), "No such file or directory") {
+			return fmt.Errorf("remove %s on node %d: %w", r, r.Node, err)
+		}
+	}
+	return nil
+}
+
+// Probe connects from each node to each peer's first broker port (on the
+// node, with bash's /dev/tcp under timeout), and from ackcheck to each
+// node's first broker port. Refused is an answer (the path works); a
+// timeout is a cut.
+func (n *sshNet) Probe(ctx context.Context, timeout time.Duration) (netns.Reach, error) {
+	type result struct {
+		p   netns.Path
+		ok  bool
+		err error
+	}
+	ch := make(chan result, len(n.ids)*len(n.ids))
+	total := 0
+	for _, to := range n.ids {
+		total++
+		go func() {
+			ok, err := n.reachesFromClient(ctx, to, timeout)
+			ch <- result{netns.Path{From: 0, To: to}, ok, err}
+		}()
+	}
+	for _, from := range n.ids {
+		var to []int32
+		for _, id := range n.ids {
+			if id != from {
+				to = append(to, id)
+			}
+		}
+		if len(to) == 0 {
+			continue
+		}
+		total += len(to)
+		go func() {
+			reach, err := n.probeFrom(ctx, from, to, timeout)
+			for _, t := range to {
+				ok, found := reach[t]
+				e := err
+				if e == nil && !found {
+					e = fmt.Errorf("node %d printed no result for node %d", from, t)
+				}
+				ch <- result{netns.Path{From: from, To: t}, ok, e}
+			}
+		}()
+	}
+	reach := netns.Reach{}
+	var errs []error
+	for range total {
+		r := <-ch
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("probe %s: %w", r.p, r.err))
+			continue
+		}
+		reach[r.p] = r.ok
+	}
+	return reach, errors.Join(errs...)
+}
+
+func (n *sshNet) reachesFromClient(ctx context.Context, to int32, timeout time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	node := n.nodes[to]
+	addr := netip.AddrPortFrom(node.addr, uint16(node.ports[0])).String()
+	dial := n.dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	c, err := dial(ctx, "tcp", addr)
+	switch {
+	case err == nil:
+		c.Close()
+		return true, nil
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return true, nil
+	case errors.Is(err, context.DeadlineExceeded) || isNetTimeout(err):
+		return false, nil
+	}
+	return false, err
+}
+
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// probeFrom connects from node from to each of to, all at once, in one
+// command on the node. Each line of its output is "ID STATUS MESSAGE":
+// status 0 connected, 124 timed out (cut), else refused (an answer) or an
+// error.
+func (n *sshNet) probeFrom(ctx context.Context, from int32, to []int32, timeout time.Duration) (map[int32]bool, error) {
+	secs := fmt.Sprintf("%.3f", timeout.Seconds())
+	var b strings.Builder
+	for _, t := range to {
+		node := n.nodes[t]
+		host := node.addr.String()
+		fmt.Fprintf(&b, "( r=$(timeout %s bash -c '</dev/tcp/%s/%d' 2>&1); echo \"%d $? $r\" ) &\n", secs, host, node.ports[0], t)
+	}
+	b.WriteString("wait\n")
+	ctx, cancel := context.WithTimeout(ctx, timeout+15*time.Second)
+	defer cancel()
+	out, err := n.nodes[from].run.Run(ctx, b.String())
+	if err != nil {
+		return nil, fmt.Errorf("on node %d: %w", from, err)
+	}
+	return parseProbe(out)
+}
+
+// parseProbe reads probeFrom's output.
+func parseProbe(out string) (map[int32]bool, error) {
+	reach := map[int32]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.SplitN(strings.TrimSpace(line), " ", 3)
+		if len(f) < 2 {
+			continue
+		}
+		id, err := strconv.Atoi(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("probe output %q: %w", line, err)
+		}
+		msg := ""
+		if len(f) == 3 {
+			msg = f[2]
+		}
+		switch {
+		case f[1] == "0":
+			reach[int32(id)] = true
+		case f[1] == "124":
+			reach[int32(id)] = false
+		case strings.Contains(msg, "Connection refused"):
+			reach[int32(id)] = true
+		default:
+			return nil, fmt.Errorf("probe of node %d exited %s: %s (is bash with /dev/tcp and coreutils' timeout on the node?)", id, f[1], msg)
+		}
+	}
+	return reach, nil
+}

@@ -1,0 +1,257 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/netns"
+	"github.com/ackcheck/ackcheck/remote"
+	"github.com/ackcheck/ackcheck/remote/sshdtest"
+)
+
+// Real SSH nodes, made of network namespaces: each node namespace runs the
+// project's sshd on 10.213.0.N:sshNodePort and a plain TCP listener on
+// brokerPort (the "broker"); ackcheck's side (its SSH sessions and its
+// own probes) is the hub namespace.
+const (
+	sshNodePort = 2222
+	brokerPort  = 19092
+)
+
+type sshNodes struct {
+	n       *netns.Net
+	runners map[int32]remote.Runner
+	servers map[int32]*sshdtest.Server
+}
+
+func startSSHNodes(t *testing.T) *sshNodes {
+	t.Helper()
+	needNetns(t)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("aks%d-%d", os.Getpid()%100000, netSeq.Add(1))
+	n, err := netns.Create(ctx, prefix, []int32{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Delete(context.Background()); err != nil {
+			t.Errorf("delete network %s: %v", prefix, err)
+		}
+	})
+	c := &sshNodes{n: n, runners: map[int32]remote.Runner{}, servers: map[int32]*sshdtest.Server{}}
+	for _, id := range n.Nodes {
+		addr := n.NodeAddr(id).String()
+		srv := sshdtest.StartWith(t, sshdtest.Options{Netns: n.NodeNS(id), Addr: addr, Port: sshNodePort,
+			Dial: func(network, a string) (net.Conn, error) { return n.Dial(ctx, network, a) }})
+		c.servers[id] = srv
+		l, err := n.Listen(id, "tcp", net.JoinHostPort(addr, fmt.Sprint(brokerPort)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				conn.Close()
+			}
+		}()
+		r, err := remote.DialSSH(ctx, remote.SSHConfig{Host: addr, Port: sshNodePort, User: srv.User,
+			KeyFile: srv.KeyFile, KnownHosts: srv.KnownHosts, Dial: n.Dial})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		c.runners[id] = r
+	}
+	return c
+}
+
+// scripted is the nodes as a cluster file's, with ports as given.
+func (c *sshNodes) scripted(ports []int) *Scripted {
+	var specs []NodeSpec
+	for _, id := range c.n.Nodes {
+		// pgrep sshd: any process that runs stands in for the broker.
+		specs = append(specs, NodeSpec{ID: id, Host: c.n.NodeAddr(id).String(), Port: sshNodePort, PGrep: "sshd", Start: "true", Ports: ports})
+	}
+	s := NewScripted(specs, c.runners, "ssh test nodes")
+	s.SetNetDial(c.n.Dial)
+	return s
+}
+
+// A partition of node 1 on SSH nodes cuts exactly node 1 <-> its peers on
+// the broker port (and the client, for partition-client); ackcheck's SSH
+// session to node 1 works all along; heal-network restores every path.
+func TestSSHNetworkOnRealNodes(t *testing.T) {
+	c := startSSHNodes(t)
+	s := c.scripted([]int{brokerPort})
+	tests := []struct {
+		schedule string
+		cut      []string
+	}{
+		{"at=0s partition node:1", paths("node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		{"at=0s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		// A TCP connect needs both directions: 2 -> 1 is cut too.
+		{"at=0s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
+		{"at=0s loss 100% pair:1-3", paths("node 1 -> node 3", "node 3 -> node 1")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.schedule, func(t *testing.T) {
+			steps, err := ParseSchedule(tc.schedule + "; at=4s heal-network")
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := Env{Nodes: s}
+			if err := Preflight(context.Background(), env, steps); err != nil {
+				t.Fatal(err)
+			}
+			j, err := OpenJournal(filepath.Join(t.TempDir(), "heal.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			in := &Injector{Nodes: env.Nodes, Journal: j, Logf: t.Logf}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// During the partition (between the probe after it, ~1 s, and
+			// the heal at 4 s), ackcheck's SSH session to node 1 still runs
+			// commands, and the rule is in force there.
+			during := make(chan string, 1)
+			go func() {
+				time.Sleep(2500 * time.Millisecond)
+				out, err := c.runners[1].Run(ctx, "nft list table inet ackcheck")
+				during <- fmt.Sprintf("%s%v", out, err)
+			}()
+			in.Run(ctx, time.Now(), steps)
+			recs := in.Records()
+			if len(recs) != 2 {
+				t.Fatalf("%d records: %+v", len(recs), recs)
+			}
+			f, h := recs[0], recs[1]
+			if f.Result != Applied || h.Result != Applied {
+				t.Fatalf("fault %s (%s), heal %s (%s)", f.Result, f.Error, h.Result, h.Error)
+			}
+			if got := <-during; !strings.Contains(got, "tcp sport 19092 drop") || !strings.HasSuffix(got, "<nil>") {
+				t.Errorf("node 1 over SSH during the partition: %s", got)
+			}
+			p := f.NetworkProof
+			if p == nil || p.Before == nil || p.After == nil || p.Healed == nil {
+				t.Fatalf("proof incomplete: %+v", p)
+			}
+			if !strings.HasPrefix(p.Net, sshNetPrefix) || p.Port != brokerPort {
+				t.Errorf("proof names network %q port %d", p.Net, p.Port)
+			}
+			if len(p.Before.Cut) != 0 || p.Before.Paths != 9 || p.Before.Error != "" {
+				t.Errorf("before: %s", p.Before)
+			}
+			cut := slices.Clone(p.After.Cut)
+			slices.Sort(cut)
+			if !slices.Equal(cut, tc.cut) || p.After.Error != "" {
+				t.Errorf("after: cut %v (%s), want %v", cut, p.After.Error, tc.cut)
+			}
+			if len(p.Healed.Cut) != 0 || p.Healed.Paths != 9 || p.Healed.Error != "" {
+				t.Errorf("after the heal: %s", p.Healed)
+			}
+			if _, pending := j.Pending(); len(pending) != 0 {
+				t.Errorf("journal still holds %v", pending)
+			}
+			out, err := c.runners[1].Run(ctx, "nft list tables")
+			if err != nil || strings.Contains(out, "ackcheck") && !strings.Contains(out, "table inet ackcheck") {
+				t.Errorf("after the heal: %q %v", out, err)
+			}
+			if out, _ := c.runners[1].Run(ctx, "nft list chains inet ackcheck 2>/dev/null; true"); strings.Contains(out, "_out") {
+				t.Errorf("chains left on node 1 after the heal:\n%s", out)
+			}
+		})
+	}
+}
+
+// Broker ports that include the SSH server port are refused by preflight,
+// before any rule exists.
+func TestSSHNetworkRefusesTheSSHPort(t *testing.T) {
+	c := startSSHNodes(t)
+	steps, err := ParseSchedule("at=0s partition node:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ports []int
+		want  string
+	}{
+		{[]int{brokerPort, sshNodePort}, fmt.Sprintf("include the SSH server port %d", sshNodePort)},
+		{[]int{brokerPort}, ""},
+	} {
+		err := Preflight(context.Background(), Env{Nodes: c.scripted(tc.ports)}, steps)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("ports %v refused: %v", tc.ports, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("ports %v: error %v, want one saying %q", tc.ports, err, tc.want)
+		}
+	}
+}
+
+// A rule journaled and installed by a run that then died is removed by a
+// later heal (as `ackcheck heal` runs it, on the cluster file's nodes),
+// and every path answers after.
+func TestSSHNetworkHealAfterCrash(t *testing.T) {
+	c := startSSHNodes(t)
+	ctx := context.Background()
+	s := c.scripted([]int{brokerPort})
+	nw, err := s.network()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "heal.jsonl")
+	j, err := OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := netns.Rule{Name: "a9_1", Kind: netns.Cut, Node: 2, Client: true}
+	if _, err := j.Add(Undo{Kind: UndoNetRule, Net: nw.Name(), Port: brokerPort, Rule: &r, Why: "partition-client node:2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nw.Apply(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	reach, err := nw.Probe(ctx, time.Second)
+	if err != nil || len(reach.Cut()) != 5 {
+		t.Fatalf("after the rule: %s %v, want 5 paths cut", reach, err)
+	}
+	j.Close() // the run dies here
+
+	j, err = OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	_, pending := j.Pending()
+	if !NeedsNodes(pending) || NeedsCluster(pending) {
+		t.Error("an SSH rule must reconnect to the nodes, and only to them, to be healed")
+	}
+	fresh := c.scripted([]int{brokerPort}) // a new process: a new Scripted
+	in := &Injector{Nodes: fresh, Journal: j, Logf: t.Logf}
+	healed, err := in.Heal(ctx)
+	if err != nil {
+		t.Fatalf("heal: %v (%v)", err, healed)
+	}
+	if !slices.ContainsFunc(healed, func(h string) bool { return strings.Contains(h, "all 9 paths answer") }) {
+		t.Errorf("healed %q, want the probe after it", healed)
+	}
+	if _, pending := j.Pending(); len(pending) != 0 {
+		t.Errorf("journal still holds %v", pending)
+	}
+	reach, err = nw.Probe(ctx, time.Second)
+	if err != nil || len(reach.Cut()) != 0 {
+		t.Errorf("after the heal: %s %v", reach, err)
+	}
+}

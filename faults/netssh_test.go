@@ -1,0 +1,260 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ackcheck/ackcheck/netns"
+	"github.com/ackcheck/ackcheck/remote"
+)
+
+// scriptedRunner answers the network preflight's command with session and
+// records every other command; nft commands succeed.
+type scriptedRunner struct {
+	where   string
+	session string
+	mu      sync.Mutex
+	cmds    []string
+}
+
+func (r *scriptedRunner) Run(_ context.Context, cmd string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case strings.Contains(cmd, "SSH_CONNECTION"):
+		return r.session, nil
+	case strings.Contains(cmd, "pgrep"):
+		return "4242\n", nil // the broker runs
+	}
+	r.cmds = append(r.cmds, cmd)
+	return "", nil
+}
+func (r *scriptedRunner) Where() string { return r.where }
+func (r *scriptedRunner) Close() error  { return nil }
+
+const okSession = "conn=10.0.0.9 51000 %s 22\nuid=0\nnft=yes\n"
+
+// sshCluster is a 3-node cluster file's nodes at 10.0.0.1-3 with broker
+// ports 9092 and 9093, whose runners answer with the sessions given.
+func sshCluster(sessions map[int32]string, edit func(*NodeSpec)) (*Scripted, map[int32]*scriptedRunner) {
+	var specs []NodeSpec
+	runners := map[int32]remote.Runner{}
+	fakes := map[int32]*scriptedRunner{}
+	for id := int32(1); id <= 3; id++ {
+		spec := NodeSpec{ID: id, Host: fmt.Sprintf("10.0.0.%d", id), PGrep: "kafka", Start: "start", Ports: []int{9092, 9093}}
+		if edit != nil {
+			edit(&spec)
+		}
+		specs = append(specs, spec)
+		s, ok := sessions[id]
+		if !ok {
+			s = fmt.Sprintf(okSession, spec.Host)
+		}
+		fakes[id] = &scriptedRunner{where: "root@" + spec.Host + ":22", session: s}
+		runners[id] = fakes[id]
+	}
+	return NewScripted(specs, runners, "ssh"), fakes
+}
+
+// Preflight on SSH nodes says per node what is missing, and refuses broker
+// ports that would catch ackcheck's own SSH session.
+func TestSSHNetworkPreflight(t *testing.T) {
+	tests := []struct {
+		name     string
+		sessions map[int32]string
+		edit     func(*NodeSpec)
+		schedule string
+		want     string // "" accepted
+	}{
+		{"all ready", nil, nil, "at=1s partition node:1; at=2s partition-client node:2; at=3s loss 30% node:3; at=4s heal-network", ""},
+		{"sudo instead of root", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=1000\nnft=yes\nsudo=yes\n"}, nil, "at=1s partition node:1", ""},
+		{"nft missing", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=0\n"}, nil, "at=1s partition node:1", "nft missing on node 2 (root@10.0.0.2:22): apt-get install nftables"},
+		{"not root, no sudo", map[int32]string{3: "conn=10.0.0.9 51000 10.0.0.3 22\nuid=1000\nnft=yes\n"}, nil, "at=1s partition node:1", "node 3 (root@10.0.0.3:22): nft needs root"},
+		{"ports include the SSH server port", map[int32]string{1: "conn=10.0.0.9 51000 10.0.0.1 9093\nuid=0\nnft=yes\n"}, nil, "at=1s partition node:2", "include the SSH server port 9093"},
+		{"ports include the SSH client port", map[int32]string{1: "conn=10.0.0.9 9092 10.0.0.1 22\nuid=0\nnft=yes\n"}, nil, "at=1s partition node:2", "client side of ackcheck's own SSH session"},
+		{"no SSH session", map[int32]string{1: "conn=\nuid=0\nnft=yes\n"}, nil, "at=1s partition node:2", "$SSH_CONNECTION"},
+		{"no ports", nil, func(n *NodeSpec) { n.Ports = nil }, "at=1s partition node:2", "add e.g. `ports: [9092, 9093]`"},
+		{"host name without address", nil, func(n *NodeSpec) { n.Host = "kafka-" + fmt.Sprint(n.ID) }, "at=1s partition node:2", "give `address:`"},
+		{"host name with address", nil, func(n *NodeSpec) { n.Address, n.Host = n.Host, "kafka-"+fmt.Sprint(n.ID) }, "at=1s partition node:2", ""},
+		{"a local node", nil, func(n *NodeSpec) { n.Host = "local" }, "at=1s partition node:2", "this machine's own firewall"},
+		{"bandwidth", nil, nil, "at=1s bandwidth 1mbit node:2", "bandwidth on SSH nodes: not supported"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := sshCluster(tc.sessions, tc.edit)
+			steps, err := ParseSchedule(tc.schedule)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Preflight(context.Background(), Env{Nodes: s}, steps)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A rule's nft script matches only the broker ports and the addresses it
+// cuts, in chains of its own; a refused node gets no script at all.
+func TestSSHNetworkRules(t *testing.T) {
+	tests := []struct {
+		name     string
+		rule     netns.Rule
+		sessions map[int32]string
+		want     []string // lines the script must hold
+		not      []string // what it must not hold
+		err      string
+	}{
+		{"partition", netns.Rule{Name: "a1_1", Kind: netns.Cut, Node: 1}, nil,
+			[]string{"add rule inet ackcheck a1_1_out ip daddr { 10.0.0.2, 10.0.0.3 } tcp dport { 9092, 9093 } drop",
+				"add rule inet ackcheck a1_1_in ip saddr { 10.0.0.2, 10.0.0.3 } tcp sport { 9092, 9093 } drop"},
+			[]string{"10.0.0.9", " 22"}, ""},
+		{"partition-client", netns.Rule{Name: "a1_2", Kind: netns.Cut, Node: 2, Client: true}, nil,
+			[]string{"add rule inet ackcheck a1_2_in ip saddr { 10.0.0.1, 10.0.0.3, 10.0.0.9 } tcp dport { 9092, 9093 } drop"},
+			[]string{" 22"}, ""},
+		{"one-way", netns.Rule{Name: "a1_3", Kind: netns.OneWay, Node: 1, Peers: []int32{3}}, nil,
+			[]string{"add rule inet ackcheck a1_3_out ip daddr { 10.0.0.3 } tcp sport { 9092, 9093 } drop"},
+			[]string{"a1_3_in", "10.0.0.2"}, ""},
+		{"loss", netns.Rule{Name: "a1_4", Kind: netns.Loss, Node: 3, Percent: 30, Client: true}, nil,
+			[]string{"tcp dport { 9092, 9093 } numgen random mod 100 < 30 drop"}, nil, ""},
+		{"an IPv6 client", netns.Rule{Name: "a1_5", Kind: netns.Cut, Node: 1, Client: true},
+			map[int32]string{1: "conn=fd00::9 51000 10.0.0.1 22\nuid=0\nnft=yes\n"},
+			[]string{"ip6 saddr { fd00::9 } tcp dport { 9092, 9093 } drop", "ip saddr { 10.0.0.2, 10.0.0.3 } tcp dport { 9092, 9093 } drop"}, nil, ""},
+		{"session on a broker port", netns.Rule{Name: "a1_6", Kind: netns.Cut, Node: 1},
+			map[int32]string{1: "conn=10.0.0.9 51000 10.0.0.1 9092\nuid=0\nnft=yes\n"}, nil, nil, "SSH server port 9092"},
+		{"bandwidth", netns.Rule{Name: "a1_7", Kind: netns.Bandwidth, Node: 1, RateBits: 1e6}, nil, nil, nil, "not supported"},
+		{"bad name", netns.Rule{Name: "A;x", Kind: netns.Cut, Node: 1}, nil, nil, nil, "rule name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, fakes := sshCluster(tc.sessions, nil)
+			nw, err := s.network()
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = nw.Apply(context.Background(), tc.rule)
+			cmds := fakes[tc.rule.Node].cmds
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				if len(cmds) != 0 {
+					t.Fatalf("a refused rule ran %q", cmds)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cmds) != 1 || !strings.HasPrefix(cmds[0], "nft -f - <<'ACKCHECK_NFT'\n") {
+				t.Fatalf("commands %q, want one nft script", cmds)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(cmds[0], w+"\n") {
+					t.Errorf("script lacks %q:\n%s", w, cmds[0])
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(cmds[0], n) {
+					t.Errorf("script holds %q:\n%s", n, cmds[0])
+				}
+			}
+			if err := nw.Remove(context.Background(), tc.rule); err != nil {
+				t.Fatal(err)
+			}
+			if got := fakes[tc.rule.Node].cmds[1:]; len(got) != 2 || !strings.Contains(got[0], "delete chain inet ackcheck "+tc.rule.Name+"_out") ||
+				!strings.Contains(got[1], "delete chain inet ackcheck "+tc.rule.Name+"_in") {
+				t.Errorf("remove ran %q", got)
+			}
+		})
+	}
+}
+
+// The probe output: connected and refused answer, a timeout is a cut,
+// anything else is an error, never a verdict.
+func TestParseProbe(t *testing.T) {
+	tests := []struct {
+		out  string
+		want map[int32]bool
+		err  string
+	}{
+		{"2 0 \n3 1 bash: connect: Connection refused\n", map[int32]bool{2: true, 3: true}, ""},
+		{"2 124 \n3 0 \n", map[int32]bool{2: false, 3: true}, ""},
+		{"2 127 bash: timeout: command not found\n", nil, "exited 127"},
+		{"2 1 bash: connect: Network is unreachable\n", nil, "Network is unreachable"},
+	}
+	for _, tc := range tests {
+		got, err := parseProbe(tc.out)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.out, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%q: %v, %v; want %v", tc.out, got, err, tc.want)
+		}
+	}
+}
+
+// A runner that redialled between preflight and the rule has a new
+// session: Apply reads it again and refuses a rule that would now cut it.
+func TestSSHNetworkRereadsTheSession(t *testing.T) {
+	s, fakes := sshCluster(nil, nil)
+	nw, err := s.network()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := nw.(*sshNet)
+	if err := sn.preflight(context.Background(), []netns.Kind{netns.Cut}); err != nil {
+		t.Fatal(err)
+	}
+	r := netns.Rule{Name: "a1_1", Kind: netns.Cut, Node: 1}
+	for _, tc := range []struct {
+		session string
+		want    string
+	}{
+		{"conn=10.0.0.9 9093 10.0.0.1 22\nuid=0\nnft=yes\n", "client side of ackcheck's own SSH session"},
+		{"conn=10.0.0.9 51001 10.0.0.1 22\nuid=0\nnft=yes\n", ""},
+	} {
+		fakes[1].mu.Lock()
+		fakes[1].session = tc.session
+		fakes[1].mu.Unlock()
+		err := nw.Apply(context.Background(), r)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("session %q: refused: %v", tc.session, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("session %q: error %v, want %q", tc.session, err, tc.want)
+		}
+	}
+}
+
+// A cluster file gives the broker ports per node or in defaults, and the
+// address peers use; a node's own ports win over the defaults.
+func TestClusterFilePortsAndAddress(t *testing.T) {
+	path := t.TempDir() + "/cluster.yaml"
+	yml := `defaults: {user: kafka, ports: [9092, 9093]}
+nodes:
+  - {id: 1, host: kafka-1, address: 10.0.0.1, pgrep: kafka, start: "systemctl start kafka"}
+  - {id: 2, host: 10.0.0.2, pgrep: kafka, start: "systemctl start kafka", ports: [19092]}
+`
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := LoadClusterFile(path, []string{"kafka"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%v %s %v %s", cf.Nodes[0].Ports, cf.Nodes[0].Address, cf.Nodes[1].Ports, cf.Nodes[1].Address)
+	if want := "[9092 9093] 10.0.0.1 [19092] "; got != want {
+		t.Errorf("ports and addresses %q, want %q", got, want)
+	}
+}
