@@ -228,6 +228,14 @@ func TestRealNetnsPartitionLeaderTruth(t *testing.T) {
 				if res.Lost != 0 || res.Verdict != verifier.Pass {
 					t.Fatalf("acks=all: lost %d, verdict %s %v: want PASS", res.Lost, res.Verdict, res.Reasons)
 				}
+				// Recovery after the heal, as for a kill: measured, and
+				// printed beside the controller's own account (the node
+				// unfenced, back in every ISR), which the test reads here.
+				f := res.Faults[0]
+				if f.ReadyMs <= 0 || f.InSyncMs <= 0 || f.SlowestFirstAckMs < 0 {
+					t.Fatalf("partition: ready %.0f ms, in sync %.0f ms, first ack %.0f ms: recovery not measured", f.ReadyMs, f.InSyncMs, f.SlowestFirstAckMs)
+				}
+				checkProductOracle(t, k, res)
 				return
 			}
 			counts := checkLossWithinTruncation(t, res, out, tr, node)
