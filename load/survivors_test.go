@@ -10,6 +10,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/message"
 )
 
 // TrackPartitions tracks partitions 0 to maxTrackedPartition-1, and no
@@ -102,5 +103,84 @@ func TestRunReturnsTheLedgersError(t *testing.T) {
 		Producers: 2, MessageSize: 100}, ackDriver{}, l, &Stats{})
 	if !errors.Is(err, ledger.ErrReadOnly) {
 		t.Fatalf("Run over a ledger that refuses every send: %v, want its error", err)
+	}
+}
+
+// liveDriver acks at once, and its live read delivers copies of the
+// shards' messages on either side of producers 10 and 11 (3 and 12), one
+// of another run's, one of this shard's first producer, and a value that
+// is no message, then ends with end(ctx).
+type liveDriver struct {
+	ackDriver
+	end func(ctx context.Context) error
+}
+
+func (d liveDriver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
+	intended := time.Now().Add(-5 * time.Millisecond)
+	for i, id := range []message.ID{{Run: 7, Producer: 3, Seq: 1}, {Run: 8, Producer: 10, Seq: 1}, {Run: 7, Producer: 12, Seq: 1}, {Run: 7, Producer: 10, Seq: 4}} {
+		if err := fn(drivers.Record{Pos: drivers.Position{Partition: 0, Offset: int64(i)}, Value: message.Encode(nil, id, intended, 100)}); err != nil {
+			return drivers.ReadReport{}, err
+		}
+	}
+	if err := fn(drivers.Record{Pos: drivers.Position{Offset: 4}, Value: []byte("not a message")}); err != nil {
+		return drivers.ReadReport{}, err
+	}
+	return drivers.ReadReport{}, d.end(ctx)
+}
+
+// The live read records this shard's copies only, with their position
+// and end-to-end latency, and its failure is the run's LiveReadErr; its
+// end when the load stops it (context.Canceled) is not.
+func TestLiveReadRecordsThisShardsCopies(t *testing.T) {
+	boom := errors.New("consumer lost its connection")
+	for _, tc := range []struct {
+		name    string
+		end     func(ctx context.Context) error
+		wantErr error
+	}{
+		{"stopped by the load", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, nil},
+		{"failed", func(context.Context) error { return boom }, boom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := ledger.Open(t.TempDir(), ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			stats := &Stats{}
+			res, err := Run(context.Background(), Config{RunID: 7, Topic: "t", Partitions: []int32{0}, Rate: 100, Duration: 100 * time.Millisecond,
+				Producers: 2, ProducerBase: 10, MessageSize: 100, LiveRead: true}, liveDriver{end: tc.end}, l, stats)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(res.LiveReadErr, tc.wantErr) || (tc.wantErr == nil) != (res.LiveReadErr == nil) {
+				t.Errorf("LiveReadErr %v, want %v", res.LiveReadErr, tc.wantErr)
+			}
+			if n := stats.LiveReads.Load(); n != 1 {
+				t.Errorf("%d live reads counted, want 1 (this shard's copy only)", n)
+			}
+			must(t, l.Flush())
+			c, err := l.Scan(ledger.LiveRead)
+			must(t, err)
+			defer c.Close()
+			var got []ledger.Event
+			for {
+				e, ok := c.Next()
+				if !ok {
+					break
+				}
+				got = append(got, e)
+			}
+			if len(got) != 1 || got[0].Producer != 10 || got[0].Seq != 4 || got[0].Offset != 3 || got[0].Time < int64(5*time.Millisecond) {
+				t.Fatalf("live reads in the ledger %+v, want producer 10 seq 4 at offset 3, at least 5ms after its intended time", got)
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
