@@ -184,3 +184,42 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// closeProducer's Close returns after hold, or when its context ends.
+type closeProducer struct {
+	ackProducer
+	hold time.Duration
+}
+
+func (p closeProducer) Close(ctx context.Context) error {
+	select {
+	case <-time.After(p.hold):
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// The drain waits for the producers' Close (their last outcomes) up to
+// DrainTimeout; with ackcheck's own OutcomeTimeout, up to that timeout and
+// two sweeps, so that the sweep records what is left Unknown; never less.
+func TestDrainWaitsForItsDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cfg      Config
+		hold     time.Duration
+		min, max time.Duration
+	}{
+		{"the driver's own deadline: Close is waited for", Config{DrainTimeout: 10 * time.Second}, 600 * time.Millisecond,
+			600 * time.Millisecond, 5 * time.Second},
+		{"ackcheck's deadline: OutcomeTimeout and two sweeps", Config{DrainTimeout: 10 * time.Second, OutcomeTimeout: 300 * time.Millisecond}, time.Hour,
+			300*time.Millisecond + 2*sweepEvery, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			drainProducers(context.Background(), tc.cfg, []drivers.Producer{closeProducer{hold: tc.hold}})
+			if d := time.Since(start); d < tc.min || d > tc.max {
+				t.Fatalf("the drain took %v, want %v to %v", d, tc.min, tc.max)
+			}
+		})
+	}
+}
