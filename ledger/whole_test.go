@@ -390,7 +390,7 @@ func TestLedgerWithoutFlushRecordsIsNotProvenWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if p := r.Proof(); p.Whole || !strings.Contains(p.Reason, "cannot be proven whole") || p.Events != 300 {
+	if p := r.Proof(); p.Whole || !strings.Contains(p.Reason, "cannot be proven whole") || p.Events != 300 || p.Fragments != 1 {
 		t.Fatalf("proof %+v", p)
 	}
 	if err := r.Record(Send, Event{}); !errors.Is(err, ErrReadOnly) {
