@@ -223,3 +223,27 @@ func TestDrainWaitsForItsDeadline(t *testing.T) {
 		})
 	}
 }
+
+// The in-flight bound is exact: with every answer held, a producer has
+// exactly MaxInFlight sends out, and sheds the rest of its schedule.
+func TestInFlightBoundIsExact(t *testing.T) {
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Held for 2 s, 20 times the schedule: no answer comes back before
+	// the last send, even on a busy machine.
+	d := &stallDriver{stallUntil: time.Now().Add(2 * time.Second)}
+	stats := &Stats{}
+	if _, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 1000, Duration: 100 * time.Millisecond,
+		Producers: 1, MessageSize: 100, MaxInFlight: 5}, d, l, stats); err != nil {
+		t.Fatal(err)
+	}
+	if p := d.peak.Load(); p != 5 {
+		t.Errorf("at most %d sends in flight, want the bound, 5", p)
+	}
+	if sent, shed := stats.Sent.Load(), stats.Shed.Load(); sent != 5 || shed != 95 {
+		t.Errorf("%d sent and %d shed of 100 scheduled, want 5 and 95", sent, shed)
+	}
+}
