@@ -246,4 +246,8 @@ func TestInFlightBoundIsExact(t *testing.T) {
 	if sent, shed := stats.Sent.Load(), stats.Shed.Load(); sent != 5 || shed != 95 {
 		t.Errorf("%d sent and %d shed of 100 scheduled, want 5 and 95", sent, shed)
 	}
+	// A shed send was never in flight: after the drain, nothing is.
+	if n := stats.InFlight.Load(); n != 0 {
+		t.Errorf("%d in flight after the drain, want 0", n)
+	}
 }
