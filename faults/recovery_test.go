@@ -55,6 +55,16 @@ func TestRejoin(t *testing.T) {
 			want: true, evidence: "left the cluster's node list",
 		},
 		{
+			// Leaving the node list is evidence for every partition the
+			// node replicates, even when no in-sync set ever shrank.
+			name: "kill, fenced and back before any ISR shrank", needEvidence: true,
+			polls: []drivers.Topology{
+				topo([]int32{1, 3}, part(0, 1, 5, full, full)),
+				topo(all, part(0, 1, 5, full, full)),
+			},
+			want: true, evidence: "left the cluster's node list",
+		},
+		{
 			name: "kill, back in the node list but one ISR not yet", needEvidence: true,
 			polls: []drivers.Topology{
 				topo([]int32{1, 3}, part(0, 1, 5, full, shrunk), part(1, 1, 4, full, shrunk)),
