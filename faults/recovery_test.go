@@ -88,6 +88,14 @@ func TestRejoin(t *testing.T) {
 			want: false, why: "not yet seen out of sync",
 		},
 		{
+			// Node 0 leading is a leader: no sign of an absence, where
+			// the broker gives no epochs to show an election.
+			name: "kill of the leader, node 0 leads next, no epochs", needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 2, -1, []int32{0, 1, 2}, []int32{0, 1, 2})}},
+			polls:  []drivers.Topology{topo([]int32{0, 1, 2}, part(0, 0, -1, []int32{0, 1, 2}, []int32{0, 1, 2}))},
+			want:   false, why: "not yet seen out of sync",
+		},
+		{
 			name: "kill, back in the node list but one ISR not yet", needEvidence: true,
 			polls: []drivers.Topology{
 				topo([]int32{1, 3}, part(0, 1, 5, full, shrunk), part(1, 1, 4, full, shrunk)),
