@@ -251,3 +251,25 @@ func TestInFlightBoundIsExact(t *testing.T) {
 		t.Errorf("%d in flight after the drain, want 0", n)
 	}
 }
+
+// An unpaced load keeps exactly MaxInFlight sends out while the answers
+// are held, and sends the whole schedule once they come.
+func TestUnpacedInFlightBoundIsExact(t *testing.T) {
+	l, err := ledger.Open(t.TempDir(), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d := &stallDriver{stallUntil: time.Now().Add(time.Second)}
+	stats := &Stats{}
+	if _, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 200, Duration: 100 * time.Millisecond,
+		Producers: 1, MessageSize: 100, MaxInFlight: 5, Unpaced: true}, d, l, stats); err != nil {
+		t.Fatal(err)
+	}
+	if p := d.peak.Load(); p != 5 {
+		t.Errorf("at most %d sends in flight, want the bound, 5", p)
+	}
+	if sent, shed := stats.Sent.Load(), stats.Shed.Load(); sent != 20 || shed != 0 {
+		t.Errorf("%d sent and %d shed of 20 scheduled, want 20 and 0", sent, shed)
+	}
+}
