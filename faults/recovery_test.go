@@ -96,6 +96,18 @@ func TestRejoin(t *testing.T) {
 			want:   false, why: "not yet seen out of sync",
 		},
 		{
+			// A topic's first leader epoch is 0: an election from it is one.
+			name: "kill of the leader, elected again from epoch 0", needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 2, 0, full, full)}},
+			polls:  []drivers.Topology{topo(all, part(0, 1, 1, full, full))},
+			want:   true, evidence: "new leader epoch",
+		},
+		{
+			name: "pause, node 0 leads, never left the ISR", needEvidence: false,
+			polls: []drivers.Topology{topo([]int32{0, 1, 2}, part(0, 0, 5, []int32{0, 1, 2}, []int32{0, 1, 2}))},
+			want:  true, evidence: "kept its process",
+		},
+		{
 			name: "kill, back in the node list but one ISR not yet", needEvidence: true,
 			polls: []drivers.Topology{
 				topo([]int32{1, 3}, part(0, 1, 5, full, shrunk), part(1, 1, 4, full, shrunk)),
