@@ -7,8 +7,8 @@ import (
 )
 
 // An applied fault that takes a node away gets its recovery watched: once
-// the node is back and answers, its record carries when (ReadyAt). A
-// fault that failed gets none.
+// the node is back and answers, and then is in sync, its record carries
+// when (ReadyAt, InSyncAt). A fault that failed gets none.
 func TestAppliedPauseGetsItsRecoveryStamped(t *testing.T) {
 	d, topic := kfakeDriver(t)
 	nodes := newFakeNodes(1, 2, 3)
@@ -29,7 +29,7 @@ func TestAppliedPauseGetsItsRecoveryStamped(t *testing.T) {
 		t.Fatalf("resume: %+v", rec)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if recs := in.Records(); !recs[1].ReadyAt.IsZero() {
+		if recs := in.Records(); !recs[1].ReadyAt.IsZero() && !recs[1].InSyncAt.IsZero() {
 			time.Sleep(200 * time.Millisecond) // 10 polls more
 			if recs := in.Records(); !recs[0].ReadyAt.IsZero() {
 				t.Fatalf("the failed pause got a recovery: %+v", recs[0])
