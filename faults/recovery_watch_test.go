@@ -2,8 +2,11 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
 )
 
 // An applied fault that takes a node away gets its recovery watched: once
@@ -38,6 +41,46 @@ func TestAppliedPauseGetsItsRecoveryStamped(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the pause's recovery was never stamped: %+v", in.Records())
+		}
+	}
+}
+
+// probeDriver answers probes after 10 ms, except for the nodes in down.
+type probeDriver struct {
+	drivers.Driver
+	down map[int32]bool
+}
+
+func (d probeDriver) ProbeNode(ctx context.Context, id int32) error {
+	select {
+	case <-time.After(10 * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if d.down[id] {
+		return fmt.Errorf("node %d does not answer", id)
+	}
+	return nil
+}
+
+// allAnswer: every node is in the node list and answers its own probe,
+// which gets time to (a broker under load answers in milliseconds).
+func TestAllAnswer(t *testing.T) {
+	list := topo([]int32{1, 2, 3})
+	for _, tc := range []struct {
+		name  string
+		topo  drivers.Topology
+		down  map[int32]bool
+		nodes []int32
+		want  bool
+	}{
+		{"listed and answering", list, nil, []int32{2, 3}, true},
+		{"not in the node list", topo([]int32{1, 3}), nil, []int32{2}, false},
+		{"listed, its probe fails", list, map[int32]bool{3: true}, []int32{2, 3}, false},
+	} {
+		w := &world{Env: Env{Driver: probeDriver{down: tc.down}}}
+		if got := w.allAnswer(context.Background(), tc.topo, tc.nodes); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
