@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -248,5 +249,26 @@ func TestListFiles(t *testing.T) {
 	}
 	if got := listFiles(fs, "missing"); !strings.HasPrefix(got, "(cannot list missing: ") {
 		t.Errorf("a missing directory: %q", got)
+	}
+}
+
+// Count stops on a cancelled context, with its error: a count that keeps
+// nothing (the case that scans longest) checks it on every event.
+func TestCountStopsWhenCancelled(t *testing.T) {
+	l, err := Open(t.TempDir(), Options{FlushInterval: time.Hour})
+	must(t, err)
+	defer l.Close()
+	for s := 0; s < 1000; s++ {
+		l.Record(Send, Event{Producer: 1, Seq: uint64(s)})
+	}
+	must(t, l.Flush())
+	none := func(Event) bool { return false }
+	if n, err := l.Count(t.Context(), Send, none); n != 0 || err != nil {
+		t.Fatalf("count of nothing: %d, %v", n, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := l.Count(ctx, Send, none); !errors.Is(err, context.Canceled) {
+		t.Fatalf("count with a cancelled context: %v, want context.Canceled", err)
 	}
 }
