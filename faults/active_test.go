@@ -27,6 +27,8 @@ func TestActiveOf(t *testing.T) {
 		{"pause then resume, stop left", []Record{rec(Pause, 1, "node:1", Applied), rec(Stop, 3, "node:3", Applied), rec(Resume, 1, "previous", Applied)}, []string{"stop node:3"}},
 		{"power loss until its nodes answer", []Record{notReady}, []string{"power-loss all"}},
 		{"power loss, nodes back", []Record{ready}, nil},
+		// A power loss of one node names it in Node only (Nodes empty).
+		{"power loss of one node until it answers", []Record{rec(PowerLoss, 2, "node:2", Applied)}, []string{"power-loss node:2"}},
 		{"fsync on then off", []Record{rec(FsyncOn, 0, "topic:t", Applied), rec(FsyncOff, 0, "topic:t", Applied)}, nil},
 		{"fsync off left", []Record{rec(FsyncOff, 0, "brokers", Applied)}, []string{"fsync-off brokers"}},
 		{"mode on left", []Record{rec("maintenance-on", 0, "cluster", Applied)}, []string{"maintenance-on cluster"}},

@@ -206,6 +206,11 @@ func TestMissingTargetIsSkippedAndRunGoesOn(t *testing.T) {
 	if !strings.Contains(recs[0].Error, "no such partition") || !strings.Contains(recs[1].Error, "not one this run controls") {
 		t.Fatalf("reasons: %q, %q", recs[0].Error, recs[1].Error)
 	}
+	// A fault that found no node names none (-1), not a node it never
+	// touched.
+	if recs[0].Node != -1 || recs[2].Node != -1 {
+		t.Fatalf("skipped faults name nodes %d and %d, want -1", recs[0].Node, recs[2].Node)
+	}
 	if !strings.Contains(log.String(), "skipped") {
 		t.Fatalf("the skip was not reported:\n%s", log.String())
 	}

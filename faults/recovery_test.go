@@ -55,6 +55,59 @@ func TestRejoin(t *testing.T) {
 			want: true, evidence: "left the cluster's node list",
 		},
 		{
+			// Leaving the node list is evidence for every partition the
+			// node replicates, even when no in-sync set ever shrank.
+			name: "kill, fenced and back before any ISR shrank", needEvidence: true,
+			polls: []drivers.Topology{
+				topo([]int32{1, 3}, part(0, 1, 5, full, full)),
+				topo(all, part(0, 1, 5, full, full)),
+			},
+			want: true, evidence: "left the cluster's node list",
+		},
+		{
+			// NATS describes a partition without a leader by an error:
+			// that is judged, as the lack of a leader it is.
+			name: "kill of the leader, seen without a leader as an error", needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 2, 5, full, full)}},
+			polls: []drivers.Topology{
+				topo(all, drivers.PartitionState{Partition: 0, Leader: -1, Epoch: 5, Replicas: full, ISR: full, Err: "no leader"}),
+				topo(all, part(0, 2, 5, full, full)),
+			},
+			want: true, evidence: "without a leader",
+		},
+		{
+			// A partition described with an error and a leader (node 0)
+			// is not judged: its epoch, which the next read without the
+			// error does not confirm, is no evidence.
+			name: "kill of node 0, an erroring partition's epoch is no evidence", nodes: []int32{0}, needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 0, 5, []int32{0, 1, 2}, []int32{0, 1, 2})}},
+			polls: []drivers.Topology{
+				topo([]int32{0, 1, 2}, drivers.PartitionState{Partition: 0, Leader: 0, Epoch: 6, Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1, 2}, Err: "stale metadata"}),
+				topo([]int32{0, 1, 2}, part(0, 0, 5, []int32{0, 1, 2}, []int32{0, 1, 2})),
+			},
+			want: false, why: "not yet seen out of sync",
+		},
+		{
+			// Node 0 leading is a leader: no sign of an absence, where
+			// the broker gives no epochs to show an election.
+			name: "kill of the leader, node 0 leads next, no epochs", needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 2, -1, []int32{0, 1, 2}, []int32{0, 1, 2})}},
+			polls:  []drivers.Topology{topo([]int32{0, 1, 2}, part(0, 0, -1, []int32{0, 1, 2}, []int32{0, 1, 2}))},
+			want:   false, why: "not yet seen out of sync",
+		},
+		{
+			// A topic's first leader epoch is 0: an election from it is one.
+			name: "kill of the leader, elected again from epoch 0", needEvidence: true,
+			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 2, 0, full, full)}},
+			polls:  []drivers.Topology{topo(all, part(0, 1, 1, full, full))},
+			want:   true, evidence: "new leader epoch",
+		},
+		{
+			name: "pause, node 0 leads, never left the ISR", needEvidence: false,
+			polls: []drivers.Topology{topo([]int32{0, 1, 2}, part(0, 0, 5, []int32{0, 1, 2}, []int32{0, 1, 2}))},
+			want:  true, evidence: "kept its process",
+		},
+		{
 			name: "kill, back in the node list but one ISR not yet", needEvidence: true,
 			polls: []drivers.Topology{
 				topo([]int32{1, 3}, part(0, 1, 5, full, shrunk), part(1, 1, 4, full, shrunk)),

@@ -59,3 +59,48 @@ func TestKillDuringThePIDReadIsNoUnexpectedDeath(t *testing.T) {
 		}
 	}
 }
+
+// A node that dies unexpectedly is reported once while it stays dead,
+// and again if it comes back and dies a second time: one record per
+// incident.
+func TestEachUnexpectedDeathReportedOnce(t *testing.T) {
+	nodes := newFakeNodes(1, 2, 3)
+	in := &Injector{Nodes: nodes, Poll: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { in.WatchDeaths(ctx); close(done) }()
+	deaths := func() int {
+		n := 0
+		for _, r := range in.Records() {
+			if r.Action == UnexpectedDeath && r.Node == 3 {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); deaths() < want; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d deaths of node 3 reported, want %d: %+v", deaths(), want, in.Records())
+			}
+		}
+	}
+	// WatchDeaths polls every 500ms at least: 1.2 s is two polls or more.
+	const polls = 1200 * time.Millisecond
+	nodes.die(3)
+	waitFor(1)
+	time.Sleep(polls)
+	if n := deaths(); n != 1 {
+		t.Fatalf("a node that stayed dead reported %d times", n)
+	}
+	if err := nodes.Start(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(polls)
+	nodes.die(3)
+	waitFor(2)
+	cancel()
+	<-done
+}

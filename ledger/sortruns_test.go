@@ -78,3 +78,33 @@ func BenchmarkSortOutcomes(b *testing.B) {
 		}
 	})
 }
+
+// sortBySeq allocates nothing when the scratch buffer it is given holds
+// exactly the events (Flush hands the same buffers back every flush), and
+// what it returns is the caller's two buffers, one sorted and one spare.
+func TestSortBySeqReusesAScratchOfExactSize(t *testing.T) {
+	src := make([]Event, 0, 64)
+	for p := range 4 {
+		for j := range 16 {
+			src = append(src, Event{Seq: uint64(j*4 + p)})
+		}
+	}
+	evs := make([]Event, len(src))
+	scratch := make([]Event, len(src))
+	bounds := make([]int, 0, 8)
+	allocs := testing.AllocsPerRun(20, func() {
+		copy(evs, src)
+		sorted, spare, b := sortBySeq(evs, scratch, bounds)
+		if !slices.IsSortedFunc(sorted, cmpSeq) {
+			t.Fatal("not sorted")
+		}
+		same := func(a, b []Event) bool { return &a[:1][0] == &b[:1][0] }
+		if !(same(sorted, evs) && same(spare, scratch) || same(sorted, scratch) && same(spare, evs)) {
+			t.Fatal("sortBySeq returned buffers other than the two it was given")
+		}
+		bounds = b
+	})
+	if allocs != 0 {
+		t.Fatalf("sortBySeq allocated %.0f times with a scratch of exactly len(evs)", allocs)
+	}
+}

@@ -328,7 +328,7 @@ func TestCheckWholeFiresOnEachHole(t *testing.T) {
 		}, "fragment 1 is stored twice"},
 		{"the commit record disagrees with its flush", func(t *testing.T, l *Ledger) {
 			must(t, l.commits.append(commitEntry{fragNo: 4, events: 500, flushes: 6}))
-		}, "says flush 5 ended at fragment 4"},
+		}, "says flush 5 ended at fragment 4 and 500 events; the database's flush record says 5 and 500"},
 		{"the commit record behind by two flushes", func(t *testing.T, l *Ledger) {
 			must(t, l.commits.append(commitEntry{fragNo: 3, events: 300, flushes: 4}))
 		}, "the commit record was cut"},
@@ -390,7 +390,7 @@ func TestLedgerWithoutFlushRecordsIsNotProvenWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if p := r.Proof(); p.Whole || !strings.Contains(p.Reason, "cannot be proven whole") || p.Events != 300 {
+	if p := r.Proof(); p.Whole || !strings.Contains(p.Reason, "cannot be proven whole") || p.Events != 300 || p.Fragments != 1 {
 		t.Fatalf("proof %+v", p)
 	}
 	if err := r.Record(Send, Event{}); !errors.Is(err, ErrReadOnly) {

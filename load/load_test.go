@@ -174,6 +174,11 @@ func TestMemoryEstimate(t *testing.T) {
 		{"schedule below the bound", Config{Rate: 10, Duration: time.Second, MessageSize: 1 << 20}, ValueCopies * 10 << 20},
 		{"2 GiB values", Config{Rate: 1000, Duration: time.Minute, MessageSize: 1 << 31}, ValueCopies * 60_000 << 31},
 		{"saturates", Config{Rate: 1e6, Duration: time.Hour, MessageSize: math.MaxInt, MaxInFlight: math.MaxInt}, math.MaxUint64},
+		// Nothing scheduled: nothing in flight, and no division by it.
+		{"empty schedule", Config{Rate: 0, Duration: time.Minute, MessageSize: 1024}, 0},
+		// The largest size whose product still fits is counted exactly,
+		// not saturated: the guard trips only on a real overflow.
+		{"largest exact", Config{Rate: 2, Duration: time.Second, MessageSize: math.MaxUint64 / ValueCopies / 2, MaxInFlight: 2}, ValueCopies * 2 * (math.MaxUint64 / ValueCopies / 2)},
 	} {
 		if got := tc.c.MemoryEstimate(); got != tc.want {
 			t.Errorf("%s: %d bytes, want %d", tc.name, got, tc.want)
