@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ackcheck/ackcheck/netns"
@@ -445,22 +444,7 @@ func (n *sshNet) reachesFromClient(ctx context.Context, to int32, timeout time.D
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	c, err := dial(ctx, "tcp", addr)
-	switch {
-	case err == nil:
-		c.Close()
-		return true, nil
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return true, nil
-	case errors.Is(err, context.DeadlineExceeded) || isNetTimeout(err):
-		return false, nil
-	}
-	return false, err
-}
-
-func isNetTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return netns.Answered(dial(ctx, "tcp", addr))
 }
 
 // probeFrom connects from node from to each of to, all at once, in one

@@ -82,6 +82,14 @@ func (n *Net) reaches(ctx context.Context, p Path, port int, timeout time.Durati
 	} else {
 		c, err = n.DialFrom(ctx, p.From, "tcp", addr)
 	}
+	return Answered(c, err)
+}
+
+// Answered says what a TCP connect's outcome proves of its path, and
+// closes c: connected or refused, the path carries packets both ways
+// (true); timed out, it is cut (false); any other error proves nothing
+// and is returned.
+func Answered(c net.Conn, err error) (bool, error) {
 	switch {
 	case err == nil:
 		c.Close()

@@ -1,13 +1,11 @@
 package pulsar
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -32,28 +30,14 @@ var logTime = regexp.MustCompile(`^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]`)
 // and not after until (zero: no bound), read in loc; zero when there is
 // none.
 func FirstReady(log io.Reader, since, until time.Time, loc *time.Location) (time.Time, error) {
-	sc := bufio.NewScanner(log)
-	// Its ready line lists every setting of the broker: tens of KiB.
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, ServiceReady) {
-			continue
-		}
+	return drivers.FirstLogLine(log, ServiceReady, func(line string) (time.Time, bool) {
 		m := logTime.FindStringSubmatch(line)
 		if m == nil {
-			continue
+			return time.Time{}, false
 		}
 		at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], loc)
-		if err != nil || at.Before(since.Truncate(time.Millisecond)) || (!until.IsZero() && at.After(until)) {
-			continue
-		}
-		return at, nil
-	}
-	if err := sc.Err(); err != nil {
-		return time.Time{}, fmt.Errorf("read the log: %w", err)
-	}
-	return time.Time{}, nil
+		return at, err == nil
+	}, since, until)
 }
 
 // RecoveryAccount implements drivers.LogOracle for the local standalone:

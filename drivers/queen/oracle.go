@@ -1,7 +1,6 @@
 package queen
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -28,30 +27,20 @@ const (
 
 var logTime = regexp.MustCompile(`^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})`)
 
+// lineTime reads the time either log writes at the start of its lines.
+func lineTime(line string) (time.Time, bool) {
+	m := logTime.FindStringSubmatch(line)
+	if m == nil {
+		return time.Time{}, false
+	}
+	at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.UTC)
+	return at, err == nil
+}
+
 // LastLine finds the time of the last line of log that contains what and
 // is not after before; zero when there is none.
 func LastLine(log io.Reader, what string, before time.Time) (time.Time, error) {
-	var last time.Time
-	sc := bufio.NewScanner(log)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, what) {
-			continue
-		}
-		m := logTime.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.UTC)
-		if err == nil && !at.After(before) {
-			last = at
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return last, fmt.Errorf("read the log: %w", err)
-	}
-	return last, nil
+	return drivers.LastLogLine(log, what, lineTime, before)
 }
 
 // LastLine is LastLine on node's own log in the local cluster.
@@ -74,27 +63,7 @@ const Listening = "Acceptor listening on "
 // at or after since and not after until (zero: no bound); zero when there
 // is none.
 func FirstLine(log io.Reader, what string, since, until time.Time) (time.Time, error) {
-	sc := bufio.NewScanner(log)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, what) {
-			continue
-		}
-		m := logTime.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.UTC)
-		if err != nil || at.Before(since.Truncate(time.Millisecond)) || (!until.IsZero() && at.After(until)) {
-			continue
-		}
-		return at, nil
-	}
-	if err := sc.Err(); err != nil {
-		return time.Time{}, fmt.Errorf("read the log: %w", err)
-	}
-	return time.Time{}, nil
+	return drivers.FirstLogLine(log, what, lineTime, since, until)
 }
 
 // noInSync is what the oracle says instead of an in-sync account.
