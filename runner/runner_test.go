@@ -16,7 +16,6 @@ import (
 	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 type lockedBuf struct {
@@ -40,16 +39,7 @@ func (l *lockedBuf) String() string {
 // closed when t ends.
 func kfakeDriver(t *testing.T) *kafka.Driver {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	_, d := fakeKafka(t)
 	return d
 }
 

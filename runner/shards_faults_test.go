@@ -12,12 +12,10 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // gate holds the acks of one shard while a fake node is paused: the
@@ -171,16 +169,7 @@ func firstAcks(t *testing.T, dirs []string, at time.Time) map[int32]int64 {
 // ledgers hold together, about 600 ms on shard 0's partitions and tens
 // of ms on shard 1's, which shard 0 alone would not have at all.
 func TestShardsFaultProcessTimeline(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	c, d := fakeKafka(t)
 	startDir := t.TempDir()
 	const topic = "faultproc"
 	runID, start, err := runner.JoinStart(startDir, 2, topic, 1500*time.Millisecond, time.Second)
@@ -277,16 +266,7 @@ func TestShardsFaultProcessTimeline(t *testing.T) {
 // whose applier did not finish, gets no PASS: it is never judged as a
 // load without faults.
 func TestShardsFaultTimelineMissingOrUnfinished(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	c, d := fakeKafka(t)
 	startDir := t.TempDir()
 	const topic = "notimeline"
 	runID, start, err := runner.JoinStart(startDir, 2, topic, time.Second, time.Second)

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/runner"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func readLogs(t *testing.T, dirs []string, name string) []io.Reader {
@@ -34,16 +32,7 @@ func readLogs(t *testing.T, dirs []string, name string) []io.Reader {
 // precision, window by window in counts. A shard's log that lost a
 // window makes the merged verdict warn.
 func TestShardsHlogMerge(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	c, d := fakeKafka(t)
 	dirs := runShards(t, c.ListenAddrs(), "hlogs", 3, nil)
 	res := verifyShards(t, d, dirs)
 	for _, w := range res.Warnings {

@@ -5,11 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // partitionsOf lists the partitions of kind k's events in a shard's
@@ -46,16 +44,7 @@ func partitionsOf(t *testing.T, dir string, k ledger.Kind) []int32 {
 // messages; a keyed load keeps every partition in every shard. Either
 // way the merged verdict reads every partition back and passes.
 func TestShardsSplitPartitions(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	c, d := fakeKafka(t)
 	for _, keys := range []int{0, 50} {
 		t.Run(fmt.Sprintf("keys=%d", keys), func(t *testing.T) {
 			dirs := runShards(t, c.ListenAddrs(), fmt.Sprintf("split-%d", keys), 2, func(cfg *runner.Config) { cfg.Load.Keys = keys })

@@ -79,6 +79,23 @@ func runShardsAt(t *testing.T, addrs []string, topic string, n int, start time.T
 	return dirs
 }
 
+// fakeKafka is a 3-broker kfake cluster and a driver on it, both closed
+// when the test ends.
+func fakeKafka(t *testing.T) (*kfake.Cluster, *kafka.Driver) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return c, d
+}
+
 func verifyShards(t *testing.T, d drivers.Driver, dirs []string) *verifier.Result {
 	t.Helper()
 	res, err := runner.VerifyShards(context.Background(), filepath.Join(t.TempDir(), "merged"), dirs, d, verifier.Options{}, 10*time.Second, nil)
@@ -93,16 +110,7 @@ func verifyShards(t *testing.T, d drivers.Driver, dirs []string) *verifier.Resul
 // total rate gives; each shard's messages carry its own producers, and
 // every shard's ledger is proven whole into the verdict.
 func TestShardsMergedEqualsSingle(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	c, d := fakeKafka(t)
 
 	dirs := runShards(t, c.ListenAddrs(), "sharded", 3, nil)
 	merged := verifyShards(t, d, dirs)
@@ -192,16 +200,7 @@ func readTopic(t *testing.T, addrs []string, topic string, f func(message.ID)) {
 // deleted from the topic are found lost, counted against the shard that
 // acked them.
 func TestShardsMissingDamagedDeleted(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	c, d := fakeKafka(t)
 	dirs := runShards(t, c.ListenAddrs(), "shards", 3, nil)
 	want := int64(shardLoad().Rate * shardLoad().Duration.Seconds())
 
@@ -292,16 +291,7 @@ func mustClient(t *testing.T, addrs []string) *kgo.Client {
 // give every pod one command), and exactly one applies them, shard 0; the
 // merged verdict reports them once, from shard 0's timeline.
 func TestShardsOneFaultSchedule(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	d, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	c, d := fakeKafka(t)
 	on := true
 	dirs := runShards(t, c.ListenAddrs(), "faulted", 3, func(cfg *runner.Config) {
 		cfg.Faults = &runner.FaultPlan{Fsync: &on}
