@@ -377,6 +377,13 @@ func (n *sshNet) Remove(ctx context.Context, r netns.Rule) error {
 			return fmt.Errorf("remove %s on node %d: %w", r, r.Node, err)
 		}
 	}
+	// The last chain gone, the table goes too: the node's ruleset is left
+	// as it was before the first fault. One command on the node, so that
+	// nothing is listed and then deleted by two round trips.
+	_, err = n.nodes[r.Node].run.Run(ctx, s.sudo+"nft list table inet ackcheck 2>/dev/null | grep -q '^[[:space:]]*chain ' || "+s.sudo+"nft delete table inet ackcheck 2>/dev/null; true")
+	if err != nil {
+		return fmt.Errorf("remove the empty table inet ackcheck on node %d: %w", r.Node, err)
+	}
 	return nil
 }
 

@@ -169,8 +169,9 @@ func TestSSHNetworkRules(t *testing.T) {
 			if err := nw.Remove(context.Background(), tc.rule); err != nil {
 				t.Fatal(err)
 			}
-			if got := fakes[tc.rule.Node].cmds[1:]; len(got) != 2 || !strings.Contains(got[0], "delete chain inet ackcheck "+tc.rule.Name+"_out") ||
-				!strings.Contains(got[1], "delete chain inet ackcheck "+tc.rule.Name+"_in") {
+			if got := fakes[tc.rule.Node].cmds[1:]; len(got) != 3 || !strings.Contains(got[0], "delete chain inet ackcheck "+tc.rule.Name+"_out") ||
+				!strings.Contains(got[1], "delete chain inet ackcheck "+tc.rule.Name+"_in") ||
+				!strings.Contains(got[2], "grep -q '^[[:space:]]*chain ' || nft delete table inet ackcheck") {
 				t.Errorf("remove ran %q", got)
 			}
 		})

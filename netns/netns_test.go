@@ -209,6 +209,58 @@ func TestRemoveOneOfTwoAndHealAll(t *testing.T) {
 	}
 }
 
+// Removing the last rule of a node leaves its ruleset as it was before
+// the first: no empty table of ackcheck's. Removing one of two keeps the
+// table and the other rule.
+func TestRemoveLastRuleDropsTable(t *testing.T) {
+	n := testNet(t)
+	ctx := context.Background()
+	a := Rule{Name: "fa", Kind: Cut, Node: 1, Peers: []int32{2}}
+	b := Rule{Name: "fb", Kind: Loss, Percent: 50, Node: 1, Peers: []int32{3}}
+	for _, r := range []Rule{a, b} {
+		if err := n.Apply(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ruleset := func() string {
+		out, err := n.exec(ctx, 1, "nft", "list", "ruleset")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	if err := n.Remove(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if rs := ruleset(); !strings.Contains(rs, "table inet ackcheck") || !strings.Contains(rs, "fb_out") || strings.Contains(rs, "fa_out") {
+		t.Fatalf("after removing %s of two, node 1's ruleset:\n%s", a, rs)
+	}
+	if err := n.Remove(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if rs := ruleset(); strings.Contains(rs, "ackcheck") {
+		t.Fatalf("after removing the last rule, node 1's ruleset still has ackcheck's table:\n%s", rs)
+	}
+	if err := n.Remove(ctx, b); err != nil {
+		t.Errorf("removing a rule again, its table gone: %v", err)
+	}
+}
+
+func TestHasChains(t *testing.T) {
+	for _, c := range []struct {
+		listing string
+		want    bool
+	}{
+		{"table inet ackcheck {\n}\n", false},
+		{"table inet ackcheck {\n\tchain f1_out {\n\t\ttype filter hook output priority filter; policy accept;\n\t}\n}\n", true},
+		{"", false},
+	} {
+		if got := hasChains(c.listing); got != c.want {
+			t.Errorf("hasChains(%q) = %v, want %v", c.listing, got, c.want)
+		}
+	}
+}
+
 // udpCount listens on node id's UDP port and counts what arrives.
 func udpCount(t *testing.T, n *Net, id int32) (addr string, got *atomic.Int64) {
 	t.Helper()

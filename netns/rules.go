@@ -189,7 +189,38 @@ func (n *Net) Remove(ctx context.Context, r Rule) error {
 			return fmt.Errorf("remove %s: %w", r, err)
 		}
 	}
+	return n.dropTableIfEmpty(ctx, r.Node)
+}
+
+// dropTableIfEmpty deletes ackcheck's table on node id once the last of
+// its chains is gone, so that a healed node's ruleset is what it was
+// before the first fault: no empty "table inet ackcheck" left behind.
+// A table that still holds a chain (another fault still in force) stays.
+func (n *Net) dropTableIfEmpty(ctx context.Context, id int32) error {
+	out, err := n.exec(ctx, id, "nft", "list", "table", table)
+	if err != nil {
+		if gone(err) {
+			return nil
+		}
+		return fmt.Errorf("list node %d's %s table: %w", id, table, err)
+	}
+	if hasChains(string(out)) {
+		return nil
+	}
+	if _, err := n.nft(ctx, id, "delete table "+table+"\n"); err != nil && !gone(err) {
+		return fmt.Errorf("delete node %d's empty %s table: %w", id, table, err)
+	}
 	return nil
+}
+
+// hasChains reports whether `nft list table` output shows a chain.
+func hasChains(listing string) bool {
+	for _, line := range strings.Split(listing, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "chain ") {
+			return true
+		}
+	}
+	return false
 }
 
 // HealAll removes every rule and qdisc ackcheck installed in the Net,
