@@ -75,6 +75,9 @@ func LoadClusterFile(path string, brokers []string) (*ClusterFile, error) {
 		if len(n.Ports) == 0 {
 			n.Ports = cf.Defaults.Ports
 		}
+		if n.Firewall == "" {
+			n.Firewall = cf.Defaults.Firewall
+		}
 		n.KeyFile = expandHome(n.KeyFile)
 		if seen[n.ID] {
 			return nil, fmt.Errorf("cluster file %s: node %d appears twice", path, n.ID)

@@ -22,7 +22,10 @@ import (
 // A rule is an nft script run on its node through the node's runner
 // (`nft -f -` fed by a heredoc), in ackcheck's own table (inet ackcheck),
 // with chains named after the rule (<name>_in, <name>_out), so that one
-// fault is removed alone. A rule matches only TCP on the broker ports (the
+// fault is removed alone. On a node without nft (or with `firewall:
+// iptables` in the cluster file) it is an iptables-restore --noflush
+// script instead: chains ackc_<name>_in and ackc_<name>_out, each jumped
+// to from INPUT and OUTPUT, installed in one transaction per family. A rule matches only TCP on the broker ports (the
 // union of every node's `ports:`) to and from the peers' addresses (and,
 // for partition-client, the address ackcheck's SSH session comes from).
 //
@@ -86,7 +89,7 @@ func (s *Scripted) network() (Network, error) {
 		if run == nil {
 			return nil, fmt.Errorf("node %d has no runner: connect the cluster file first", id)
 		}
-		n.nodes[id] = &sshNode{id: id, run: run, addr: ip.Unmap(), ports: spec.Ports}
+		n.nodes[id] = &sshNode{id: id, run: run, addr: ip.Unmap(), ports: spec.Ports, firewall: spec.Firewall}
 		n.ids = append(n.ids, id)
 		key = append(key, fmt.Sprintf("%d=%s", id, ip))
 		for _, p := range spec.Ports {
@@ -121,10 +124,11 @@ type sshNet struct {
 }
 
 type sshNode struct {
-	id    int32
-	run   remote.Runner
-	addr  netip.Addr
-	ports []int
+	id       int32
+	run      remote.Runner
+	addr     netip.Addr
+	ports    []int
+	firewall string // the cluster file's: "", "nft" or "iptables"
 }
 
 // sshSession is what preflight reads on a node: ackcheck's SSH session
@@ -133,6 +137,8 @@ type sshSession struct {
 	clientIP               netip.Addr
 	clientPort, serverPort int
 	nft                    bool
+	iptables               bool   // iptables-restore is there
+	ip6tables              bool   // ip6tables-restore is there
 	sudo                   string // "" as root, "sudo -n " otherwise
 	root                   bool
 }
@@ -156,6 +162,8 @@ func (n *sshNet) session(ctx context.Context, id int32, fresh bool) (sshSession,
 	node := n.nodes[id]
 	out, err := node.run.Run(ctx, `echo "conn=$SSH_CONNECTION"; echo "uid=$(id -u)"; `+
 		`if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then echo nft=yes; fi; `+
+		`if command -v iptables-restore >/dev/null 2>&1 || [ -x /usr/sbin/iptables-restore ]; then echo iptables=yes; fi; `+
+		`if command -v ip6tables-restore >/dev/null 2>&1 || [ -x /usr/sbin/ip6tables-restore ]; then echo ip6tables=yes; fi; `+
 		`if sudo -n true >/dev/null 2>&1; then echo sudo=yes; fi`)
 	if err != nil {
 		return s, fmt.Errorf("read node %d's SSH session and tools: %w", id, err)
@@ -183,6 +191,10 @@ func parseSession(out string) (sshSession, error) {
 			s.root = v == "0"
 		case "nft":
 			s.nft = v == "yes"
+		case "iptables":
+			s.iptables = v == "yes"
+		case "ip6tables":
+			s.ip6tables = v == "yes"
 		case "sudo":
 			if v == "yes" && !s.root {
 				s.sudo = "sudo -n "
@@ -231,17 +243,44 @@ func (n *sshNet) preflight(ctx context.Context, kinds []netns.Kind) error {
 // refuse says why no rule may be installed on node id with session s.
 func (n *sshNet) refuse(id int32, s sshSession) error {
 	where := n.nodes[id].run.Where()
+	tool, err := n.firewall(id, s)
 	switch {
-	case !s.nft:
-		return fmt.Errorf("nft missing on node %d (%s): apt-get install nftables", id, where)
+	case err != nil:
+		return err
 	case !s.root && s.sudo == "":
-		return fmt.Errorf("node %d (%s): nft needs root: log in as root or allow the user `sudo -n nft` (NOPASSWD in sudoers)", id, where)
+		return fmt.Errorf("node %d (%s): %s needs root: log in as root or allow the user `sudo -n %s` (NOPASSWD in sudoers)", id, where, tool, tool)
 	case slices.Contains(n.ports, s.serverPort):
 		return fmt.Errorf("node %d (%s): the broker ports %v include the SSH server port %d: a rule on them would cut ackcheck's own SSH session; fix `ports:` in the cluster file (or run sshd on another port)", id, where, n.ports, s.serverPort)
 	case slices.Contains(n.ports, s.clientPort):
 		return fmt.Errorf("node %d (%s): the broker ports %v include port %d, the client side of ackcheck's own SSH session: a rule would cut it; reconnect (a new source port) and run again", id, where, n.ports, s.clientPort)
 	}
 	return nil
+}
+
+// firewall is the tool rules are installed with on node id, whose
+// session read s: the cluster file's `firewall:`, or nft where the node
+// has it and iptables otherwise. An error says what to install.
+func (n *sshNet) firewall(id int32, s sshSession) (string, error) {
+	where := n.nodes[id].run.Where()
+	switch n.nodes[id].firewall {
+	case "nft":
+		if !s.nft {
+			return "", fmt.Errorf("nft missing on node %d (%s), which the cluster file asks for (firewall: nft): apt-get install nftables, or leave firewall: out", id, where)
+		}
+		return "nft", nil
+	case "iptables":
+		if !s.iptables {
+			return "", fmt.Errorf("iptables-restore missing on node %d (%s), which the cluster file asks for (firewall: iptables): apt-get install iptables, or leave firewall: out", id, where)
+		}
+		return "iptables", nil
+	}
+	switch {
+	case s.nft:
+		return "nft", nil
+	case s.iptables:
+		return "iptables", nil
+	}
+	return "", fmt.Errorf("nft missing on node %d (%s), and iptables too: apt-get install nftables", id, where)
 }
 
 // chainName checks a rule's name as nft chain names need it.
@@ -252,15 +291,22 @@ func chainName(r netns.Rule) error {
 	return nil
 }
 
-// script is the nft script that installs r on its node, whose SSH session
-// is s. It matches only TCP on the broker ports, to and from the peers'
-// addresses (and the SSH client's for Client).
-func (n *sshNet) script(r netns.Rule, s sshSession) (string, error) {
+// match is what a rule on node r.Node matches, whatever installs it:
+// the peers' addresses (and the SSH client's for Client), and the share
+// of packets it drops (100 for a cut).
+type match struct {
+	addrs   []netip.Addr
+	percent int
+}
+
+// matchOf checks r for node r.Node, whose SSH session is s, and says what
+// it matches.
+func (n *sshNet) matchOf(r netns.Rule, s sshSession) (match, error) {
 	if err := chainName(r); err != nil {
-		return "", err
+		return match{}, err
 	}
 	if _, ok := n.nodes[r.Node]; !ok {
-		return "", fmt.Errorf("node %d is not a node of the cluster file (nodes %v)", r.Node, n.ids)
+		return match{}, fmt.Errorf("node %d is not a node of the cluster file (nodes %v)", r.Node, n.ids)
 	}
 	peers := r.Peers
 	if len(peers) == 0 {
@@ -270,29 +316,52 @@ func (n *sshNet) script(r netns.Rule, s sshSession) (string, error) {
 			}
 		}
 	}
-	var addrs []netip.Addr
+	m := match{percent: 100}
 	for _, p := range peers {
 		pn, ok := n.nodes[p]
 		if !ok || p == r.Node {
-			return "", fmt.Errorf("peer %d of node %d: not another node of the cluster file (nodes %v)", p, r.Node, n.ids)
+			return match{}, fmt.Errorf("peer %d of node %d: not another node of the cluster file (nodes %v)", p, r.Node, n.ids)
 		}
-		addrs = append(addrs, pn.addr)
+		m.addrs = append(m.addrs, pn.addr)
 	}
 	if r.Client {
-		addrs = append(addrs, s.clientIP)
+		m.addrs = append(m.addrs, s.clientIP)
 	}
-	drop := "drop"
 	switch r.Kind {
 	case netns.Cut, netns.OneWay:
 	case netns.Loss:
 		if r.Percent < 1 || r.Percent > 100 {
-			return "", fmt.Errorf("loss of %d%%: give 1 to 100", r.Percent)
+			return match{}, fmt.Errorf("loss of %d%%: give 1 to 100", r.Percent)
 		}
-		if r.Percent < 100 {
-			drop = fmt.Sprintf("numgen random mod 100 < %d drop", r.Percent)
-		}
+		m.percent = r.Percent
 	default:
-		return "", fmt.Errorf("%s on SSH nodes: not supported; partition, partition-client, one-way and loss can run", kindWord(r.Kind))
+		return match{}, fmt.Errorf("%s on SSH nodes: not supported; partition, partition-client, one-way and loss can run", kindWord(r.Kind))
+	}
+	return m, nil
+}
+
+// family is m's addresses of one IP family ("ip" or "ip6"), each once.
+func (m match) family(fam string) []string {
+	var set []string
+	for _, a := range m.addrs {
+		if (fam == "ip") == a.Is4() && !slices.Contains(set, a.String()) {
+			set = append(set, a.String())
+		}
+	}
+	return set
+}
+
+// script is the nft script that installs r on its node, whose SSH session
+// is s. It matches only TCP on the broker ports, to and from the peers'
+// addresses (and the SSH client's for Client).
+func (n *sshNet) script(r netns.Rule, s sshSession) (string, error) {
+	m, err := n.matchOf(r, s)
+	if err != nil {
+		return "", err
+	}
+	drop := "drop"
+	if m.percent < 100 {
+		drop = fmt.Sprintf("numgen random mod 100 < %d drop", m.percent)
 	}
 	ports := make([]string, len(n.ports))
 	for i, p := range n.ports {
@@ -308,12 +377,7 @@ func (n *sshNet) script(r netns.Rule, s sshSession) (string, error) {
 	for _, c := range chains {
 		fmt.Fprintf(&b, "add chain inet ackcheck %s_%s { type filter hook %s priority 0; policy accept; }\n", r.Name, c.suffix, c.hook)
 		for _, fam := range []string{"ip", "ip6"} {
-			var set []string
-			for _, a := range addrs {
-				if (fam == "ip") == a.Is4() && !slices.Contains(set, a.String()) {
-					set = append(set, a.String())
-				}
-			}
+			set := m.family(fam)
 			if len(set) == 0 {
 				continue
 			}
@@ -348,6 +412,9 @@ func (n *sshNet) Apply(ctx context.Context, r netns.Rule) error {
 	if err := n.refuse(r.Node, s); err != nil {
 		return err
 	}
+	if tool, _ := n.firewall(r.Node, s); tool == "iptables" {
+		return n.iptApply(ctx, r, s)
+	}
 	script, err := n.script(r, s)
 	if err != nil {
 		return err
@@ -370,6 +437,13 @@ func (n *sshNet) Remove(ctx context.Context, r netns.Rule) error {
 	s, err := n.session(ctx, r.Node, false)
 	if err != nil {
 		return err
+	}
+	tool, err := n.firewall(r.Node, s)
+	if err != nil {
+		return err
+	}
+	if tool == "iptables" {
+		return n.iptRemove(ctx, r, s)
 	}
 	for _, c := range []string{r.Name + "_out", r.Name + "_in"} {
 		err := n.nftRun(ctx, r.Node, s, fmt.Sprintf("flush chain inet ackcheck %s\ndelete chain inet ackcheck %s\n", c, c))

@@ -77,11 +77,14 @@ func startSSHNodes(t *testing.T) *sshNodes {
 }
 
 // scripted is the nodes as a cluster file's, with ports as given.
-func (c *sshNodes) scripted(ports []int) *Scripted {
+func (c *sshNodes) scripted(ports []int) *Scripted { return c.scriptedWith(ports, "") }
+
+// scriptedWith is scripted with the nodes' `firewall:` as given.
+func (c *sshNodes) scriptedWith(ports []int, firewall string) *Scripted {
 	var specs []NodeSpec
 	for _, id := range c.n.Nodes {
 		// pgrep sshd: any process that runs stands in for the broker.
-		specs = append(specs, NodeSpec{ID: id, Host: c.n.NodeAddr(id).String(), Port: sshNodePort, PGrep: "sshd", Start: "true", Ports: ports})
+		specs = append(specs, NodeSpec{ID: id, Host: c.n.NodeAddr(id).String(), Port: sshNodePort, PGrep: "sshd", Start: "true", Ports: ports, Firewall: firewall})
 	}
 	s := NewScripted(specs, c.runners, "ssh test nodes")
 	s.SetNetDial(c.n.Dial)
@@ -93,19 +96,23 @@ func (c *sshNodes) scripted(ports []int) *Scripted {
 // session to node 1 works all along; heal-network restores every path.
 func TestSSHNetworkOnRealNodes(t *testing.T) {
 	c := startSSHNodes(t)
-	s := c.scripted([]int{brokerPort})
 	tests := []struct {
+		firewall string
 		schedule string
 		cut      []string
 	}{
-		{"at=0s partition node:1", paths("node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
-		{"at=0s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		{"nft", "at=0s partition node:1", paths("node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		{"nft", "at=0s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
 		// A TCP connect needs both directions: 2 -> 1 is cut too.
-		{"at=0s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
-		{"at=0s loss 100% pair:1-3", paths("node 1 -> node 3", "node 3 -> node 1")},
+		{"nft", "at=0s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
+		{"nft", "at=0s loss 100% pair:1-3", paths("node 1 -> node 3", "node 3 -> node 1")},
+		// The same rules by iptables, on nodes that ask for it.
+		{"iptables", "at=0s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		{"iptables", "at=0s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
 	}
 	for _, tc := range tests {
-		t.Run(tc.schedule, func(t *testing.T) {
+		t.Run(tc.firewall+" "+tc.schedule, func(t *testing.T) {
+			s := c.scriptedWith([]int{brokerPort}, tc.firewall)
 			steps, err := ParseSchedule(tc.schedule + "; at=4s heal-network")
 			if err != nil {
 				t.Fatal(err)
@@ -128,7 +135,11 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			during := make(chan string, 1)
 			go func() {
 				time.Sleep(2500 * time.Millisecond)
-				out, err := c.runners[1].Run(ctx, "nft list table inet ackcheck")
+				list := "nft list table inet ackcheck"
+				if tc.firewall == "iptables" {
+					list = "iptables -S"
+				}
+				out, err := c.runners[1].Run(ctx, list)
 				during <- fmt.Sprintf("%s%v", out, err)
 			}()
 			in.Run(ctx, time.Now(), steps)
@@ -140,7 +151,11 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			if f.Result != Applied || h.Result != Applied {
 				t.Fatalf("fault %s (%s), heal %s (%s)", f.Result, f.Error, h.Result, h.Error)
 			}
-			if got := <-during; !strings.Contains(got, "tcp sport 19092 drop") || !strings.HasSuffix(got, "<nil>") {
+			inForce := "tcp sport 19092 drop"
+			if tc.firewall == "iptables" {
+				inForce = "--sports 19092 -j DROP"
+			}
+			if got := <-during; !strings.Contains(got, inForce) || !strings.HasSuffix(got, "<nil>") {
 				t.Errorf("node 1 over SSH during the partition: %s", got)
 			}
 			p := f.NetworkProof
@@ -167,9 +182,9 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			// Healed, every node's ruleset is as before the fault: no
 			// chain, and no empty table of ackcheck's either.
 			for id, r := range c.runners {
-				out, err := r.Run(ctx, "nft list tables")
-				if err != nil || strings.Contains(out, "ackcheck") {
-					t.Errorf("node %d after the heal: tables %q %v", id, out, err)
+				out, err := r.Run(ctx, "nft list tables; iptables -S; ip6tables -S")
+				if err != nil || strings.Contains(out, "ackcheck") || strings.Contains(out, "ackc_") {
+					t.Errorf("node %d after the heal: %q %v", id, out, err)
 				}
 			}
 		})

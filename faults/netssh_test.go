@@ -72,7 +72,12 @@ func TestSSHNetworkPreflight(t *testing.T) {
 	}{
 		{"all ready", nil, nil, "at=1s partition node:1; at=2s partition-client node:2; at=3s loss 30% node:3; at=4s heal-network", ""},
 		{"sudo instead of root", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=1000\nnft=yes\nsudo=yes\n"}, nil, "at=1s partition node:1", ""},
-		{"nft missing", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=0\n"}, nil, "at=1s partition node:1", "nft missing on node 2 (root@10.0.0.2:22): apt-get install nftables"},
+		{"nft and iptables missing", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=0\n"}, nil, "at=1s partition node:1", "nft missing on node 2 (root@10.0.0.2:22), and iptables too: apt-get install nftables"},
+		{"nft missing, iptables there", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=0\niptables=yes\n"}, nil, "at=1s partition node:1", ""},
+		{"firewall: nft, nft missing", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=0\niptables=yes\n"},
+			func(n *NodeSpec) { n.Firewall = "nft" }, "at=1s partition node:1", "nft missing on node 2 (root@10.0.0.2:22), which the cluster file asks for"},
+		{"firewall: iptables, iptables missing", nil, func(n *NodeSpec) { n.Firewall = "iptables" }, "at=1s partition node:1", "iptables-restore missing on node 1"},
+		{"iptables not root, no sudo", map[int32]string{3: "conn=10.0.0.9 51000 10.0.0.3 22\nuid=1000\niptables=yes\n"}, nil, "at=1s partition node:1", "node 3 (root@10.0.0.3:22): iptables needs root"},
 		{"not root, no sudo", map[int32]string{3: "conn=10.0.0.9 51000 10.0.0.3 22\nuid=1000\nnft=yes\n"}, nil, "at=1s partition node:1", "node 3 (root@10.0.0.3:22): nft needs root"},
 		{"ports include the SSH server port", map[int32]string{1: "conn=10.0.0.9 51000 10.0.0.1 9093\nuid=0\nnft=yes\n"}, nil, "at=1s partition node:2", "include the SSH server port 9093"},
 		{"ports include the SSH client port", map[int32]string{1: "conn=10.0.0.9 9092 10.0.0.1 22\nuid=0\nnft=yes\n"}, nil, "at=1s partition node:2", "client side of ackcheck's own SSH session"},
@@ -178,6 +183,111 @@ func TestSSHNetworkRules(t *testing.T) {
 	}
 }
 
+// Without nft (or with firewall: iptables), a rule is an iptables-restore
+// script per family matching the same ports and addresses as the nft one,
+// its chain jumped to from the hook; removing it takes out the jump, the
+// rules and the chain, of both families.
+func TestSSHNetworkIptablesRules(t *testing.T) {
+	const ipt = "conn=10.0.0.9 51000 %s 22\nuid=0\nnft=yes\niptables=yes\nip6tables=yes\n"
+	tests := []struct {
+		name    string
+		rule    netns.Rule
+		session string
+		want    map[string][]string // by tool, lines its script must hold
+		not     []string
+		err     string
+	}{
+		{"partition", netns.Rule{Name: "a1_1", Kind: netns.Cut, Node: 1}, "",
+			map[string][]string{"iptables": {":ackc_a1_1_out - [0:0]", ":ackc_a1_1_in - [0:0]",
+				"-A ackc_a1_1_out -p tcp -d 10.0.0.2,10.0.0.3 -m multiport --dports 9092,9093 -j DROP",
+				"-A ackc_a1_1_out -p tcp -d 10.0.0.2,10.0.0.3 -m multiport --sports 9092,9093 -j DROP",
+				"-A ackc_a1_1_in -p tcp -s 10.0.0.2,10.0.0.3 -m multiport --dports 9092,9093 -j DROP",
+				"-I OUTPUT -j ackc_a1_1_out", "-I INPUT -j ackc_a1_1_in", "COMMIT"}},
+			[]string{"10.0.0.9", " 22"}, ""},
+		{"partition-client", netns.Rule{Name: "a1_2", Kind: netns.Cut, Node: 2, Client: true}, "",
+			map[string][]string{"iptables": {"-A ackc_a1_2_in -p tcp -s 10.0.0.1,10.0.0.3,10.0.0.9 -m multiport --dports 9092,9093 -j DROP"}}, nil, ""},
+		{"one-way", netns.Rule{Name: "a1_3", Kind: netns.OneWay, Node: 1, Peers: []int32{3}}, "",
+			map[string][]string{"iptables": {"-A ackc_a1_3_out -p tcp -d 10.0.0.3 -m multiport --sports 9092,9093 -j DROP"}},
+			[]string{"ackc_a1_3_in", "10.0.0.2"}, ""},
+		{"loss", netns.Rule{Name: "a1_4", Kind: netns.Loss, Node: 3, Percent: 30}, "",
+			map[string][]string{"iptables": {"-m multiport --dports 9092,9093 -m statistic --mode random --probability 0.30 -j DROP"}}, nil, ""},
+		{"an IPv6 client", netns.Rule{Name: "a1_5", Kind: netns.Cut, Node: 1, Client: true},
+			"conn=fd00::9 51000 10.0.0.1 22\nuid=0\niptables=yes\nip6tables=yes\n",
+			map[string][]string{"iptables": {"-A ackc_a1_5_in -p tcp -s 10.0.0.2,10.0.0.3 -m multiport --dports 9092,9093 -j DROP"},
+				"ip6tables": {"-A ackc_a1_5_in -p tcp -s fd00::9 -m multiport --dports 9092,9093 -j DROP"}}, nil, ""},
+		{"an IPv6 client without ip6tables", netns.Rule{Name: "a1_6", Kind: netns.Cut, Node: 1, Client: true},
+			"conn=fd00::9 51000 10.0.0.1 22\nuid=0\niptables=yes\n", nil, nil, "ip6tables-restore missing"},
+		{"a name too long for iptables", netns.Rule{Name: "abcdefghijklmnopqrstuvwx", Kind: netns.Cut, Node: 1}, "", nil, nil, "at most 28 characters"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sessions := map[int32]string{}
+			for id := int32(1); id <= 3; id++ {
+				sessions[id] = fmt.Sprintf(ipt, fmt.Sprintf("10.0.0.%d", id))
+			}
+			if tc.session != "" {
+				sessions[tc.rule.Node] = tc.session
+			}
+			s, fakes := sshCluster(sessions, func(n *NodeSpec) { n.Firewall = "iptables" })
+			nw, err := s.network()
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = nw.Apply(context.Background(), tc.rule)
+			cmds := fakes[tc.rule.Node].cmds
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				for _, c := range cmds {
+					if strings.Contains(c, "-restore") {
+						t.Fatalf("a refused rule ran %q", c)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cmds) != len(tc.want) {
+				t.Fatalf("commands %q, want one iptables-restore script per family %v", cmds, tc.want)
+			}
+			for i, tool := range []string{"iptables", "ip6tables"} {
+				lines, ok := tc.want[tool]
+				if !ok {
+					continue
+				}
+				if !strings.HasPrefix(cmds[i], tool+"-restore --noflush <<'ACKCHECK_IPT'\n*filter\n") {
+					t.Fatalf("command %d is %q, want %s-restore", i, cmds[i], tool)
+				}
+				for _, w := range lines {
+					if !strings.Contains(cmds[i], w+"\n") {
+						t.Errorf("%s script lacks %q:\n%s", tool, w, cmds[i])
+					}
+				}
+				for _, n := range tc.not {
+					if strings.Contains(cmds[i], n) {
+						t.Errorf("%s script holds %q:\n%s", tool, n, cmds[i])
+					}
+				}
+			}
+			if err := nw.Remove(context.Background(), tc.rule); err != nil {
+				t.Fatal(err)
+			}
+			got := fakes[tc.rule.Node].cmds[len(cmds):]
+			if len(got) != 1 {
+				t.Fatalf("remove ran %q, want one command", got)
+			}
+			for _, w := range []string{"iptables -D OUTPUT -j ackc_" + tc.rule.Name + "_out", "iptables -X ackc_" + tc.rule.Name + "_in",
+				"ip6tables -D INPUT -j ackc_" + tc.rule.Name + "_in", "ip6tables -X ackc_" + tc.rule.Name + "_out"} {
+				if !strings.Contains(got[0], w) {
+					t.Errorf("remove lacks %q:\n%s", w, got[0])
+				}
+			}
+		})
+	}
+}
+
 // The probe output: connected and refused answer, a timeout is a cut,
 // anything else is an error, never a verdict.
 func TestParseProbe(t *testing.T) {
@@ -242,10 +352,10 @@ func TestSSHNetworkRereadsTheSession(t *testing.T) {
 // address peers use; a node's own ports win over the defaults.
 func TestClusterFilePortsAndAddress(t *testing.T) {
 	path := t.TempDir() + "/cluster.yaml"
-	yml := `defaults: {user: kafka, ports: [9092, 9093]}
+	yml := `defaults: {user: kafka, ports: [9092, 9093], firewall: iptables}
 nodes:
   - {id: 1, host: kafka-1, address: 10.0.0.1, pgrep: kafka, start: "systemctl start kafka"}
-  - {id: 2, host: 10.0.0.2, pgrep: kafka, start: "systemctl start kafka", ports: [19092]}
+  - {id: 2, host: 10.0.0.2, pgrep: kafka, start: "systemctl start kafka", ports: [19092], firewall: nft}
 `
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
@@ -254,8 +364,15 @@ nodes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprintf("%v %s %v %s", cf.Nodes[0].Ports, cf.Nodes[0].Address, cf.Nodes[1].Ports, cf.Nodes[1].Address)
-	if want := "[9092 9093] 10.0.0.1 [19092] "; got != want {
-		t.Errorf("ports and addresses %q, want %q", got, want)
+	got := fmt.Sprintf("%v %s %s %v %s %s", cf.Nodes[0].Ports, cf.Nodes[0].Address, cf.Nodes[0].Firewall, cf.Nodes[1].Ports, cf.Nodes[1].Address, cf.Nodes[1].Firewall)
+	if want := "[9092 9093] 10.0.0.1 iptables [19092]  nft"; got != want {
+		t.Errorf("ports, addresses and firewalls %q, want %q", got, want)
+	}
+	bad := strings.Replace(yml, "firewall: nft", "firewall: ufw", 1)
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadClusterFile(path, []string{"kafka"}); err == nil || !strings.Contains(err.Error(), `node 2: firewall "ufw": give nft or iptables`) {
+		t.Errorf("firewall: ufw gave %v", err)
 	}
 }

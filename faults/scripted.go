@@ -55,6 +55,11 @@ type NodeSpec struct {
 	// Address is the IP the node's peers and clients reach it at
 	// (default Host, which must then be an IP).
 	Address string `yaml:"address"`
+	// Firewall is the tool network faults install their rules with on
+	// the node: "nft", "iptables" (iptables-restore, and ip6tables-restore
+	// for IPv6 peers), or "" for nft where the node has it and iptables
+	// otherwise.
+	Firewall string `yaml:"firewall"`
 }
 
 func (n NodeSpec) validate() error {
@@ -71,6 +76,8 @@ func (n NodeSpec) validate() error {
 		return fmt.Errorf("node %d: no start command (needed to restart it and to heal)", n.ID)
 	case n.Host != "" && n.Host != "local" && n.User == "":
 		return fmt.Errorf("node %d: host %s needs a user", n.ID, n.Host)
+	case n.Firewall != "" && n.Firewall != "nft" && n.Firewall != "iptables":
+		return fmt.Errorf("node %d: firewall %q: give nft or iptables (or leave it out: nft where the node has it, iptables otherwise)", n.ID, n.Firewall)
 	}
 	return nil
 }
