@@ -103,12 +103,36 @@ func (s *Scripted) network() (Network, error) {
 	}
 	slices.Sort(n.ids)
 	slices.Sort(n.ports)
+	n.name = sshNetName(key)
+	s.nw = n
+	return n, nil
+}
+
+// SSHNetworkName is the name a cluster file's nodes have as a network in
+// the heal journal and in network_proof ("ssh-" and a hash of each node's
+// id and address): the same nodes at the same addresses always give the
+// same name, so a heal after a crash finds its rules' network again.
+func SSHNetworkName(nodes []NodeSpec) string {
+	var key []string
+	for _, spec := range nodes {
+		addr := spec.Address
+		if addr == "" {
+			addr = spec.Host
+		}
+		if ip, err := netip.ParseAddr(addr); err == nil {
+			addr = ip.String()
+		}
+		key = append(key, fmt.Sprintf("%d=%s", spec.ID, addr))
+	}
+	return sshNetName(key)
+}
+
+func sshNetName(key []string) string {
+	key = slices.Clone(key)
 	slices.Sort(key)
 	h := fnv.New32a()
 	h.Write([]byte(strings.Join(key, ",")))
-	n.name = fmt.Sprintf("%s%08x", sshNetPrefix, h.Sum32())
-	s.nw = n
-	return n, nil
+	return fmt.Sprintf("%s%08x", sshNetPrefix, h.Sum32())
 }
 
 // sshNet is a cluster file's SSH nodes as a Network.

@@ -376,3 +376,32 @@ nodes:
 		t.Errorf("firewall: ufw gave %v", err)
 	}
 }
+
+// SSHNetworkName, what a journal written by hand names the nodes, is the
+// name the nodes' network has in a run: a heal finds its rules again.
+func TestSSHNetworkName(t *testing.T) {
+	s, _ := sshCluster(nil, func(n *NodeSpec) {
+		if n.ID == 2 {
+			n.Address, n.Host = n.Host, "kafka-2"
+		}
+	})
+	nw, err := s.network()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := SSHNetworkName(specsOf(s)); got != nw.Name() || !strings.HasPrefix(got, "ssh-") {
+		t.Errorf("SSHNetworkName %q, the run's network %q", got, nw.Name())
+	}
+	other, _ := sshCluster(nil, func(n *NodeSpec) { n.Host = fmt.Sprintf("10.0.1.%d", n.ID) })
+	if SSHNetworkName(specsOf(other)) == nw.Name() {
+		t.Error("nodes at other addresses have the same network name")
+	}
+}
+
+func specsOf(s *Scripted) []NodeSpec {
+	var out []NodeSpec
+	for _, id := range s.ids {
+		out = append(out, s.specs[id])
+	}
+	return out
+}
