@@ -156,7 +156,9 @@ func requestStart(s string) time.Time {
 }
 
 // A client-side cut of the standalone in its network namespace, while a
-// paced load runs: partition-client node:1 for 20 s, then heal-network.
+// paced load runs (200 msg/s for 40 s): partition-client node:1 at 5 s,
+// heal-network 20 s later; 15 s after it for the acks to resume (they
+// resumed 2.8 to 6.9 s after the heal here: TCP's retransmission backoff).
 // Every figure is checked against an account ackcheck did not compute:
 // Pulsar's own count of the messages it took in, its log of the client
 // connections and of the admin requests it answered the hub.
@@ -169,7 +171,7 @@ func TestRealNetnsPulsarClientCut(t *testing.T) {
 	}
 	t.Cleanup(func() { d.Close() })
 	const cut = 20 * time.Second
-	steps, err := faults.ParseSchedule(fmt.Sprintf("at=10s partition-client node:1; at=%s heal-network", 10*time.Second+cut))
+	steps, err := faults.ParseSchedule(fmt.Sprintf("at=5s partition-client node:1; at=%s heal-network", 5*time.Second+cut))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +181,7 @@ func TestRealNetnsPulsarClientCut(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	res, err := runner.Run(ctx, runner.Config{
 		Out: out, Driver: d, Topic: drivers.TopicSpec{Name: topic, Partitions: 4, ReplicationFactor: 1},
-		Load:   load.Config{Rate: 200, Duration: 55 * time.Second, Producers: 2, MessageSize: 512, DrainTimeout: time.Minute},
+		Load:   load.Config{Rate: 200, Duration: 40 * time.Second, Producers: 2, MessageSize: 512, DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: p}, Steps: steps, RecoveryTimeout: 30 * time.Second},
 		Progress: logWriter{t}, ProgressEvery: 10 * time.Second,
@@ -201,7 +203,7 @@ func TestRealNetnsPulsarClientCut(t *testing.T) {
 
 	// 1. Nothing acked lost, by the read-back, and Pulsar's own count of
 	// the messages it took in on the topic covers every ack.
-	if res.Verdict != "pass" || res.Lost != 0 || res.Acked < 8000 {
+	if res.Verdict != "pass" || res.Lost != 0 || res.Acked < 6000 {
 		t.Errorf("verdict %s, lost %d of %d acked: want PASS, 0 lost", res.Verdict, res.Lost, res.Acked)
 	}
 	var stats struct {
