@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/spf13/pflag"
 )
 
@@ -56,12 +57,24 @@ type ClusterOptions struct {
 	LazyFS        bool
 	LazyFSBinary  string
 	LazyFSEntries string
+	// NetNS runs the standalone in a network namespace of its own (node 1
+	// of a netns.Net named after Dir, cluster.NetnsPrefix, recorded in
+	// cluster.json), listening on 10.213.0.1 at the same ports; only the
+	// Net's hub reaches it. It advertises 127.0.0.1 at the broker port:
+	// inside its namespace that is its own loopback (its internal client
+	// and health check use it), and on the client side it is where the
+	// driver's forwarder (netns.Forwarder, dialling from the hub) listens,
+	// so the lookups' answers lead the client back through the hub. Fixed
+	// when the standalone is created.
+	NetNS bool
 }
 
 // Cluster is a local Apache Pulsar standalone: broker, bookie and metadata
 // store in one JVM, node 1 to the fault injector.
 type Cluster struct {
 	opts ClusterOptions
+	// prefix names the standalone's network namespaces; "" without --netns.
+	prefix string
 }
 
 type pulsarFile struct {
@@ -76,6 +89,9 @@ type pulsarFile struct {
 	LazyFS          bool   `json:"lazyfs,omitempty"`
 	LazyFSBin       string `json:"lazyfs_binary,omitempty"`
 	LazyFSMode      string `json:"lazyfs_entries,omitempty"`
+	// NetNS is the prefix of the standalone's network namespaces, "" when
+	// it runs in the machine's own.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // OpenCluster returns the standalone in opts.Dir; a directory that already
@@ -86,6 +102,10 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	opts.Dir = dir
+	prefix := ""
+	if opts.NetNS {
+		prefix = cluster.NetnsPrefix(dir)
+	}
 	if data != nil {
 		var pf pulsarFile
 		if err := json.Unmarshal(data, &pf); err != nil || pf.Kind != pulsarKind {
@@ -100,6 +120,11 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		if opts.CacheDir == "" {
 			opts.CacheDir = pf.CacheDir
 		}
+		if opts.NetNS && pf.NetNS == "" {
+			return nil, fmt.Errorf("the standalone in %s was created without --netns: take it down and remove the directory to create one in a network namespace", dir)
+		}
+		prefix = pf.NetNS
+		opts.NetNS = prefix != ""
 	}
 	if opts.BrokerPort == 0 {
 		opts.BrokerPort = 26650
@@ -120,7 +145,55 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	if opts.CacheDir == "" {
 		opts.CacheDir = cluster.DefaultCacheDir()
 	}
-	return &Cluster{opts: opts}, nil
+	return &Cluster{opts: opts, prefix: prefix}, nil
+}
+
+// Net implements cluster.InNetns: the standalone's network namespaces
+// (node 1 and the hub); nil when it was started without --netns.
+func (p *Cluster) Net() *netns.Net {
+	if p.prefix == "" {
+		return nil
+	}
+	return &netns.Net{Prefix: p.prefix, Nodes: p.Nodes()}
+}
+
+// ProbePort implements cluster.InNetns: the broker's binary protocol
+// port, which the clients' connections use. 0 without --netns.
+func (p *Cluster) ProbePort() int {
+	if p.prefix == "" {
+		return 0
+	}
+	return p.opts.BrokerPort
+}
+
+var _ cluster.InNetns = (*Cluster)(nil)
+
+// host is where the standalone listens as the client side reaches it: its
+// address in the Net, or loopback.
+func (p *Cluster) host() string {
+	if nt := p.Net(); nt != nil {
+		return nt.NodeAddr(1).String()
+	}
+	return "127.0.0.1"
+}
+
+// httpClient reaches the admin and bookie ports: through the Net's hub
+// when the standalone runs in a namespace.
+func (p *Cluster) httpClient() *http.Client {
+	nt := p.Net()
+	if nt == nil {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: nt.Dial}}
+}
+
+// upCmd is the command that brings this standalone up, for messages.
+func (p *Cluster) upCmd() string {
+	cmd := "ackcheck cluster pulsar up --dir " + p.opts.Dir
+	if p.prefix != "" {
+		cmd += " --netns"
+	}
+	return cmd
 }
 
 // bookieHTTPPort is the bookie's admin API port: the bookie port + 1000.
@@ -129,14 +202,16 @@ func (p *Cluster) bookieHTTPPort() int { return p.opts.BookiePort + 1000 }
 // BookieHTTPURL is the bookie's admin API, which reports the bookie's
 // configuration as it runs (journalSyncData).
 func (p *Cluster) BookieHTTPURL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d", p.bookieHTTPPort())
+	return fmt.Sprintf("http://%s:%d", p.host(), p.bookieHTTPPort())
 }
 
 // ServiceURL is the binary protocol address (pulsar://).
-func (p *Cluster) ServiceURL() string { return fmt.Sprintf("pulsar://127.0.0.1:%d", p.opts.BrokerPort) }
+func (p *Cluster) ServiceURL() string {
+	return fmt.Sprintf("pulsar://%s:%d", p.host(), p.opts.BrokerPort)
+}
 
 // AdminURL is the admin REST address (http://).
-func (p *Cluster) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.opts.WebPort) }
+func (p *Cluster) AdminURL() string { return fmt.Sprintf("http://%s:%d", p.host(), p.opts.WebPort) }
 
 // Dir is the standalone's directory.
 func (p *Cluster) Dir() string { return p.opts.Dir }
@@ -220,7 +295,7 @@ func (p *Cluster) Fetch(ctx context.Context) error {
 func (p *Cluster) standaloneConf() string {
 	props := map[string]string{
 		"clusterName":                       "standalone",
-		"bindAddress":                       "127.0.0.1",
+		"bindAddress":                       p.bindAddress(),
 		"advertisedAddress":                 "127.0.0.1",
 		"brokerServicePort":                 strconv.Itoa(p.opts.BrokerPort),
 		"webServicePort":                    strconv.Itoa(p.opts.WebPort),
@@ -242,6 +317,10 @@ func (p *Cluster) standaloneConf() string {
 		"systemTopicEnabled":                "false",
 		"topicLevelPoliciesEnabled":         "false",
 	}
+	if p.prefix != "" {
+		// The bookie's too: its admin API is read through the hub.
+		props["httpServerHost"] = "0.0.0.0"
+	}
 	var b bytes.Buffer
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -254,6 +333,16 @@ func (p *Cluster) standaloneConf() string {
 	return b.String()
 }
 
+// bindAddress is where the broker listens: loopback, or in its own
+// namespace every address it has (its loopback, which it advertises and
+// its internal client uses, and its address in the Net).
+func (p *Cluster) bindAddress() string {
+	if p.prefix != "" {
+		return "0.0.0.0"
+	}
+	return "127.0.0.1"
+}
+
 // Up fetches Pulsar if needed, writes the standalone's files (once) and
 // starts it unless it runs. It returns when the broker passes its health
 // check, or with the log lines that say why not.
@@ -264,8 +353,19 @@ func (p *Cluster) Up(ctx context.Context) error {
 	if _, err := exec.LookPath("java"); err != nil {
 		return errors.New("java not found: install Java 17 to run Apache Pulsar")
 	}
+	if p.prefix != "" {
+		if err := cluster.NetnsPreflight(); err != nil {
+			return err
+		}
+	}
 	if err := p.create(ctx); err != nil {
 		return err
+	}
+	if p.prefix != "" {
+		// Before the standalone starts: it is started inside its namespace.
+		if _, err := cluster.EnsureNet(ctx, p.prefix, p.Nodes()); err != nil {
+			return err
+		}
 	}
 	if err := cluster.StartNodes(ctx, p); err != nil {
 		return err
@@ -293,7 +393,13 @@ func (p *Cluster) create(ctx context.Context) error {
 	if _, err := os.Stat(meta); err == nil {
 		return nil
 	}
-	for _, port := range []int{p.opts.BrokerPort, p.opts.WebPort, p.opts.BookiePort} {
+	ports := []int{p.opts.BrokerPort, p.opts.WebPort, p.opts.BookiePort}
+	if p.prefix != "" {
+		// Its own address holds the rest; the client side's forwarder
+		// listens on 127.0.0.1 at the broker port.
+		ports = ports[:1]
+	}
+	for _, port := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			return fmt.Errorf("port %d is taken: stop what uses it or pass other ports", port)
@@ -333,7 +439,7 @@ func (p *Cluster) writeFiles() error {
 func (p *Cluster) writeClusterJSON() error {
 	pf := pulsarFile{Kind: pulsarKind, Version: Version, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
 		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData,
-		LazyFS: p.opts.LazyFS, LazyFSBin: p.opts.LazyFSBinary, LazyFSMode: p.opts.LazyFSEntries}
+		LazyFS: p.opts.LazyFS, LazyFSBin: p.opts.LazyFSBinary, LazyFSMode: p.opts.LazyFSEntries, NetNS: p.prefix}
 	data, _ := json.MarshalIndent(pf, "", "  ")
 	return cluster.WriteFileDurable(filepath.Join(p.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
@@ -344,7 +450,7 @@ func (p *Cluster) Mount(int32) *cluster.Mount {
 		return nil
 	}
 	return &cluster.Mount{ID: 1, NodeDir: p.opts.Dir, DataDir: p.DataDir(), Binary: p.opts.LazyFSBinary,
-		UpCmd: "ackcheck cluster pulsar up --dir " + p.opts.Dir, Entries: p.opts.LazyFSEntries}
+		UpCmd: p.upCmd(), Entries: p.opts.LazyFSEntries}
 }
 
 // LazyFS reports whether the data dir is on lazyfs.
@@ -402,6 +508,15 @@ func (p *Cluster) StartNode(ctx context.Context, id int32) error {
 		"--advertised-address", "127.0.0.1",
 		"--no-functions-worker", "--no-stream-storage",
 	}
+	if nt := p.Net(); nt != nil {
+		if err := cluster.NeedNet(ctx, p.prefix, p.upCmd()); err != nil {
+			return err
+		}
+		// ip netns exec execs java in place: the PID is the JVM's.
+		cmd := nt.Command(context.WithoutCancel(ctx), 1, "java", args...)
+		cmd.Dir = p.opts.Dir
+		return cluster.StartDetachedIn(cmd, p.LogFile(), p.pidFile(), "the Pulsar standalone", "java")
+	}
 	cmd := exec.Command("java", args...)
 	cmd.Dir = p.opts.Dir
 	return cluster.StartDetached(cmd, p.LogFile(), p.pidFile(), "the Pulsar standalone")
@@ -424,8 +539,20 @@ func (p *Cluster) StopNode(ctx context.Context, id int32, grace time.Duration) e
 	return cluster.StopPIDFile(ctx, p.pidFile(), p.marker(), grace)
 }
 
-// Down stops the standalone.
-func (p *Cluster) Down(ctx context.Context) error { return cluster.StopNodes(ctx, p, 60*time.Second) }
+// Down stops the standalone, then deletes its network namespaces, if
+// any. They stay while it may still run in one, so that a second down
+// finds them again.
+func (p *Cluster) Down(ctx context.Context) error {
+	if err := cluster.StopNodes(ctx, p, 60*time.Second); err != nil {
+		return err
+	}
+	if nt := p.Net(); nt != nil {
+		if err := nt.Delete(ctx); err != nil {
+			return fmt.Errorf("delete the standalone's network namespaces %s-*: %w (remove them with `ip netns delete`)", p.prefix, err)
+		}
+	}
+	return nil
+}
 
 // Healthy reports whether the broker passes its own health check (it
 // writes and reads a message through the bookie).
@@ -433,7 +560,7 @@ func (p *Cluster) Healthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.AdminURL()+"/admin/v2/brokers/health", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.httpClient().Do(req)
 	if err != nil {
 		return err
 	}
@@ -523,7 +650,11 @@ func (p *Cluster) Grace() time.Duration { return 60 * time.Second }
 
 // ClientFlags implements Local.
 func (p *Cluster) ClientFlags() []cluster.Flag {
-	return []cluster.Flag{{Name: "service-url", Value: p.ServiceURL()}, {Name: "admin-url", Value: p.AdminURL()}, {Name: "bookie-http-url", Value: p.BookieHTTPURL()}}
+	flags := []cluster.Flag{{Name: "service-url", Value: p.ServiceURL()}, {Name: "admin-url", Value: p.AdminURL()}, {Name: "bookie-http-url", Value: p.BookieHTTPURL()}}
+	if p.prefix != "" {
+		flags = append(flags, cluster.Flag{Name: "netns", Value: p.prefix})
+	}
+	return flags
 }
 
 // Health implements Local: the standalone is healthy when the broker's
@@ -569,7 +700,12 @@ its dependencies) from Maven Central with mvn, once, into a cache outside
 any repository, writes standalone.conf, and starts the standalone on
 127.0.0.1 with its PID file, log and data under --dir. It returns once the
 broker passes its health check (a write and a read through the bookie).
-The standalone is node 1.`
+The standalone is node 1.
+With --netns, it runs in a network namespace of its own at 10.213.0.1
+(same ports), for network faults (partition-client node:1: a client-side
+cut); ackcheck reaches it through the namespaces' hub, given --cluster-dir,
+its binary protocol through a forwarder the driver opens on 127.0.0.1 at
+the broker port (the address the broker advertises), which must be free.`
 }
 
 // NewFlags implements Launcher.
@@ -588,6 +724,7 @@ func (f *pulsarFlags) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.journalSync, "journal-sync-data", true, "bookie journalSyncData: fsync the journal before acking; on an existing standalone, switched by a clean restart")
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put the data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
+	fs.BoolVar(&f.opts.NetNS, "netns", false, "run the standalone in a network namespace of its own at 10.213.0.1, for network faults (at the first up; needs root, ip and nft)")
 }
 
 func (f *pulsarFlags) Open(dir string) (cluster.Local, error) {

@@ -94,6 +94,7 @@ func (p *flags) Register(fs *pflag.FlagSet) {
 	fs.DurationVar(&p.batchingDelay, "batching-max-publish-delay", 10*time.Millisecond, "Pulsar: longest a batch waits to fill (batchingMaxPublishDelay)")
 	fs.DurationVar(&p.sendTimeout, "send-timeout", 30*time.Second, "Pulsar: longest a message may wait for its ack (sendTimeout); then its outcome is unknown")
 	fs.IntVar(&p.maxPending, "max-pending-messages", 10000, "Pulsar: pending messages per partition producer; a send past it is rejected (maxPendingMessages)")
+	drivers.RegisterNetns(fs)
 }
 
 // Open implements drivers.Flags.
@@ -117,6 +118,7 @@ func (p *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	set("batching-max-publish-delay", func() { c.BatchingMaxPublishDelay = p.batchingDelay })
 	set("send-timeout", func() { c.SendTimeout = p.sendTimeout })
 	set("max-pending-messages", func() { c.MaxPendingMessages = p.maxPending })
+	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
 	d, err := New(c)
 	if err != nil {
 		return nil, nil, err

@@ -17,16 +17,21 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/auth"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
@@ -58,6 +63,61 @@ type Config struct {
 	// MaxPendingMessages per partition producer; a send past it is
 	// rejected at once (never blocks the paced load). Default 10000.
 	MaxPendingMessages int `json:"max_pending_messages"`
+	// NetNS is the prefix of the network namespaces of a local standalone
+	// started with `cluster pulsar up --netns`: every connection is then
+	// made from that Net's hub, the only place the broker can be reached
+	// from. The admin and bookie calls dial from it; the binary protocol,
+	// whose client library has no dialer option, goes through a forwarder
+	// (netns.Forwarder) on 127.0.0.1 at ServiceURL's port, which the
+	// broker advertises. "" dials from the machine's own namespace. Set
+	// from --cluster-dir by the cluster's ClientFlags.
+	NetNS string `json:"netns,omitempty"`
+}
+
+// netnsDialTimeout bounds one connect through a Net: a broker a fault
+// cut off from the client drops the SYN.
+const netnsDialTimeout = 5 * time.Second
+
+// validNetNS is the form of a prefix netns.Create accepts.
+var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// inNetnsSubnet reports whether a URL's host is an IP address in
+// netns.Subnet: it exists only inside the namespaces ackcheck makes, and
+// from the machine's own namespace a connect to it would follow the
+// default route out of the machine.
+func inNetnsSubnet(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	return err == nil && netns.Subnet.Contains(a.Unmap())
+}
+
+// hubDial dials from the hub of the Net of prefix, within netnsDialTimeout.
+func hubDial(prefix string) netns.DialFunc {
+	n := &netns.Net{Prefix: prefix}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, netnsDialTimeout)
+		defer cancel()
+		return n.Dial(ctx, network, addr)
+	}
+}
+
+// httpClient is the client of the admin and bookie calls: through the
+// hub with NetNS. The one place they get their transport.
+func (c Config) httpClient() *http.Client {
+	if c.NetNS == "" {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: c.httpTransport()}
+}
+
+func (c Config) httpTransport() http.RoundTripper {
+	if c.NetNS == "" {
+		return http.DefaultTransport
+	}
+	return &http.Transport{DialContext: hubDial(c.NetNS), DisableKeepAlives: true}
 }
 
 // WithDefaults fills the zero fields.
@@ -92,7 +152,36 @@ func (c Config) Validate() error {
 	if c.SendTimeout < 0 || c.BatchingMaxPublishDelay < 0 {
 		return fmt.Errorf("--send-timeout and --batching-max-publish-delay cannot be negative")
 	}
+	urls := []string{c.ServiceURL, c.AdminURL}
+	if c.BookieHTTPURL != "" {
+		urls = append(urls, c.BookieHTTPURL)
+	}
+	if c.NetNS == "" {
+		for _, s := range urls {
+			if inNetnsSubnet(s) {
+				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", s, netns.Subnet)
+			}
+		}
+		return nil
+	}
+	if !validNetNS.MatchString(c.NetNS) {
+		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
+	}
+	if u, err := url.Parse(c.ServiceURL); err != nil || u.Scheme != "pulsar" || u.Port() == "" {
+		return fmt.Errorf("--service-url %q with --netns: give pulsar://host:port with its port (the forwarder listens on 127.0.0.1 at it; TLS is not forwarded)", c.ServiceURL)
+	}
 	return nil
+}
+
+// forwardAddrs are, with NetNS, where the forwarder listens (127.0.0.1 at
+// the service URL's port: the address the standalone advertises) and the
+// broker it forwards to (the service URL's host and port).
+func (c Config) forwardAddrs() (listen, target string, err error) {
+	u, err := url.Parse(c.ServiceURL)
+	if err != nil {
+		return "", "", fmt.Errorf("--service-url %q: %w", c.ServiceURL, err)
+	}
+	return net.JoinHostPort("127.0.0.1", u.Port()), u.Host, nil
 }
 
 // Driver talks to one Pulsar cluster. Create it with New.
@@ -100,6 +189,10 @@ type Driver struct {
 	cfg    Config
 	client pulsar.Client
 	admin  admin.Client
+	http   *http.Client
+	// fwd carries the binary protocol through the hub with NetNS; nil
+	// without.
+	fwd *netns.Forwarder
 }
 
 var (
@@ -110,24 +203,51 @@ var (
 )
 
 // New validates cfg and makes the clients. No broker needs to answer yet.
+// With NetNS it opens the forwarder, which fails when its port is taken
+// (another driver of the same standalone in this process or another).
 func New(cfg Config) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	d := &Driver{cfg: cfg, http: cfg.httpClient()}
+	clientURL := cfg.ServiceURL
+	if cfg.NetNS != "" {
+		listen, target, err := cfg.forwardAddrs()
+		if err != nil {
+			return nil, err
+		}
+		if d.fwd, err = netns.Forward(listen, target, hubDial(cfg.NetNS), netnsDialTimeout); err != nil {
+			return nil, fmt.Errorf("the pulsar driver reaches %s through the hub of %s-*: %w", target, cfg.NetNS, err)
+		}
+		clientURL = "pulsar://" + d.fwd.Addr()
+	}
 	client, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL: cfg.ServiceURL, ConnectionTimeout: 5 * time.Second, OperationTimeout: 15 * time.Second,
+		URL: clientURL, ConnectionTimeout: 5 * time.Second, OperationTimeout: 15 * time.Second,
 		Logger: quietLogger(),
 	})
 	if err != nil {
+		d.closeForwarder()
 		return nil, fmt.Errorf("pulsar client for %s: %w", cfg.ServiceURL, err)
 	}
-	adm, err := admin.New(&config.Config{WebServiceURL: cfg.AdminURL})
+	d.client = client
+	acfg := &config.Config{WebServiceURL: cfg.AdminURL}
+	if cfg.NetNS == "" {
+		d.admin, err = admin.New(acfg)
+	} else {
+		d.admin, err = admin.NewPulsarClientWithAuthProvider(acfg, auth.NewDefaultProvider(cfg.httpTransport()))
+	}
 	if err != nil {
-		client.Close()
+		d.Close()
 		return nil, fmt.Errorf("pulsar admin client for %s: %w", cfg.AdminURL, err)
 	}
-	return &Driver{cfg: cfg, client: client, admin: adm}, nil
+	return d, nil
+}
+
+func (d *Driver) closeForwarder() {
+	if d.fwd != nil {
+		d.fwd.Close()
+	}
 }
 
 // Name implements drivers.Driver.
@@ -140,7 +260,12 @@ const driverName = "pulsar"
 func (d *Driver) Config() Config { return d.cfg }
 
 // Close implements drivers.Driver.
-func (d *Driver) Close() error { d.client.Close(); return nil }
+// The client first, then the forwarder its connections go through.
+func (d *Driver) Close() error {
+	d.client.Close()
+	d.closeForwarder()
+	return nil
+}
 
 func (d *Driver) topic(name string) (*utils.TopicName, error) {
 	tn, err := utils.GetTopicName(fmt.Sprintf("persistent://%s/%s/%s", d.cfg.Tenant, d.cfg.Namespace, name))
@@ -390,7 +515,7 @@ func (d *Driver) bookieConfig(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--bookie-http-url %q: %w", d.cfg.BookieHTTPURL, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("read the bookie's configuration from %s: %w (is the bookie's http server enabled? httpServerEnabled=true)", d.cfg.BookieHTTPURL, err)
 	}
@@ -415,7 +540,7 @@ func (d *Driver) BrokerVersions(ctx context.Context) (map[int32]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.http.Do(req)
 	if err != nil {
 		return nil, d.unreachable("read the broker version", err)
 	}

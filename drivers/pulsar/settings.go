@@ -21,6 +21,9 @@ func (c Config) rows() [][2]string {
 	if c.BookieHTTPURL != "" {
 		rows = append(rows, [2]string{"bookie admin URL", c.BookieHTTPURL})
 	}
+	if c.NetNS != "" {
+		rows = append(rows, [2]string{"network namespaces", c.NetNS + "-* (dialled from " + c.NetNS + "-hub; the binary protocol through a forwarder on 127.0.0.1)"})
+	}
 	batching := "off"
 	if !c.DisableBatching {
 		batching = "on, max publish delay " + drivers.HumanDuration(c.BatchingMaxPublishDelay)
