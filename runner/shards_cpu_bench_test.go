@@ -114,7 +114,8 @@ func TestShardCPUChild(t *testing.T) {
 // it). Each shard process also reports its own counters per message:
 // read and write system calls (/proc/self/io syscr, syscw) and context
 // switches (rusage nvcsw+nivcsw), which do not depend on how busy the
-// machine is as CPU time does. The load average is logged before each run.
+// machine is as CPU time does. Each run's figures and the load average
+// before it are printed as it ends.
 //
 //	go test -run '^$' -bench BenchmarkShardCPU -benchtime 1x -timeout 30m ./runner/
 //
@@ -163,7 +164,8 @@ func BenchmarkShardCPU(b *testing.B) {
 				for _, n := range order {
 					load := loadAverage()
 					c := shardProcesses(b, n, rate, dur, all)
-					b.Logf("round %d, %d shard process(es), %.0f msg/s: %.2f CPU-s for %d acked (%.2f per 1M); per 1000 acked: %.1f read + %.1f write syscalls, %.1f context switches, %.1f fetch requests; %.1f records per produce request; load average %s",
+					// Printed, not logged: a benchmark's log is cut after a few lines.
+					fmt.Printf("round %d, %d shard process(es), %.0f msg/s: %.2f CPU-s for %d acked (%.2f per 1M); per 1000 acked: %.1f read + %.1f write syscalls, %.1f context switches, %.1f fetch requests; %.1f records per produce request; load average %s\n",
 						round, n, rate, c.cpu, c.acked, c.cpu/float64(c.acked)*1e6,
 						float64(c.syscr)/float64(c.acked)*1000, float64(c.syscw)/float64(c.acked)*1000, float64(c.csw)/float64(c.acked)*1000,
 						float64(c.fetch)/float64(c.acked)*1000, float64(c.acked)/float64(c.produce), load)
