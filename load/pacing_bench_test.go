@@ -44,7 +44,7 @@ func BenchmarkPacing50k(b *testing.B) {
 				}
 				cpu0 := processCPU()
 				res, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0, 1, 2, 3},
-					Rate: 50_000, Duration: 2 * time.Second, Producers: 4, MessageSize: 1024, timerKick: bc.kick}, ackDriver{}, l, &Stats{})
+					Rate: 50_000, Duration: 2 * time.Second, Producers: 4, MessageSize: 1024, TimerKick: bc.kick}, ackDriver{}, l, &Stats{})
 				if err != nil {
 					b.Fatal(err)
 				}
