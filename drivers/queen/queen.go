@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -63,6 +65,35 @@ type Config struct {
 	// it is rejected at once (it never blocks the paced load). Default
 	// 10000.
 	MaxPending int `json:"max_pending"`
+	// NetNS is the prefix of the network namespaces of a local cluster
+	// started with `cluster queen up --netns`: every connection, HTTP
+	// (load, admin, readiness) and PostgreSQL (read-back, settings)
+	// alike, is then made from that Net's hub (netns.Net.Dial), the only
+	// place the server and its database can be reached from. "" dials
+	// from the machine's own namespace. Set from --cluster-dir by the
+	// cluster's ClientFlags.
+	NetNS string `json:"netns,omitempty"`
+}
+
+// netnsDialTimeout bounds one connect through a Net: a server a fault
+// cut off from the client drops the SYN, and the HTTP transport has no
+// connect timeout of its own.
+const netnsDialTimeout = 5 * time.Second
+
+// dialer is how the driver connects, HTTP and PostgreSQL alike: from the
+// Net's hub with NetNS, else from the machine's own namespace. The one
+// place the driver's connections get their dialer.
+func (c Config) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if c.NetNS == "" {
+		var d net.Dialer
+		return d.DialContext
+	}
+	n := &netns.Net{Prefix: c.NetNS}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, netnsDialTimeout)
+		defer cancel()
+		return n.Dial(ctx, network, addr)
+	}
 }
 
 // WithDefaults fills the zero fields.
@@ -151,12 +182,14 @@ func New(cfg Config) (*Driver, error) {
 	}
 	pc.MaxConns = 8
 	pc.ConnConfig.ConnectTimeout = 5 * time.Second
+	pc.ConnConfig.DialFunc = cfg.dialer()
 	db, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		return nil, fmt.Errorf("--postgres-url: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
+	tr.DialContext = cfg.dialer()
 	return &Driver{cfg: cfg, db: db, http: &http.Client{Transport: tr}, parts: map[string]int{}}, nil
 }
 
