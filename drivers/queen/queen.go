@@ -30,6 +30,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,8 +137,33 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-concurrent %d: use at least 1", c.MaxConcurrent)
 	case c.MaxPending < 1:
 		return fmt.Errorf("--max-pending %d: use at least 1", c.MaxPending)
+	case c.NetNS != "" && !validNetNS.MatchString(c.NetNS):
+		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
+	}
+	if c.NetNS == "" {
+		for _, u := range []string{c.URL, c.PostgresURL} {
+			if inNetnsSubnet(u) {
+				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", u, netns.Subnet)
+			}
+		}
 	}
 	return nil
+}
+
+// validNetNS is the form of a prefix netns.Create accepts.
+var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// inNetnsSubnet reports whether a URL's host is an IP address in
+// netns.Subnet: it exists only inside the namespaces ackcheck makes, and
+// from the machine's own namespace a connect to it would follow the
+// default route out of the machine.
+func inNetnsSubnet(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	return err == nil && netns.Subnet.Contains(a.Unmap())
 }
 
 // Driver is a connection to one Queen server and its database.
