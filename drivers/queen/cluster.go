@@ -479,6 +479,19 @@ func (q *Cluster) create(ctx context.Context) error {
 	if err := cluster.WriteFileDurable(mainConf, conf, 0o600, ownedByPostgres); err != nil {
 		return err
 	}
+	if n := q.Net(); n != nil {
+		// initdb trusts 127.0.0.1 (where the server connects from);
+		// ackcheck's calls come from the hub, and from nowhere else.
+		hba := filepath.Join(q.dataDir(DBNode), "pg_hba.conf")
+		rules, err := os.ReadFile(hba)
+		if err != nil {
+			return err
+		}
+		rules = append(rules, fmt.Sprintf("\n# ackcheck's calls, from the hub of the cluster's network namespaces\nhost all postgres %s/32 trust\n", n.HubAddr())...)
+		if err := cluster.WriteFileDurable(hba, rules, 0o600, ownedByPostgres); err != nil {
+			return err
+		}
+	}
 	if err := q.StartNode(ctx, DBNode); err != nil {
 		return err
 	}

@@ -2,7 +2,9 @@ package queen_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,10 +55,18 @@ func TestRealNetnsQueenClientCut(t *testing.T) {
 	q := queentest.NetnsCluster(t)
 	n := q.Net()
 	addr := net.JoinHostPort(n.NodeAddr(queen.ServerNode).String(), strconv.Itoa(q.ProbePort()))
-	// The machine's own namespace has no way there: only the hub does.
-	if c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond); err == nil {
-		c.Close()
-		t.Fatalf("%s answers from the machine's own namespace: the server is not in a namespace of its own", addr)
+	// The machine's own namespace has no way to the server: only the hub
+	// does. (A bare connect proves nothing: on a machine whose default
+	// route leads to a proxy, as this one's does, something off the
+	// machine accepts any address; Queen's /health is what must not
+	// answer.)
+	hc := &http.Client{Timeout: 2 * time.Second}
+	if resp, err := hc.Get("http://" + addr + "/health"); err == nil {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if strings.Contains(string(body), `"healthy"`) {
+			t.Fatalf("Queen's /health at %s answers from the machine's own namespace: the server is not in a namespace of its own (%s)", addr, body)
+		}
 	}
 	pids := map[int32]int{}
 	for _, id := range q.Nodes() {
@@ -185,8 +195,8 @@ func TestRealNetnsQueenClientCut(t *testing.T) {
 	if res.Unknown == 0 {
 		t.Errorf("no push outcome Unknown: the pushes sent in a 20 s cut must outlive the 8 s push timeout")
 	}
-	if res.Unknown+res.Failed+res.Rejected < res.Indeterminate {
-		t.Errorf("%d read back without an ack, more than the %d unknown, failed or rejected", res.Indeterminate, res.Unknown+res.Failed+res.Rejected)
+	if res.Unknown+res.Rejected < res.Indeterminate {
+		t.Errorf("%d read back without an ack, more than the %d unknown or rejected", res.Indeterminate, res.Unknown+res.Rejected)
 	}
 
 	// Recovery: the commits after the heal come first, then the acks.

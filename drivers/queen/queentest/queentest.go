@@ -13,6 +13,7 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers/queen"
+	"github.com/ackcheck/ackcheck/netns"
 )
 
 // EnvCluster names a Queen cluster on lazyfs: its tests need power losses,
@@ -125,6 +126,10 @@ func NetnsCluster(t *testing.T) *queen.Cluster {
 		if err := q.Down(ctx); err != nil {
 			t.Errorf("take the Queen cluster in a namespace down: %v", err)
 			return // its processes may still run: the directory stays, for the next down
+		}
+		// down deletes the namespaces: none of its prefix is left.
+		if _, ok, err := netns.Open(ctx, q.Net().Prefix); ok || err != nil {
+			t.Errorf("network namespaces %s-* after down (%v)", q.Net().Prefix, err)
 		}
 		os.RemoveAll(dir)
 	})
