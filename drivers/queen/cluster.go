@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
 )
@@ -33,6 +35,18 @@ import (
 //	<dir>/node2/data/         PostgreSQL's data dir (PGDATA; its PID is in postmaster.pid)
 //	<dir>/node2/pg.log        PostgreSQL's log
 //	<dir>/node2/sock/         PostgreSQL's Unix socket
+//
+// With --netns (ClusterOptions.NetNS) both run in one network namespace of
+// their own, node 1's of a netns.Net named after the directory
+// (cluster.NetnsPrefix, recorded in cluster.json): the Queen server
+// listens on 10.213.0.1 (and the namespace's loopback), PostgreSQL on
+// 10.213.0.1 and the namespace's 127.0.0.1, where the server reaches it.
+// Nothing of either is reachable from the machine's own namespace: every
+// call of ackcheck's (the cluster's readiness checks, the driver's load,
+// read-back and admin calls) is dialled from the Net's hub, so that a
+// client-side cut (partition-client node:1) cuts all of them and nothing
+// between the server and its database. The ports are the same as without
+// --netns (BasePort and the two after it).
 //
 // PostgreSQL runs as the Debian user postgres (initdb refuses root); with
 // --lazyfs each data dir is its own lazyfs mount, served to other users
@@ -58,6 +72,9 @@ type ClusterOptions struct {
 	LazyFS        bool
 	LazyFSEntries string
 	LazyFSBinary  string
+	// NetNS runs the server and its database in a network namespace of
+	// their own (see the package's cluster comment). At the first up only.
+	NetNS bool
 }
 
 type queenFile struct {
@@ -68,14 +85,22 @@ type queenFile struct {
 	LazyFS               bool   `json:"lazyfs,omitempty"`
 	LazyFSBin            string `json:"lazyfs_binary,omitempty"`
 	LazyFSMode           string `json:"lazyfs_entries,omitempty"`
+	// NetNS is the prefix of the cluster's network namespaces, "" when
+	// it runs in the machine's own.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // Cluster is a local Queen MQ cluster.
-type Cluster struct{ opts ClusterOptions }
+type Cluster struct {
+	opts ClusterOptions
+	// prefix names the cluster's network namespaces; "" without --netns.
+	prefix string
+}
 
 var (
 	_ cluster.Local       = (*Cluster)(nil)
 	_ cluster.FsyncSwitch = (*Cluster)(nil)
+	_ cluster.InNetns     = (*Cluster)(nil)
 )
 
 // OpenCluster returns the cluster in opts.Dir; one that exists keeps what it
@@ -86,6 +111,10 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	opts.Dir = dir
+	prefix := ""
+	if opts.NetNS {
+		prefix = cluster.NetnsPrefix(dir)
+	}
 	if data != nil {
 		var qf queenFile
 		if err := json.Unmarshal(data, &qf); err != nil || qf.Kind != queenKind {
@@ -94,6 +123,11 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		if opts.LazyFS && !qf.LazyFS {
 			return nil, fmt.Errorf("the cluster in %s was created without --lazyfs: take it down and remove the directory to create one with lazyfs", dir)
 		}
+		if opts.NetNS && qf.NetNS == "" {
+			return nil, fmt.Errorf("the cluster in %s was created without --netns: take it down and remove the directory to create one in a network namespace", dir)
+		}
+		prefix = qf.NetNS
+		opts.NetNS = prefix != ""
 		if opts.Home == "" {
 			opts.Home = qf.Home
 		}
@@ -113,7 +147,73 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	return &Cluster{opts: opts}, nil
+	return &Cluster{opts: opts, prefix: prefix}, nil
+}
+
+// Net implements cluster.InNetns: the cluster's network namespaces, one
+// node's (the server's, node 1, where its database runs too); nil without
+// --netns. Named from cluster.json, whether or not they exist right now.
+func (q *Cluster) Net() *netns.Net {
+	if q.prefix == "" {
+		return nil
+	}
+	return &netns.Net{Prefix: q.prefix, Nodes: []int32{ServerNode}}
+}
+
+// ProbePort implements cluster.InNetns: the Queen server's HTTP port,
+// which the partition proof connects to. 0 without --netns.
+func (q *Cluster) ProbePort() int {
+	if q.prefix == "" {
+		return 0
+	}
+	return q.opts.BasePort
+}
+
+// host is where ackcheck reaches both nodes: 10.213.0.1 in the Net, else
+// the machine's loopback.
+func (q *Cluster) host() string {
+	if n := q.Net(); n != nil {
+		return n.NodeAddr(ServerNode).String()
+	}
+	return "127.0.0.1"
+}
+
+// dial connects to a node's address: from the Net's hub with --netns
+// (the machine's own namespace cannot reach it), else directly.
+func (q *Cluster) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if n := q.Net(); n != nil {
+		return n.Dial(ctx, network, addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// httpClient is the client of the cluster's own calls to the server
+// (readiness): through the hub with --netns.
+func (q *Cluster) httpClient() *http.Client {
+	if q.prefix == "" {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{DialContext: q.dial, DisableKeepAlives: true}}
+}
+
+// pgConnect connects to database db, through the hub with --netns.
+func (q *Cluster) pgConnect(ctx context.Context, db string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable&connect_timeout=3", net.JoinHostPort(q.host(), strconv.Itoa(q.pgPort())), db))
+	if err != nil {
+		return nil, err
+	}
+	cfg.DialFunc = q.dial
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// upCmd is the command that brings this cluster up, for error messages.
+func (q *Cluster) upCmd() string {
+	cmd := "ackcheck cluster queen up --dir " + q.opts.Dir
+	if q.prefix != "" {
+		cmd += " --netns"
+	}
+	return cmd
 }
 
 // Dir implements Local.
@@ -129,11 +229,13 @@ func (q *Cluster) NodeNames() map[int32]string {
 }
 
 // URL is the Queen server's HTTP address.
-func (q *Cluster) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", q.opts.BasePort) }
+func (q *Cluster) URL() string {
+	return "http://" + net.JoinHostPort(q.host(), strconv.Itoa(q.opts.BasePort))
+}
 
 // PostgresURL reaches the database the queues live in.
 func (q *Cluster) PostgresURL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/queen?sslmode=disable", q.pgPort())
+	return fmt.Sprintf("postgres://postgres@%s/queen?sslmode=disable", net.JoinHostPort(q.host(), strconv.Itoa(q.pgPort())))
 }
 
 func (q *Cluster) pgPort() int { return q.opts.BasePort + 2 }
@@ -164,7 +266,7 @@ func (q *Cluster) Mount(id int32) *cluster.Mount {
 		return nil
 	}
 	return &cluster.Mount{ID: id, NodeDir: q.nodeDir(id), DataDir: q.dataDir(id), Binary: q.opts.LazyFSBinary,
-		UpCmd: "ackcheck cluster queen up --dir " + q.opts.Dir, Entries: q.opts.LazyFSEntries}
+		UpCmd: q.upCmd(), Entries: q.opts.LazyFSEntries}
 }
 
 // pgBin is the newest PostgreSQL installed by Debian.
@@ -255,6 +357,16 @@ func reachableByPostgres(ctx context.Context, dir string) error {
 // the database), mounts the lazyfs data dirs, starts PostgreSQL and then
 // the Queen server, and returns once /health answers healthy.
 func (q *Cluster) Up(ctx context.Context) error {
+	if q.prefix != "" {
+		if err := cluster.NetnsPreflight(); err != nil {
+			return err
+		}
+		// Before any node starts (create starts PostgreSQL): each is
+		// started inside the namespace.
+		if _, err := cluster.EnsureNet(ctx, q.prefix, q.Net().Nodes); err != nil {
+			return err
+		}
+	}
 	if _, err := os.Stat(filepath.Join(q.opts.Dir, "cluster.json")); errors.Is(err, os.ErrNotExist) {
 		if err := q.create(ctx); err != nil {
 			return err
@@ -367,13 +479,26 @@ func (q *Cluster) create(ctx context.Context) error {
 	if err := cluster.WriteFileDurable(mainConf, conf, 0o600, ownedByPostgres); err != nil {
 		return err
 	}
+	if n := q.Net(); n != nil {
+		// initdb trusts 127.0.0.1 (where the server connects from);
+		// ackcheck's calls come from the hub, and from nowhere else.
+		hba := filepath.Join(q.dataDir(DBNode), "pg_hba.conf")
+		rules, err := os.ReadFile(hba)
+		if err != nil {
+			return err
+		}
+		rules = append(rules, fmt.Sprintf("\n# ackcheck's calls, from the hub of the cluster's network namespaces\nhost all postgres %s/32 trust\n", n.HubAddr())...)
+		if err := cluster.WriteFileDurable(hba, rules, 0o600, ownedByPostgres); err != nil {
+			return err
+		}
+	}
 	if err := q.StartNode(ctx, DBNode); err != nil {
 		return err
 	}
 	if err := q.waitDB(ctx, time.Minute, "postgres"); err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", q.pgPort()))
+	conn, err := q.pgConnect(ctx, "postgres")
 	if err != nil {
 		return err
 	}
@@ -397,13 +522,19 @@ func (q *Cluster) writePGConf() error {
 	if q.opts.SynchronousCommitOff {
 		sc = "off"
 	}
+	listen := "127.0.0.1"
+	if q.prefix != "" {
+		// The namespace's loopback for the server, its 10.213.0.1 for
+		// ackcheck (from the hub).
+		listen += "," + q.host()
+	}
 	conf := fmt.Sprintf(`# written by ackcheck cluster queen; rewritten when a setting changes
-listen_addresses = '127.0.0.1'
+listen_addresses = '%s'
 port = %d
 unix_socket_directories = '%s'
 max_connections = 200
 synchronous_commit = %s
-`, q.pgPort(), q.pgSocketDir(), sc)
+`, listen, q.pgPort(), q.pgSocketDir(), sc)
 	return cluster.WriteFileDurable(q.pgConf(), []byte(conf), 0o644, ownedByPostgres)
 }
 
@@ -419,7 +550,7 @@ func (q *Cluster) writeSettings() error {
 
 func (q *Cluster) writeClusterJSON() error {
 	qf := queenFile{Kind: queenKind, Home: q.opts.Home, BasePort: q.opts.BasePort, SynchronousCommitOff: q.opts.SynchronousCommitOff,
-		LazyFS: q.opts.LazyFS, LazyFSBin: q.opts.LazyFSBinary, LazyFSMode: q.opts.LazyFSEntries}
+		LazyFS: q.opts.LazyFS, LazyFSBin: q.opts.LazyFSBinary, LazyFSMode: q.opts.LazyFSEntries, NetNS: q.prefix}
 	data, _ := json.MarshalIndent(qf, "", "  ")
 	return cluster.WriteFileDurable(filepath.Join(q.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
@@ -454,7 +585,15 @@ func (q *Cluster) StartNode(ctx context.Context, id int32) error {
 		// pg_ctl starts the server in a session of its own, with -D in its
 		// command line (the marker), and writes postmaster.pid; -W: do not
 		// wait for it to accept connections.
-		out, err := asPostgres(ctx, filepath.Join(bin, "pg_ctl"), "-D", q.dataDir(DBNode), "-l", q.pgLog(), "-W", "start").CombinedOutput()
+		pgCtl := asPostgres(ctx, filepath.Join(bin, "pg_ctl"), "-D", q.dataDir(DBNode), "-l", q.pgLog(), "-W", "start")
+		if n := q.Net(); n != nil {
+			if err := cluster.NeedNet(ctx, q.prefix, q.upCmd()); err != nil {
+				return err
+			}
+			// The postmaster pg_ctl forks inherits the namespace.
+			pgCtl = n.Command(ctx, ServerNode, pgCtl.Path, pgCtl.Args[1:]...)
+		}
+		out, err := pgCtl.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("start PostgreSQL: %v\n%s", err, cluster.Tail(out, 1500))
 		}
@@ -476,13 +615,27 @@ func (q *Cluster) StartNode(ctx context.Context, id int32) error {
 			}
 		}
 		cmd := exec.Command(q.queenBinary())
+		host := "127.0.0.1"
+		if n := q.Net(); n != nil {
+			if err := cluster.NeedNet(ctx, q.prefix, q.upCmd()); err != nil {
+				return err
+			}
+			// ip netns exec execs the server in place: the PID recorded
+			// is queen-server's. It listens on every address of the
+			// namespace: its loopback and 10.213.0.1.
+			cmd = n.Command(context.Background(), ServerNode, q.queenBinary())
+			host = "0.0.0.0"
+		}
 		cmd.Dir = q.opts.Home // it loads ./schema from its working directory
 		cmd.Env = append(os.Environ(),
-			fmt.Sprintf("PORT=%d", q.opts.BasePort), "HOST=127.0.0.1",
+			fmt.Sprintf("PORT=%d", q.opts.BasePort), "HOST="+host,
 			fmt.Sprintf("QUEEN_UDP_NOTIFY_PORT=%d", q.opts.BasePort+1),
 			"PG_HOST=127.0.0.1", fmt.Sprintf("PG_PORT=%d", q.pgPort()), "PG_USER=postgres", "PG_PASSWORD=postgres", "PG_DB=queen",
 			"NUM_WORKERS=2", "DB_POOL_SIZE=40", "SIDECAR_POOL_SIZE=16", "LOG_LEVEL=info",
 			"FILE_BUFFER_DIR="+q.dataDir(ServerNode))
+		if q.prefix != "" {
+			return cluster.StartDetachedIn(cmd, q.queenLog(), q.queenPIDFile(), "queen-server", "queen-server")
+		}
 		return cluster.StartDetached(cmd, q.queenLog(), q.queenPIDFile(), "queen-server")
 	}
 	return fmt.Errorf("no node %d: the Queen cluster has 1 (the server) and 2 (db)", id)
@@ -563,14 +716,24 @@ func (q *Cluster) StopNode(ctx context.Context, id int32, grace time.Duration) e
 func (q *Cluster) Grace() time.Duration { return 30 * time.Second }
 
 // Down implements Local: the Queen server first, then PostgreSQL, then
-// the lazyfs mount under each that stopped.
+// the lazyfs mount under each that stopped, then the cluster's network
+// namespace, if any (with it every rule a fault left), once both stopped:
+// it stays while a node may still run in it, so that a second down finds
+// it again.
 func (q *Cluster) Down(ctx context.Context) error {
 	var errs []error
+	stopped := true
 	for _, id := range []int32{ServerNode, DBNode} {
 		err := q.StopNode(ctx, id, q.Grace())
 		errs = append(errs, err)
+		stopped = stopped && err == nil
 		if m := q.Mount(id); m != nil && err == nil {
 			errs = append(errs, m.Stop(ctx))
+		}
+	}
+	if n := q.Net(); n != nil && stopped {
+		if err := n.Delete(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("delete the cluster's network namespaces %s-*: %w (remove them with `ip netns delete`)", q.prefix, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -637,7 +800,7 @@ func (q *Cluster) Healthy(ctx context.Context, id int32) error {
 		return q.pingDB(ctx, "queen")
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, q.URL()+"/health", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := q.httpClient().Do(req)
 	if err != nil {
 		return err
 	}
@@ -657,7 +820,7 @@ func (q *Cluster) Healthy(ctx context.Context, id int32) error {
 }
 
 func (q *Cluster) pingDB(ctx context.Context, db string) error {
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=3", q.pgPort(), db))
+	conn, err := q.pgConnect(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -721,7 +884,7 @@ func (q *Cluster) Health(ctx context.Context) []cluster.NodeStatus {
 		if id == ServerNode {
 			s.Endpoints = []cluster.Endpoint{{Name: "name", Addr: "queen"}, {Name: "address", Addr: q.URL()}}
 		} else {
-			s.Endpoints = []cluster.Endpoint{{Name: "name", Addr: "db"}, {Name: "address", Addr: fmt.Sprintf("postgres://127.0.0.1:%d/queen", q.pgPort())}}
+			s.Endpoints = []cluster.Endpoint{{Name: "name", Addr: "db"}, {Name: "address", Addr: "postgres://" + net.JoinHostPort(q.host(), strconv.Itoa(q.pgPort())) + "/queen"}}
 		}
 		if m := q.Mount(id); m != nil {
 			s.LazyFSPID = m.PID()
@@ -741,7 +904,11 @@ func (q *Cluster) Health(ctx context.Context) []cluster.NodeStatus {
 
 // ClientFlags implements Local.
 func (q *Cluster) ClientFlags() []cluster.Flag {
-	return []cluster.Flag{{Name: "queen-url", Value: q.URL()}, {Name: "postgres-url", Value: q.PostgresURL()}}
+	flags := []cluster.Flag{{Name: "queen-url", Value: q.URL()}, {Name: "postgres-url", Value: q.PostgresURL()}}
+	if q.prefix != "" {
+		flags = append(flags, cluster.Flag{Name: "netns", Value: q.prefix})
+	}
+	return flags
 }
 
 // FsyncSetting implements FsyncSwitch: PostgreSQL's synchronous_commit
@@ -806,7 +973,13 @@ logs and data under --dir. It returns once /health answers healthy.
 an existing cluster, it is switched by a clean restart of PostgreSQL.
 With --lazyfs, PostgreSQL's data dir and Queen's file-buffer dir are each
 served by ackcheck lazyfs (FUSE, allow_other), which the power-loss fault
-uses to drop what was not fsynced.`
+uses to drop what was not fsynced.
+With --netns, the server and PostgreSQL run in a network namespace of
+their own (node 1's, at 10.213.0.1, made with ip and joined to a hub
+namespace by a veth pair), for network faults: partition-client node:1
+cuts every call of ackcheck's to both, and nothing between them. The
+driver reaches them from the hub, given --cluster-dir (or the --netns the
+ready line prints). down deletes the namespaces.`
 }
 
 // NewFlags implements Launcher.
@@ -822,6 +995,7 @@ func (f *queenFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.opts.BasePort, "base-port", 0, "the Queen server's HTTP port; its UDP notifications use base+1, PostgreSQL base+2 (default 26632)")
 	fs.StringVar(&f.syncOff, "synchronous-commit", "on", "PostgreSQL synchronous_commit: on (its default) or off; on an existing cluster, switched by a clean restart of PostgreSQL")
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put PostgreSQL's data dir and Queen's file-buffer dir each on ackcheck lazyfs (at the first up; needs FUSE)")
+	fs.BoolVar(&f.opts.NetNS, "netns", false, "run the server and PostgreSQL in a network namespace of their own at 10.213.0.1, for network faults (at the first up; needs root, ip and nft)")
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
 }
 

@@ -105,6 +105,7 @@ func (f *flags) Register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.linger, "push-linger", 5*time.Millisecond, "Queen: longest a push waits for more items")
 	fs.IntVar(&f.concurrency, "push-concurrency", 8, "Queen: HTTP pushes in flight per producer")
 	fs.IntVar(&f.maxPending, "push-max-pending", 10000, "Queen: unanswered messages per producer; one past it is rejected")
+	drivers.RegisterNetns(fs)
 }
 
 // Open implements drivers.Flags.
@@ -126,6 +127,7 @@ func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	set("push-linger", func() { c.Linger = f.linger })
 	set("push-concurrency", func() { c.MaxConcurrent = f.concurrency })
 	set("push-max-pending", func() { c.MaxPending = f.maxPending })
+	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
 	d, err := New(c)
 	if err != nil {
 		return nil, nil, err

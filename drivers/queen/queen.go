@@ -28,7 +28,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +40,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -63,6 +68,35 @@ type Config struct {
 	// it is rejected at once (it never blocks the paced load). Default
 	// 10000.
 	MaxPending int `json:"max_pending"`
+	// NetNS is the prefix of the network namespaces of a local cluster
+	// started with `cluster queen up --netns`: every connection, HTTP
+	// (load, admin, readiness) and PostgreSQL (read-back, settings)
+	// alike, is then made from that Net's hub (netns.Net.Dial), the only
+	// place the server and its database can be reached from. "" dials
+	// from the machine's own namespace. Set from --cluster-dir by the
+	// cluster's ClientFlags.
+	NetNS string `json:"netns,omitempty"`
+}
+
+// netnsDialTimeout bounds one connect through a Net: a server a fault
+// cut off from the client drops the SYN, and the HTTP transport has no
+// connect timeout of its own.
+const netnsDialTimeout = 5 * time.Second
+
+// dialer is how the driver connects, HTTP and PostgreSQL alike: from the
+// Net's hub with NetNS, else from the machine's own namespace. The one
+// place the driver's connections get their dialer.
+func (c Config) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if c.NetNS == "" {
+		var d net.Dialer
+		return d.DialContext
+	}
+	n := &netns.Net{Prefix: c.NetNS}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, netnsDialTimeout)
+		defer cancel()
+		return n.Dial(ctx, network, addr)
+	}
 }
 
 // WithDefaults fills the zero fields.
@@ -103,8 +137,33 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-concurrent %d: use at least 1", c.MaxConcurrent)
 	case c.MaxPending < 1:
 		return fmt.Errorf("--max-pending %d: use at least 1", c.MaxPending)
+	case c.NetNS != "" && !validNetNS.MatchString(c.NetNS):
+		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
+	}
+	if c.NetNS == "" {
+		for _, u := range []string{c.URL, c.PostgresURL} {
+			if inNetnsSubnet(u) {
+				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", u, netns.Subnet)
+			}
+		}
 	}
 	return nil
+}
+
+// validNetNS is the form of a prefix netns.Create accepts.
+var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// inNetnsSubnet reports whether a URL's host is an IP address in
+// netns.Subnet: it exists only inside the namespaces ackcheck makes, and
+// from the machine's own namespace a connect to it would follow the
+// default route out of the machine.
+func inNetnsSubnet(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	return err == nil && netns.Subnet.Contains(a.Unmap())
 }
 
 // Driver is a connection to one Queen server and its database.
@@ -151,12 +210,14 @@ func New(cfg Config) (*Driver, error) {
 	}
 	pc.MaxConns = 8
 	pc.ConnConfig.ConnectTimeout = 5 * time.Second
+	pc.ConnConfig.DialFunc = cfg.dialer()
 	db, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		return nil, fmt.Errorf("--postgres-url: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
+	tr.DialContext = cfg.dialer()
 	return &Driver{cfg: cfg, db: db, http: &http.Client{Transport: tr}, parts: map[string]int{}}, nil
 }
 
