@@ -188,6 +188,22 @@ func TestShardFigures(t *testing.T) {
 			reason:  "shard 0 of 2 is missing (no run directory of this shard was given): its acks cannot be checked",
 		},
 		{
+			name:  "the first shard damaged",
+			count: 2,
+			shards: []mergeShard{
+				{index: 0, broken: damaged},
+				{index: 1, base: 2, producers: 2, msgs: msgs(2, 4, true, true)},
+			},
+			want: []ShardStatus{
+				{Index: 0, Status: ShardDamaged, Error: damaged.Error()},
+				{Index: 1, Status: ShardWhole, Clean: true, Producers: [2]uint32{2, 4}, Sent: 4, Acked: 4},
+			},
+			verdict: Unproven,
+			// Said once: its number is known, so it is not also listed as a
+			// directory of no known shard.
+			reason: "shard 0 of 2 is damaged (" + damaged.Error() + "): its acks cannot be checked",
+		},
+		{
 			name:  "a directory whose shard number is unknown",
 			count: 2,
 			shards: []mergeShard{
@@ -406,7 +422,9 @@ func TestShardProducerOutsideItsRange(t *testing.T) {
 	}{
 		{"below", msgs(1, 3, true, true), "shard 1's ledger holds producer 1, outside its own producers 2-3"},
 		{"just past", msgs(4, 3, true, true), "shard 1's ledger holds producer 4, outside its own producers 2-3"},
-		{"a run from inside to past", append(msgs(2, 3, true, true), msgs(5, 2, true, true)...), "shard 1's ledger holds producer 5, outside its own producers 2-3"},
+		// A ledger's run holds one producer (its fragments do), so the chain
+		// sees producer 5 in a run of its own after producer 2's.
+		{"past, after events inside", append(msgs(2, 3, true, true), msgs(5, 2, true, true)...), "shard 1's ledger holds producer 5, outside its own producers 2-3"},
 		{"inside, first and last", append(msgs(2, 3, true, true), msgs(3, 2, true, true)...), ""},
 	}
 	for _, tc := range tests {
