@@ -103,29 +103,30 @@ func TestInvestigationListsUncapped(t *testing.T) {
 	start := time.Unix(1000, 0)
 	s := func(sec float64) int64 { return start.Add(time.Duration(sec * float64(time.Second))).UnixNano() }
 	dir := t.TempDir()
-	inv, err := newInvestigation(dir, 2, start, nil)
+	inv, err := newInvestigation(dir, 3, start, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	inv.addLost("a", 0, -1, s(3), s(4))
 	inv.addLost("b", 0, 0, s(1), s(2))
+	inv.addLost("c", 0, 5, s(2), s(3))
 	inv.addDuplicate(DuplicateLine{ID: "d", Partition: 1, Offset: 5, OtherOffsets: []int64{9}}, s(2.5))
 	res := &Result{}
 	if err := inv.finish(dir, res); err != nil {
 		t.Fatal(err)
 	}
-	if p := res.LostByPartition[0]; p == nil || p.FirstOffset != 0 || p.LastOffset != 0 || p.FirstSentS != 1 || p.LastSentS != 3 {
-		t.Errorf("partition 0: %+v; want offsets 0-0, sent 1-3 s", p)
+	if p := res.LostByPartition[0]; p == nil || p.FirstOffset != 0 || p.LastOffset != 5 || p.FirstSentS != 1 || p.LastSentS != 3 {
+		t.Errorf("partition 0: %+v; want offsets 0-5, sent 1-3 s", p)
 	}
 	want := []Listing{
-		{File: LostFile, Class: CheckLost, Listed: 2, Total: 2},
+		{File: LostFile, Class: CheckLost, Listed: 3, Total: 3},
 		{File: DuplicatesFile, Class: CheckDuplicates, Listed: 1, Total: 1},
 		{File: ReorderedFile, Class: CheckReordered},
 	}
 	if !reflect.DeepEqual(res.Listings, want) {
 		t.Errorf("listings %+v, want %+v", res.Listings, want)
 	}
-	if l := readLines(t, filepath.Join(dir, LostFile)); len(l) != 2 || l[0]["id"] != "a" || l[1]["id"] != "b" {
+	if l := readLines(t, filepath.Join(dir, LostFile)); len(l) != 3 || l[0]["id"] != "a" || l[1]["id"] != "b" || l[2]["id"] != "c" {
 		t.Errorf("lost.jsonl %v", l)
 	}
 	if l := readLines(t, filepath.Join(dir, DuplicatesFile)); len(l) != 1 || l[0]["id"] != "d" || l[0]["sent_s"] != 2.5 {
@@ -140,15 +141,16 @@ func TestInvestigationListsUncapped(t *testing.T) {
 	var sum strings.Builder
 	res.writeInvestigation(&sum)
 	wantSum := "  lost by partition (1 partitions lost messages; worst first):\n" +
-		"    partition 0: 2 lost, acked offsets 0-0, sent 1.0-3.0 s; acked while no fault in force\n" +
-		"  lost.jsonl lists all 2 lost messages\n" +
+		"    partition 0: 3 lost, acked offsets 0-5, sent 1.0-3.0 s; acked while no fault in force\n" +
+		"  lost.jsonl lists all 3 lost messages\n" +
 		"  duplicates.jsonl lists all 1 duplicates messages\n"
 	if sum.String() != wantSum {
 		t.Errorf("summary\n%s\nwant\n%s", sum.String(), wantSum)
 	}
 }
 
-// A reordered message's line, and a capped listing as the summary says it.
+// A reordered message's line, and a capped listing as the summary says it
+// (with no loss, no per-partition lines).
 func TestInvestigationReorderedCapped(t *testing.T) {
 	start := time.Unix(1000, 0)
 	dir := t.TempDir()
@@ -235,6 +237,9 @@ func TestSlipEdges(t *testing.T) {
 		warnings int
 	}{
 		{26, f(28), "26.0 s (due 28.0 s, -2.00 s late)", 0},
+		// Exactly SlipNote either way is on time (0.1 - 0 is exactly 0.1).
+		{0.1, f(0), "0.1 s", 0},
+		{0, f(0.1), "0.0 s", 0},
 		{27.96, f(28), "28.0 s", 0},
 		{29, f(28), "29.0 s (due 28.0 s, 1.00 s late)", 0},
 		{29.25, f(28), "29.2 s (due 28.0 s, 1.25 s late)", 1},
