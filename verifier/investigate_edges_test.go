@@ -255,3 +255,35 @@ func TestSlipEdges(t *testing.T) {
 		}
 	}
 }
+
+// A list that cannot be put in place is an error naming the file, its
+// temporary file is removed, and the lists that could be written are
+// still in place and in the result.
+func TestInvestigationFinishFails(t *testing.T) {
+	dir := t.TempDir()
+	// A non-empty directory where lost.jsonl goes: the rename fails.
+	if err := os.MkdirAll(filepath.Join(dir, LostFile, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := newInvestigation(dir, 0, time.Unix(0, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv.addLost("a", 0, 1, 1, 2)
+	inv.addDuplicate(DuplicateLine{ID: "d"}, 1)
+	res := &Result{}
+	err = inv.finish(dir, res)
+	if err == nil || !strings.Contains(err.Error(), "write the lists of failing messages: "+LostFile+": ") {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LostFile+".tmp")); !os.IsNotExist(err) {
+		t.Errorf("%s.tmp left behind (%v)", LostFile, err)
+	}
+	want := []Listing{{File: DuplicatesFile, Class: CheckDuplicates, Listed: 1, Total: 1}, {File: ReorderedFile, Class: CheckReordered}}
+	if !reflect.DeepEqual(res.Listings, want) {
+		t.Errorf("listings %+v, want %+v", res.Listings, want)
+	}
+	if l := readLines(t, filepath.Join(dir, DuplicatesFile)); len(l) != 1 {
+		t.Errorf("duplicates.jsonl %v", l)
+	}
+}
