@@ -122,3 +122,41 @@ func TestReadBackRecordsEachCopyWithItsTime(t *testing.T) {
 		t.Fatalf("%d reads recorded (%v), want %d", got, c.Err(), n)
 	}
 }
+
+// vanishingTopic lists its partitions once, then is gone, and its read
+// declares partition 0 finished short of its end (as a broker does when
+// the topic is deleted under the read).
+type vanishingTopic struct {
+	spyTopic
+	calls int
+}
+
+func (v *vanishingTopic) EndOffsets(context.Context, string) (map[int32]int64, error) {
+	v.calls++
+	if v.calls > 1 {
+		return nil, drivers.ErrTopicMissing
+	}
+	return v.ends, nil
+}
+
+func (v *vanishingTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
+	rep, _ := v.spyTopic.Read(ctx, spec, fn)
+	rep.Partitions[0] = drivers.PartitionRead{Next: 2, Target: spec.To[0], Complete: true, Note: "the broker ended the read at 2"}
+	return rep, nil
+}
+
+// A read that the broker declared finished short of a partition's end,
+// on a topic that is gone when asked again, is no complete read-back: the
+// topic was deleted during the read.
+func TestReadBackTopicDeletedDuringTheRead(t *testing.T) {
+	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d := &vanishingTopic{spyTopic: spyTopic{ends: map[int32]int64{0: 5}}}
+	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: map[int32]int64{0: 0}}, time.Second)
+	if err != nil || rep.Complete || !rep.TopicGone || rep.Notes[0] != "the broker ended the read at 2" {
+		t.Fatalf("err %v, complete %v, topic gone %v, notes %v; want incomplete, gone", err, rep.Complete, rep.TopicGone, rep.Notes)
+	}
+}
