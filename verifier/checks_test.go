@@ -119,3 +119,25 @@ func TestChecksJSON(t *testing.T) {
 		t.Fatal("a damaged duration was accepted")
 	}
 }
+
+// A saved duration also reads as a plain number of nanoseconds (as a
+// time.Duration is written by encoding/json); anything else is refused.
+func TestDurationReadsNanoseconds(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Duration
+		ok   bool
+	}{
+		{`1000000`, Duration(time.Millisecond), true},
+		{`0`, 0, true},
+		{`"250ms"`, Duration(250 * time.Millisecond), true},
+		{`true`, 0, false},
+		{`1.5`, 0, false},
+	} {
+		var d Duration
+		err := json.Unmarshal([]byte(tc.in), &d)
+		if (err == nil) != tc.ok || d != tc.want {
+			t.Errorf("%s: %v (%v), want %v ok %v", tc.in, d, err, tc.want, tc.ok)
+		}
+	}
+}

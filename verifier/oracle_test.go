@@ -39,6 +39,8 @@ func TestOracleBesideTheFigures(t *testing.T) {
 		{"at the late edge", 28214, 29000, account(26214, 27000), 0, "", "broker 2 back in the ISR at 27000 ms"},
 		{"ready too late", 28300, 27100, account(26214, 27000), 1, "the node ready 28300 ms after it", ""},
 		{"ready too early", 25600, 27100, account(26214, 27000), 1, "ackcheck's figure is 614ms before the log's line, which says when it came", ""},
+		{"at the early edge", 25714, 27100, account(26214, 27000), 0, "", "the controller unfenced broker 2 at 26214 ms"},
+		{"ready at 0 ms, a figure like any", 0, 27100, account(26214, 27000), 1, "ackcheck's figure is 26.214s before the log's line", ""},
 		{"in sync too late", 26800, 29500, account(26214, 27000), 1, "every replica in sync 29500 ms", ""},
 		{"never ready by ackcheck", -1, -1, account(26214, 27000), 0, "", "node ready again: not observed (Kafka's logs (nodes [1 2 3]): the controller unfenced broker 2 at 26214 ms)"},
 		{"after a lower bound, however late", 60000, 90000, bounded(drivers.NotBefore, 9618, 8000), 0, "",
