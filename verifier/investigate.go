@@ -53,10 +53,23 @@ type PartitionLoss struct {
 	// AckedWhile counts the lost messages by the faults in force when
 	// they were acked ("" is not used: see NoFaultInForce).
 	AckedWhile map[string]int64 `json:"acked_while,omitempty"`
+	// AckedSoonAfter counts, of the lost messages acked while no fault was
+	// in force, those acked within AfterFaultWindow after a fault ended,
+	// by that fault (the one that ended last before the ack).
+	AckedSoonAfter map[string]int64 `json:"acked_soon_after,omitempty"`
 }
 
 // NoFaultInForce is AckedWhile's key for acks while no fault was in force.
 const NoFaultInForce = "no fault in force"
+
+// AfterFaultWindow is how long after a fault's end a lost message acked
+// with no fault in force is put beside that fault (LostLine.AfterFault,
+// PartitionLoss.AckedSoonAfter). A fault's end is an act of ackcheck's (a
+// heal-network, a restart), not the cluster's recovery: a leader cut off
+// and healed can ack for a moment more before it learns it was fenced,
+// and those acks are lost with the rest of its term. Listing them as
+// only "no fault in force" would leave them untraced.
+const AfterFaultWindow = 30 * time.Second
 
 // Listing says what one listing file holds.
 type Listing struct {
@@ -79,6 +92,10 @@ type LostLine struct {
 	AckedS      float64   `json:"acked_s"`
 	// InForce lists the faults in force when the broker acked it.
 	InForce []string `json:"in_force,omitempty"`
+	// AfterFault, when no fault was in force, names the fault that ended
+	// last within AfterFaultWindow before the ack, and how long before:
+	// "partition node:2 (since 30.0 s), ended 1.7 s before the ack".
+	AfterFault string `json:"after_fault,omitempty"`
 }
 
 // DuplicateLine is one line of duplicates.jsonl: the message's first copy
@@ -171,6 +188,19 @@ func faultSpells(recs []faults.Record, loadStart time.Time) []spell {
 	return out
 }
 
+// endedBefore is the spell that ended last at or before t (Unix ns) and
+// at most AfterFaultWindow before it, and how long before t it ended;
+// ok is false when none did.
+func endedBefore(spells []spell, t int64) (what string, ago time.Duration, ok bool) {
+	var end int64
+	for _, s := range spells {
+		if s.to != 0 && s.to <= t && t-s.to <= int64(AfterFaultWindow) && (!ok || s.to > end) {
+			what, end, ok = s.what, s.to, true
+		}
+	}
+	return what, time.Duration(t - end), ok
+}
+
 // inForce lists the spells that cover t (Unix ns).
 func inForce(spells []spell, t int64) []string {
 	var out []string
@@ -261,12 +291,20 @@ func (inv *investigation) addLost(id string, partition int32, offset, sent, acke
 	pl.LastSentS = max(pl.LastSentS, sentS)
 	forces := inForce(inv.spells, acked)
 	key := strings.Join(forces, "; ")
+	var after string
 	if key == "" {
 		key = NoFaultInForce
+		if what, ago, ok := endedBefore(inv.spells, acked); ok {
+			after = fmt.Sprintf("%s, ended %.1f s before the ack", what, ago.Seconds())
+			if pl.AckedSoonAfter == nil {
+				pl.AckedSoonAfter = map[string]int64{}
+			}
+			pl.AckedSoonAfter[what]++
+		}
 	}
 	pl.AckedWhile[key]++
 	inv.lost.write(LostLine{ID: id, Partition: partition, AckedOffset: offset,
-		SentAt: time.Unix(0, sent).UTC(), SentS: sentS, AckedAt: time.Unix(0, acked).UTC(), AckedS: inv.seconds(acked), InForce: forces})
+		SentAt: time.Unix(0, sent).UTC(), SentS: sentS, AckedAt: time.Unix(0, acked).UTC(), AckedS: inv.seconds(acked), InForce: forces, AfterFault: after})
 }
 
 func (inv *investigation) addDuplicate(l DuplicateLine, sent int64) {
@@ -385,6 +423,22 @@ func (r *Result) PartitionLossText(p int32) string {
 	}
 	if len(parts) > 0 {
 		s += "; acked while " + strings.Join(parts, ", ")
+	}
+	if len(pl.AckedSoonAfter) > 0 {
+		after := make([]string, 0, len(pl.AckedSoonAfter))
+		for k := range pl.AckedSoonAfter {
+			after = append(after, k)
+		}
+		slices.SortFunc(after, func(a, b string) int {
+			if d := pl.AckedSoonAfter[b] - pl.AckedSoonAfter[a]; d != 0 {
+				return int(d)
+			}
+			return strings.Compare(a, b)
+		})
+		for i, k := range after {
+			after[i] = fmt.Sprintf("%d within %.0f s after %s ended", pl.AckedSoonAfter[k], AfterFaultWindow.Seconds(), k)
+		}
+		s += "; of those with no fault in force, " + strings.Join(after, ", ")
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package verifier
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,5 +108,73 @@ func TestInvestigationAccount(t *testing.T) {
 	inv.addLost("x", 0, 1, s(1), s(2))
 	if inv.lost.f != nil || inv.lost.listing.Total != 1 || inv.lost.listing.Listed != 0 {
 		t.Errorf("without a directory: file %v, listed %d of %d", inv.lost.f, inv.lost.listing.Listed, inv.lost.listing.Total)
+	}
+}
+
+// A loss acked with no fault in force, shortly after a fault ended (the
+// cut-off leader still acking for a moment after the heal), is put beside
+// the fault that ended last before it, within AfterFaultWindow: in
+// lost.jsonl's after_fault, in acked_soon_after, and in the partition's
+// line. One in force, or acked longer after, is not.
+func TestLossAckedSoonAfterAFaultEnded(t *testing.T) {
+	start := time.Unix(1000, 0)
+	s := func(sec float64) int64 { return start.Add(time.Duration(sec * float64(time.Second))).UnixNano() }
+	at := func(sec float64) time.Time { return time.Unix(0, s(sec)) }
+	recs := []faults.Record{
+		{Action: faults.Partition, Target: "node:2", At: at(10), Result: faults.Applied},
+		{Action: faults.HealNetwork, Target: "cluster", At: at(20), Result: faults.Applied},
+		{Action: faults.Kill, Node: 3, At: at(30), Result: faults.Applied},
+		{Action: faults.Restart, Node: 3, At: at(40), Result: faults.Applied},
+	}
+	dir := t.TempDir()
+	inv, err := newInvestigation(dir, 0, start, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv.addLost("in-cut", 0, 1, s(9), s(15))       // in force
+	inv.addLost("at-heal", 0, 2, s(9), s(20))      // the heal's instant: ended 0 s before
+	inv.addLost("after-heal", 0, 3, s(9), s(21.7)) // the old leader's late ack
+	inv.addLost("edge", 0, 4, s(9), s(50))         // 30 s after the heal, 10 s after the restart: the restart
+	inv.addLost("late", 0, 5, s(9), s(70.5))       // 30.5 s after the restart: beyond the window
+	inv.addLost("before", 0, 6, s(1), s(5))        // before any fault
+	res := &Result{}
+	if err := inv.finish(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	cut := "partition node:2 (since 10.0 s)"
+	killed := "node 3 killed (since 30.0 s)"
+	p := res.LostByPartition[0]
+	if p == nil || p.AckedWhile[cut] != 1 || p.AckedWhile[NoFaultInForce] != 5 {
+		t.Fatalf("partition 0: %+v; want 1 acked in the cut, 5 with no fault in force", p)
+	}
+	if want := map[string]int64{cut: 2, killed: 1}; !maps.Equal(p.AckedSoonAfter, want) {
+		t.Errorf("acked soon after %v, want %v", p.AckedSoonAfter, want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, LostFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var l LostLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		after[l.ID] = l.AfterFault
+	}
+	want := map[string]string{
+		"in-cut":     "",
+		"at-heal":    cut + ", ended 0.0 s before the ack",
+		"after-heal": cut + ", ended 1.7 s before the ack",
+		"edge":       killed + ", ended 10.0 s before the ack",
+		"late":       "",
+		"before":     "",
+	}
+	if !maps.Equal(after, want) {
+		t.Errorf("after_fault %v\nwant %v", after, want)
+	}
+	text := res.PartitionLossText(0)
+	if !strings.HasSuffix(text, "; of those with no fault in force, 2 within 30 s after "+cut+" ended, 1 within 30 s after "+killed+" ended") {
+		t.Errorf("partition line %q", text)
 	}
 }
