@@ -276,8 +276,15 @@ func TestRealNetnsPartitionLeaderTruth(t *testing.T) {
 					if named {
 						t.Errorf("lost message %s acked at %.3f s, after the heal, is put against the partition", l.ID, l.AckedS)
 					}
+					// ...but beside it, as acked so long after its end.
+					want := fmt.Sprintf(", ended %.1f s before the ack", l.AckedAt.Sub(healAt).Seconds())
+					if l.AckedAt.Sub(healAt) <= verifier.AfterFaultWindow && (!strings.HasPrefix(l.AfterFault, "partition ") || !strings.HasSuffix(l.AfterFault, want)) {
+						t.Errorf("lost message %s acked %s after the heal: after_fault %q, want the partition%s", l.ID, l.AckedAt.Sub(healAt), l.AfterFault, want)
+					}
 				case !l.AckedAt.Before(faultTime(res, 0)) && !named:
 					t.Errorf("lost message %s acked at %.3f s, in the partition, lists in force %q", l.ID, l.AckedS, l.InForce)
+				case l.AfterFault != "":
+					t.Errorf("lost message %s acked at %.3f s, before the heal, says after_fault %q", l.ID, l.AckedS, l.AfterFault)
 				}
 			}
 			if inCut == 0 {
