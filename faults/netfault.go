@@ -491,7 +491,14 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 			rec.At = time.Now() // the first rule's time, after the journal's fsync (as a kill's signal)
 		}
 		if err := n.Apply(ctx, r); err != nil {
-			w.journal.Done(id) //nolint:errcheck // Apply is all or nothing: nothing to undo
+			// Apply is all or nothing for nft, but iptables on an SSH node
+			// is one transaction per family, and its own rollback may fail
+			// too: the entry is marked done only once a removal succeeded,
+			// else it stays for the heal.
+			if rerr := n.Remove(ctx, r); rerr != nil {
+				return "", fmt.Errorf("%w; and removing what it may have installed failed (%v): the rule stays journaled, and the heal removes it", err, rerr)
+			}
+			w.journal.Done(id) //nolint:errcheck // removed: nothing left to undo
 			return "", err
 		}
 		proof.Rules = append(proof.Rules, r)

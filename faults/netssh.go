@@ -462,12 +462,20 @@ func (n *sshNet) Remove(ctx context.Context, r netns.Rule) error {
 	if err != nil {
 		return err
 	}
-	tool, err := n.firewall(r.Node, s)
-	if err != nil {
+	if _, err := n.firewall(r.Node, s); err != nil {
 		return err
 	}
-	if tool == "iptables" {
-		return n.iptRemove(ctx, r, s)
+	// The rule is removed with every tool the node has, whichever
+	// installed it: the node may have gained nft since, or the heal's
+	// cluster file may say another firewall: than the run's. Both
+	// removals are no-ops for what is not there.
+	if s.iptables {
+		if err := n.iptRemove(ctx, r, s); err != nil {
+			return err
+		}
+	}
+	if !s.nft {
+		return nil
 	}
 	for _, c := range []string{r.Name + "_out", r.Name + "_in"} {
 		err := n.nftRun(ctx, r.Node, s, fmt.Sprintf("flush chain inet ackcheck %s\ndelete chain inet ackcheck %s\n", c, c))
@@ -478,7 +486,10 @@ func (n *sshNet) Remove(ctx context.Context, r netns.Rule) error {
 	// The last chain gone, the table goes too: the node's ruleset is left
 	// as it was before the first fault. One command on the node, so that
 	// nothing is listed and then deleted by two round trips.
-	_, err = n.nodes[r.Node].run.Run(ctx, s.sudo+"nft list table inet ackcheck 2>/dev/null | grep -q '^[[:space:]]*chain ' || "+s.sudo+"nft delete table inet ackcheck 2>/dev/null; true")
+	// A listing that fails deletes nothing: the table may hold another
+	// fault's chains.
+	_, err = n.nodes[r.Node].run.Run(ctx, "if t=$("+s.sudo+"nft list table inet ackcheck 2>/dev/null); then "+
+		"printf '%s\n' \"$t\" | grep -q '^[[:space:]]*chain ' || "+s.sudo+"nft delete table inet ackcheck; fi; true")
 	if err != nil {
 		return fmt.Errorf("remove the empty table inet ackcheck on node %d: %w", r.Node, err)
 	}

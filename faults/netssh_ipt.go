@@ -87,7 +87,8 @@ func (n *sshNet) iptApply(ctx context.Context, r netns.Rule, s sshSession) error
 		if !ok {
 			continue
 		}
-		_, err := n.nodes[r.Node].run.Run(ctx, s.sudo+tool+"-restore --noflush <<'ACKCHECK_IPT'\n"+script+"ACKCHECK_IPT\n")
+		// -w: wait for the xtables lock another firewall tool holds.
+		_, err := n.nodes[r.Node].run.Run(ctx, s.sudo+tool+"-restore -w --noflush <<'ACKCHECK_IPT'\n"+script+"ACKCHECK_IPT\n")
 		if err != nil {
 			err = fmt.Errorf("install %s on node %d with %s-restore: %w", r, r.Node, tool, err)
 			if rerr := n.iptRemove(ctx, r, s); rerr != nil {
@@ -101,16 +102,24 @@ func (n *sshNet) iptApply(ctx context.Context, r netns.Rule, s sshSession) error
 
 // iptRemove takes r's chains out of both families, with their jumps; a
 // chain that is not there (removed before) is no error: a heal may run
-// twice. One command on the node.
+// twice. One command on the node. A chain is known to be absent only from
+// a listing of the filter table that succeeded: a listing that failed
+// (sudo refused, the xtables lock, which -w waits for) fails the removal
+// rather than pass for "nothing to remove". The tools are looked for in
+// /usr/sbin too: a non-root user's PATH over SSH often lacks it, while
+// sudo's own path has it.
 func (n *sshNet) iptRemove(ctx context.Context, r netns.Rule, s sshSession) error {
 	var b strings.Builder
 	for _, tool := range []string{"iptables", "ip6tables"} {
+		fmt.Fprintf(&b, "if command -v %[1]s >/dev/null 2>&1 || [ -x /usr/sbin/%[1]s ]; then "+
+			"rules=$(%[2]s%[1]s -w -S 2>&1) || { echo \"%[1]s -S: $rules\" >&2; exit 1; }\n", tool, s.sudo)
 		for _, c := range []struct{ suffix, hook string }{{"out", "OUTPUT"}, {"in", "INPUT"}} {
 			ch := iptChain(r.Name, c.suffix)
-			fmt.Fprintf(&b, "if command -v %[1]s >/dev/null 2>&1 && %[3]s%[1]s -S %[2]s >/dev/null 2>&1; then "+
-				"while %[3]s%[1]s -D %[4]s -j %[2]s 2>/dev/null; do :; done; %[3]s%[1]s -F %[2]s && %[3]s%[1]s -X %[2]s || exit 1; fi\n",
+			fmt.Fprintf(&b, "  if printf '%%s\\n' \"$rules\" | grep -qx -- '-N %[2]s'; then "+
+				"while %[3]s%[1]s -w -D %[4]s -j %[2]s 2>/dev/null; do :; done; %[3]s%[1]s -w -F %[2]s && %[3]s%[1]s -w -X %[2]s || exit 1; fi\n",
 				tool, ch, s.sudo, c.hook)
 		}
+		b.WriteString("fi\n")
 	}
 	if _, err := n.nodes[r.Node].run.Run(ctx, b.String()); err != nil {
 		return fmt.Errorf("remove %s on node %d (iptables): %w", r, r.Node, err)

@@ -271,3 +271,36 @@ func TestSSHNetworkHealAfterCrash(t *testing.T) {
 		t.Errorf("after the heal: %s %v", reach, err)
 	}
 }
+
+// A rule installed with iptables is removed by a heal whose cluster file
+// names no firewall (so nft is the tool it would install with): removal
+// uses every tool the node has. Before, that heal took the nft path,
+// found nothing, and left the iptables chains in force.
+func TestSSHNetworkHealWithAnotherFirewall(t *testing.T) {
+	c := startSSHNodes(t)
+	ctx := context.Background()
+	installed, err := c.scriptedWith([]int{brokerPort}, "iptables").network()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := netns.Rule{Name: "a8_1", Kind: netns.Cut, Node: 2}
+	if err := installed.Apply(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.runners[2].Run(ctx, "iptables -S"); err != nil || !strings.Contains(out, "-N ackc_a8_1_out") {
+		t.Fatalf("after the install: %q %v", out, err)
+	}
+	healer, err := c.scripted([]int{brokerPort}).network()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := healer.Remove(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.runners[2].Run(ctx, "iptables -S; nft list tables"); err != nil || strings.Contains(out, "ackc_") || strings.Contains(out, "ackcheck") {
+		t.Errorf("after the heal with firewall: unset: %q %v", out, err)
+	}
+	if reach, err := healer.Probe(ctx, time.Second); err != nil || len(reach.Cut()) != 0 {
+		t.Errorf("after the heal: %s %v", reach, err)
+	}
+}

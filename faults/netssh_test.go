@@ -215,6 +215,9 @@ func TestSSHNetworkIptablesRules(t *testing.T) {
 			"conn=fd00::9 51000 10.0.0.1 22\nuid=0\niptables=yes\nip6tables=yes\n",
 			map[string][]string{"iptables": {"-A ackc_a1_5_in -p tcp -s 10.0.0.2,10.0.0.3 -m multiport --dports 9092,9093 -j DROP"},
 				"ip6tables": {"-A ackc_a1_5_in -p tcp -s fd00::9 -m multiport --dports 9092,9093 -j DROP"}}, nil, ""},
+		{"a user with sudo, and no nft", netns.Rule{Name: "a1_7", Kind: netns.Cut, Node: 2},
+			"conn=10.0.0.9 51000 10.0.0.2 22\nuid=1000\niptables=yes\nip6tables=yes\nsudo=yes\n",
+			map[string][]string{"iptables": {"-A ackc_a1_7_out -p tcp -d 10.0.0.1,10.0.0.3 -m multiport --dports 9092,9093 -j DROP"}}, nil, ""},
 		{"an IPv6 client without ip6tables", netns.Rule{Name: "a1_6", Kind: netns.Cut, Node: 1, Client: true},
 			"conn=fd00::9 51000 10.0.0.1 22\nuid=0\niptables=yes\n", nil, nil, "ip6tables-restore missing"},
 		{"a name too long for iptables", netns.Rule{Name: "abcdefghijklmnopqrstuvwx", Kind: netns.Cut, Node: 1}, "", nil, nil, "at most 28 characters"},
@@ -257,8 +260,12 @@ func TestSSHNetworkIptablesRules(t *testing.T) {
 				if !ok {
 					continue
 				}
-				if !strings.HasPrefix(cmds[i], tool+"-restore --noflush <<'ACKCHECK_IPT'\n*filter\n") {
-					t.Fatalf("command %d is %q, want %s-restore", i, cmds[i], tool)
+				sudo := ""
+				if strings.Contains(tc.session, "sudo=yes") {
+					sudo = "sudo -n "
+				}
+				if !strings.HasPrefix(cmds[i], sudo+tool+"-restore -w --noflush <<'ACKCHECK_IPT'\n*filter\n") {
+					t.Fatalf("command %d is %q, want %s%s-restore -w", i, cmds[i], sudo, tool)
 				}
 				for _, w := range lines {
 					if !strings.Contains(cmds[i], w+"\n") {
@@ -274,12 +281,24 @@ func TestSSHNetworkIptablesRules(t *testing.T) {
 			if err := nw.Remove(context.Background(), tc.rule); err != nil {
 				t.Fatal(err)
 			}
+			// Removed with iptables first, then with nft where the node has
+			// it too (a no-op for what iptables installed).
 			got := fakes[tc.rule.Node].cmds[len(cmds):]
-			if len(got) != 1 {
-				t.Fatalf("remove ran %q, want one command", got)
+			wantCmds := 1
+			if strings.Contains(sessions[tc.rule.Node], "nft=yes") {
+				wantCmds = 4
 			}
-			for _, w := range []string{"iptables -D OUTPUT -j ackc_" + tc.rule.Name + "_out", "iptables -X ackc_" + tc.rule.Name + "_in",
-				"ip6tables -D INPUT -j ackc_" + tc.rule.Name + "_in", "ip6tables -X ackc_" + tc.rule.Name + "_out"} {
+			if len(got) != wantCmds {
+				t.Fatalf("remove ran %d commands %q, want %d", len(got), got, wantCmds)
+			}
+			sudo := ""
+			if strings.Contains(tc.session, "sudo=yes") {
+				sudo = "sudo -n "
+			}
+			for _, w := range []string{"command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ]", "rules=$(" + sudo + "iptables -w -S 2>&1) || {",
+				"grep -qx -- '-N ackc_" + tc.rule.Name + "_out'",
+				sudo + "iptables -w -D OUTPUT -j ackc_" + tc.rule.Name + "_out", sudo + "iptables -w -X ackc_" + tc.rule.Name + "_in",
+				sudo + "ip6tables -w -D INPUT -j ackc_" + tc.rule.Name + "_in", sudo + "ip6tables -w -X ackc_" + tc.rule.Name + "_out"} {
 				if !strings.Contains(got[0], w) {
 					t.Errorf("remove lacks %q:\n%s", w, got[0])
 				}

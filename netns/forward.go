@@ -107,11 +107,16 @@ func (f *Forwarder) accept() {
 	for {
 		c, err := f.l.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			f.mu.Lock()
+			closed := f.closed
+			f.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return // closed
+			// Out of descriptors, say: the load's next connection may
+			// find one, and the forwarder must not stop serving for it.
+			time.Sleep(10 * time.Millisecond)
+			continue
 		}
 		if !f.track(c) {
 			return

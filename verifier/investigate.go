@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,7 +56,7 @@ type PartitionLoss struct {
 	AckedWhile map[string]int64 `json:"acked_while,omitempty"`
 	// AckedSoonAfter counts, of the lost messages acked while no fault was
 	// in force, those acked within AfterFaultWindow after a fault ended,
-	// by that fault (the one that ended last before the ack).
+	// by fault (a message counts for each fault that ended in the window).
 	AckedSoonAfter map[string]int64 `json:"acked_soon_after,omitempty"`
 }
 
@@ -92,9 +93,10 @@ type LostLine struct {
 	AckedS      float64   `json:"acked_s"`
 	// InForce lists the faults in force when the broker acked it.
 	InForce []string `json:"in_force,omitempty"`
-	// AfterFault, when no fault was in force, names the fault that ended
-	// last within AfterFaultWindow before the ack, and how long before:
-	// "partition node:2 (since 30.0 s), ended 1.7 s before the ack".
+	// AfterFault, when no fault was in force, names each fault that ended
+	// within AfterFaultWindow before the ack, the last to end first, and
+	// how long before: "partition node:2 (since 30.0 s), ended 1.7 s
+	// before the ack".
 	AfterFault string `json:"after_fault,omitempty"`
 }
 
@@ -188,17 +190,25 @@ func faultSpells(recs []faults.Record, loadStart time.Time) []spell {
 	return out
 }
 
-// endedBefore is the spell that ended last at or before t (Unix ns) and
-// at most AfterFaultWindow before it, and how long before t it ended;
-// ok is false when none did.
-func endedBefore(spells []spell, t int64) (what string, ago time.Duration, ok bool) {
-	var end int64
+// ended is a spell that ended ago before an ack.
+type ended struct {
+	what string
+	ago  time.Duration
+}
+
+// endedBefore lists the spells that ended at or before t (Unix ns) and at
+// most AfterFaultWindow before it, the last to end first. Every one is
+// named, not only the last: a kill healed inside a partition must not
+// hide the partition whose leader's late acks were lost.
+func endedBefore(spells []spell, t int64) []ended {
+	var out []ended
 	for _, s := range spells {
-		if s.to != 0 && s.to <= t && t-s.to <= int64(AfterFaultWindow) && (!ok || s.to > end) {
-			what, end, ok = s.what, s.to, true
+		if s.to != 0 && s.to <= t && t-s.to <= int64(AfterFaultWindow) {
+			out = append(out, ended{s.what, time.Duration(t - s.to)})
 		}
 	}
-	return what, time.Duration(t - end), ok
+	slices.SortStableFunc(out, func(a, b ended) int { return cmp.Compare(a.ago, b.ago) })
+	return out
 }
 
 // inForce lists the spells that cover t (Unix ns).
@@ -294,13 +304,15 @@ func (inv *investigation) addLost(id string, partition int32, offset, sent, acke
 	var after string
 	if key == "" {
 		key = NoFaultInForce
-		if what, ago, ok := endedBefore(inv.spells, acked); ok {
-			after = fmt.Sprintf("%s, ended %.1f s before the ack", what, ago.Seconds())
+		var parts []string
+		for _, e := range endedBefore(inv.spells, acked) {
+			parts = append(parts, fmt.Sprintf("%s, ended %.1f s before the ack", e.what, e.ago.Seconds()))
 			if pl.AckedSoonAfter == nil {
 				pl.AckedSoonAfter = map[string]int64{}
 			}
-			pl.AckedSoonAfter[what]++
+			pl.AckedSoonAfter[e.what]++
 		}
+		after = strings.Join(parts, "; ")
 	}
 	pl.AckedWhile[key]++
 	inv.lost.write(LostLine{ID: id, Partition: partition, AckedOffset: offset,
