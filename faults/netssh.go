@@ -273,6 +273,8 @@ func (n *sshNet) refuse(id int32, s sshSession) error {
 		return err
 	case !s.root && s.sudo == "":
 		return fmt.Errorf("node %d (%s): %s needs root: log in as root or allow the user `sudo -n %s` (NOPASSWD in sudoers)", id, where, tool, tool)
+	case tool == "iptables" && len(n.ports) > iptMultiportMax:
+		return fmt.Errorf("node %d (%s): the cluster file's broker ports %v are %d, and iptables' multiport match takes at most %d: give fewer `ports:`, or install nftables on the node", id, where, n.ports, len(n.ports), iptMultiportMax)
 	case slices.Contains(n.ports, s.serverPort):
 		return fmt.Errorf("node %d (%s): the broker ports %v include the SSH server port %d: a rule on them would cut ackcheck's own SSH session; fix `ports:` in the cluster file (or run sshd on another port)", id, where, n.ports, s.serverPort)
 	case slices.Contains(n.ports, s.clientPort):

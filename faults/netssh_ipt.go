@@ -19,6 +19,9 @@ import (
 // iptChainMax is the longest chain name iptables takes.
 const iptChainMax = 28
 
+// iptMultiportMax is the most ports one multiport match takes.
+const iptMultiportMax = 15
+
 // iptChain is the chain of rule name on hook suffix ("out" or "in").
 func iptChain(name, suffix string) string { return "ackc_" + name + "_" + suffix }
 

@@ -77,6 +77,16 @@ func TestSSHNetworkPreflight(t *testing.T) {
 		{"firewall: nft, nft missing", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=0\niptables=yes\n"},
 			func(n *NodeSpec) { n.Firewall = "nft" }, "at=1s partition node:1", "nft missing on node 2 (root@10.0.0.2:22), which the cluster file asks for"},
 		{"firewall: iptables, iptables missing", nil, func(n *NodeSpec) { n.Firewall = "iptables" }, "at=1s partition node:1", "iptables-restore missing on node 1"},
+		{"iptables with more than 15 ports", map[int32]string{2: "conn=10.0.0.9 51000 10.0.0.2 22\nuid=0\niptables=yes\n"},
+			func(n *NodeSpec) {
+				n.Ports = []int{9092, 9093, 9094, 9095, 9096, 9097, 9098, 9099, 9100, 9101, 9102, 9103, 9104, 9105, 9106, 9107}
+			},
+			"at=1s partition node:1", "node 2 (root@10.0.0.2:22): the cluster file's broker ports"},
+		{"nft with more than 15 ports", nil,
+			func(n *NodeSpec) {
+				n.Ports = []int{9092, 9093, 9094, 9095, 9096, 9097, 9098, 9099, 9100, 9101, 9102, 9103, 9104, 9105, 9106, 9107}
+			},
+			"at=1s partition node:1", ""},
 		{"iptables not root, no sudo", map[int32]string{3: "conn=10.0.0.9 51000 10.0.0.3 22\nuid=1000\niptables=yes\n"}, nil, "at=1s partition node:1", "node 3 (root@10.0.0.3:22): iptables needs root"},
 		{"not root, no sudo", map[int32]string{3: "conn=10.0.0.9 51000 10.0.0.3 22\nuid=1000\nnft=yes\n"}, nil, "at=1s partition node:1", "node 3 (root@10.0.0.3:22): nft needs root"},
 		{"ports include the SSH server port", map[int32]string{1: "conn=10.0.0.9 51000 10.0.0.1 9093\nuid=0\nnft=yes\n"}, nil, "at=1s partition node:2", "include the SSH server port 9093"},
