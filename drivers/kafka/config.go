@@ -15,10 +15,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
@@ -81,9 +79,6 @@ type Config struct {
 // for the kernel's retries (about two minutes).
 const netnsDialTimeout = 10 * time.Second
 
-// validNetNS is the form of a prefix netns.Create accepts.
-var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
-
 // inNetnsSubnet reports whether a host:port is an IP address in
 // netns.Subnet. Such an address exists only inside the namespaces
 // ackcheck makes; from the machine's own namespace a connect to it
@@ -93,8 +88,7 @@ func inNetnsSubnet(hostport string) bool {
 	if err != nil {
 		return false
 	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && netns.Subnet.Contains(a.Unmap())
+	return netns.InSubnet(host)
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -169,7 +163,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.NetNS != "" {
-		if !validNetNS.MatchString(c.NetNS) {
+		if !netns.ValidPrefix(c.NetNS) {
 			return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
 		}
 		if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" {

@@ -24,9 +24,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -161,7 +159,7 @@ func (c Config) Validate() error {
 				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", s, netns.Subnet)
 			}
 		}
-	} else if !validNetNS.MatchString(c.NetNS) {
+	} else if !netns.ValidPrefix(c.NetNS) {
 		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
 	}
 	if c.PublishTimeout >= duplicateWindow {
@@ -169,9 +167,6 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
-
-// validNetNS is the form of a prefix netns.Create accepts.
-var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
 // inNetnsSubnet reports whether a URL's host is an IP address in
 // netns.Subnet: it exists only inside the namespaces ackcheck makes, and
@@ -182,8 +177,7 @@ func inNetnsSubnet(raw string) bool {
 	if err != nil {
 		return false
 	}
-	a, err := netip.ParseAddr(u.Hostname())
-	return err == nil && netns.Subnet.Contains(a.Unmap())
+	return netns.InSubnet(u.Hostname())
 }
 
 // Driver talks to one NATS cluster. Create it with New.

@@ -19,9 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,9 +76,6 @@ type Config struct {
 // cut off from the client drops the SYN.
 const netnsDialTimeout = 5 * time.Second
 
-// validNetNS is the form of a prefix netns.Create accepts.
-var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
-
 // inNetnsSubnet reports whether a URL's host is an IP address in
 // netns.Subnet: it exists only inside the namespaces ackcheck makes, and
 // from the machine's own namespace a connect to it would follow the
@@ -90,8 +85,7 @@ func inNetnsSubnet(raw string) bool {
 	if err != nil {
 		return false
 	}
-	a, err := netip.ParseAddr(u.Hostname())
-	return err == nil && netns.Subnet.Contains(a.Unmap())
+	return netns.InSubnet(u.Hostname())
 }
 
 // hubDial dials from the hub of the Net of prefix, within netnsDialTimeout.
@@ -164,7 +158,7 @@ func (c Config) Validate() error {
 		}
 		return nil
 	}
-	if !validNetNS.MatchString(c.NetNS) {
+	if !netns.ValidPrefix(c.NetNS) {
 		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
 	}
 	if u, err := url.Parse(c.ServiceURL); err != nil || u.Scheme != "pulsar" || u.Port() == "" {

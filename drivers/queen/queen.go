@@ -30,9 +30,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,7 +135,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-concurrent %d: use at least 1", c.MaxConcurrent)
 	case c.MaxPending < 1:
 		return fmt.Errorf("--max-pending %d: use at least 1", c.MaxPending)
-	case c.NetNS != "" && !validNetNS.MatchString(c.NetNS):
+	case c.NetNS != "" && !netns.ValidPrefix(c.NetNS):
 		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
 	}
 	if c.NetNS == "" {
@@ -150,9 +148,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// validNetNS is the form of a prefix netns.Create accepts.
-var validNetNS = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
-
 // inNetnsSubnet reports whether a URL's host is an IP address in
 // netns.Subnet: it exists only inside the namespaces ackcheck makes, and
 // from the machine's own namespace a connect to it would follow the
@@ -162,8 +157,7 @@ func inNetnsSubnet(raw string) bool {
 	if err != nil {
 		return false
 	}
-	a, err := netip.ParseAddr(u.Hostname())
-	return err == nil && netns.Subnet.Contains(a.Unmap())
+	return netns.InSubnet(u.Hostname())
 }
 
 // Driver is a connection to one Queen server and its database.
