@@ -134,6 +134,17 @@ var standing = []caseOf{
 	{"no unexpected node death", verifier.CheckUnexpectedDeath, always, false, func(r *verifier.Result) string {
 		return fmt.Sprintf("faults recorded %d", len(r.Faults))
 	}},
+	{"the experiment ran as scheduled", verifier.CheckExperiment, always, false, func(r *verifier.Result) string {
+		e := r.Experiment
+		if e == nil {
+			return "not recorded"
+		}
+		reached := "unknown (the load never recorded its end)"
+		if e.Reached != nil {
+			reached = fmt.Sprint(*e.Reached)
+		}
+		return fmt.Sprintf("scheduled sends %d, reached %s, sent %d; faults scheduled %d, not fired %d", e.Scheduled, reached, r.Sent, e.FaultsPlanned, len(e.FaultsNotFired))
+	}},
 	{"ledger proven whole", verifier.CheckLedgerWhole, always, false, func(r *verifier.Result) string {
 		if r.Ledger == nil {
 			return "not proven: the ledger was judged open for writing"
@@ -197,9 +208,11 @@ func Checks(r *verifier.Result) []Check {
 			if r.Resume != "" && !strings.Contains(m, r.Resume) {
 				k.Message += "; finish it with: " + r.Resume
 			}
+		case c.check == verifier.CheckExperiment && r.Experiment == nil:
+			k.Status, k.Message = Skipped, "not checked: this run predates recorded plans, so what it was asked to do is not known"
 		case c.check == verifier.CheckLedgerWhole && r.Ledger == nil:
 			k.Status, k.Message = Skipped, "not checked: this result was judged from a ledger open for writing, or predates the check"
-		case c.check == verifier.CheckLedgerWhole && m != "":
+		case (c.check == verifier.CheckLedgerWhole || c.check == verifier.CheckExperiment) && m != "":
 			// Not the broker's failure: no verdict could be given.
 			k.Status, k.Message = Errored, m
 		case m != "":

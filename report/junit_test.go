@@ -88,6 +88,7 @@ var caseChecks = []struct{ name, check, flag string }{
 	{"deadline: nodes ready again within --max-ready", verifier.CheckMaxReady, "max-ready"},
 	{"deadline: replicas in sync within --max-in-sync", verifier.CheckMaxInSync, "max-in-sync"},
 	{"no unexpected node death", verifier.CheckUnexpectedDeath, ""},
+	{"the experiment ran as scheduled", verifier.CheckExperiment, ""},
 	{"ledger proven whole", verifier.CheckLedgerWhole, ""},
 }
 
@@ -108,7 +109,9 @@ func wantStatus(r verifier.Result, check, flag string) string {
 		return "error"
 	case check == verifier.CheckLedgerWhole && r.Ledger == nil:
 		return "skipped" // judged from a ledger open for writing
-	case check == verifier.CheckLedgerWhole && failed:
+	case check == verifier.CheckExperiment && r.Experiment == nil:
+		return "skipped" // a run from before plans were recorded
+	case (check == verifier.CheckLedgerWhole || check == verifier.CheckExperiment) && failed:
 		return "error" // no verdict: not the broker's failure
 	case failed:
 		return "failed"

@@ -193,7 +193,7 @@ func counts(r *verifier.Result) [][3]string {
 		{"sent", fmt.Sprint(r.Sent), ""},
 		{"acked", fmt.Sprint(r.Acked), r.AckClassesText()},
 		{"failed", fmt.Sprint(r.Failed), ""},
-		{"shed", fmt.Sprint(r.Shed), ""},
+		{"shed", r.ShedText(), ""},
 		{"read back", fmt.Sprint(r.Read), ""},
 	}
 }

@@ -244,6 +244,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
 		StartOffsets: startOffsets, LoadStart: time.Now(), Checks: checks,
+		Plan: planOf(lc, lopts, cfg.Faults),
 	}
 	if sh := cfg.Shard; sh != nil {
 		run.Shard = &ledger.ShardInfo{Index: sh.Index, Count: sh.Count, ProducerBase: lc.ProducerBase, Rate: lc.Rate}
@@ -294,7 +295,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		loadErr = err
 	}
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
-	run.Shed, run.Errors = lres.Shed, lres.Errors
+	run.Shed, run.Errors, run.Reached = lres.Shed, lres.Errors, lres.Sent+lres.Shed
 	if ac, ok := cfg.Driver.(drivers.AckClasser); ok {
 		run.AckClasses = ac.AckClasses()
 	}
@@ -349,6 +350,22 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		v.Verdict(res)
 	}
 	return res, err
+}
+
+// planOf is the experiment the run is asked for, as its ledger records it
+// before the load: the load's schedule, the ledger's flush interval and
+// the fault schedule's steps.
+func planOf(lc load.Config, lopts ledger.Options, fp *FaultPlan) *ledger.Plan {
+	p := &ledger.Plan{
+		Scheduled: int64(lc.Scheduled()), Rate: lc.Rate, Duration: lc.Duration, Unpaced: lc.Unpaced,
+		MaxInFlight: lc.MaxInFlight, FlushInterval: lopts.FlushIntervalOrDefault(),
+	}
+	if fp != nil {
+		for _, st := range fp.Steps {
+			p.Faults = append(p.Faults, ledger.PlannedFault{At: st.At, Action: string(st.Action), Target: st.Target.String(), Step: st.String()})
+		}
+	}
+	return p
 }
 
 // claimOut claims the run directory before anything else happens:

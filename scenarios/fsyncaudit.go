@@ -238,6 +238,8 @@ func finding(s AuditSetting, r AuditRow) (bool, string) {
 		// What was not read is neither lost nor kept: the loss count of a
 		// setting is only comparable once every partition was read.
 		return false, fmt.Sprintf("No conclusion yet: the read-back did not finish; %d acked messages are not read so far and %d are proven lost. Run `ackcheck verify --out %s` when the brokers answer.", r.Unread, r.Lost, r.Out)
+	case r.Verdict == verifier.Aborted:
+		return false, fmt.Sprintf("No conclusion: the run is not the experiment it was asked for (its load stopped early or a fault did not fire): %d acked messages not read back prove nothing about the setting.", r.Lost)
 	case r.Verdict == verifier.Unproven:
 		return false, fmt.Sprintf("No conclusion: the run's ledger cannot be proven whole, so what was not read back is no proof of a loss (%d acked messages not read back).", r.Lost)
 	case s.ExpectLoss && r.Lost > 0:

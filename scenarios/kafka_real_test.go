@@ -328,7 +328,8 @@ func TestRealLeaderKillAcks1FiveRuns(t *testing.T) {
 }
 
 // A fault whose target does not exist is skipped with a clear message and
-// the run goes on to a verdict.
+// the run goes on to a verdict: aborted, not pass, since the faults it
+// was asked to inject never fired.
 func TestRealMissingTarget(t *testing.T) {
 	k := realCluster(t)
 	d := realDriver(t, k, kafka.Config{})
@@ -352,8 +353,11 @@ func TestRealMissingTarget(t *testing.T) {
 	if !strings.Contains(res.Faults[0].Error, "no such partition") || !strings.Contains(res.Faults[1].Error, "not one this run controls") {
 		t.Fatalf("reasons: %q / %q", res.Faults[0].Error, res.Faults[1].Error)
 	}
-	if res.Verdict != verifier.Pass || res.Acked != 3000 {
-		t.Fatalf("verdict %s, acked %d", res.Verdict, res.Acked)
+	if res.Verdict != verifier.Aborted || res.Acked != 3000 || res.Lost != 0 {
+		t.Fatalf("verdict %s, acked %d, lost %d", res.Verdict, res.Acked, res.Lost)
+	}
+	if e := res.Experiment; e == nil || !e.LoadEnded || len(e.FaultsNotFired) != 2 || !strings.Contains(e.FaultsNotFired[0], "skipped") {
+		t.Fatalf("experiment %+v", res.Experiment)
 	}
 }
 

@@ -124,7 +124,6 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		RunID:            RunIDText(run.RunID),
 		Driver:           run.Driver,
 		Topic:            run.Topic,
-		Shed:             run.Shed,
 		RecordsRead:      rb.Records,
 		Foreign:          rb.Foreign,
 		OtherRun:         rb.OtherRun,
@@ -201,6 +200,11 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		us := func(v int64) float64 { return float64(v) / 1000 }
 		res.CallbackTime = Latency{Count: ct.Count, P50: us(ct.P50Us), P99: us(ct.P99Us), Max: us(ct.MaxUs)}
 	}
+	if src.shedKnown() {
+		shed := run.Shed
+		res.Shed = &shed
+	}
+	res.Experiment = src.experiment()
 	res.Shards = src.shards
 	src.noteIdleShards(res)
 	applyVerdict(res, opts)

@@ -18,11 +18,18 @@ import (
 // Unproven is neither too: the run's ledger could not be proven whole
 // (ledger.Proof), so a PASS cannot be given from it; a loss it does
 // prove (an ack it holds, not read back) is Fail all the same.
+//
+// Aborted is neither as well: the run was not the experiment it was
+// asked for (its load stopped before the schedule's end, or a scheduled
+// fault never fired; see Experiment), so "nothing lost" would answer
+// another question; a loss it proves is Fail all the same. Reading it
+// back again cannot change it: only running it again can.
 const (
 	Pass       = "pass"
 	Fail       = "fail"
 	Incomplete = "incomplete"
 	Unproven   = "unproven"
+	Aborted    = "aborted"
 )
 
 // Latency summarises one histogram in milliseconds.
@@ -60,16 +67,19 @@ type Result struct {
 	Driver string `json:"driver"`
 	Topic  string `json:"topic"`
 
-	Sent        int64 `json:"sent"`
-	Acked       int64 `json:"acked"`
-	Failed      int64 `json:"failed"`
-	Rejected    int64 `json:"rejected"`
-	Unknown     int64 `json:"unknown"`
-	NoOutcome   int64 `json:"no_outcome"`
-	Shed        int64 `json:"shed"`
-	Read        int64 `json:"read"`
-	RecordsRead int64 `json:"records_read"`
-	Lost        int64 `json:"lost"`
+	Sent      int64 `json:"sent"`
+	Acked     int64 `json:"acked"`
+	Failed    int64 `json:"failed"`
+	Rejected  int64 `json:"rejected"`
+	Unknown   int64 `json:"unknown"`
+	NoOutcome int64 `json:"no_outcome"`
+	// Shed is how many scheduled sends were dropped at the in-flight
+	// bound; nil (null) when the load never recorded its end, so it was
+	// never measured.
+	Shed        *int64 `json:"shed"`
+	Read        int64  `json:"read"`
+	RecordsRead int64  `json:"records_read"`
+	Lost        int64  `json:"lost"`
 	// LostUnread counts, of Lost, the acked messages whose partition the
 	// read-back did not read to its end: not shown lost, only not read.
 	LostUnread    int64 `json:"lost_unread,omitempty"`
@@ -128,6 +138,10 @@ type Result struct {
 	// Acked, and a lost message of any class fails the verdict.
 	AckedByClass map[string]int64 `json:"acked_by_class,omitempty"`
 	Windows      []Window         `json:"windows"`
+
+	// Experiment is how far the run got against the experiment it was
+	// asked for (nil for a run recorded before plans were kept).
+	Experiment *Experiment `json:"experiment,omitempty"`
 
 	LoadStart   time.Time `json:"load_start"`
 	LoadEnd     time.Time `json:"load_end"`
@@ -203,12 +217,15 @@ const (
 	CheckMaxInSync       = "max-in-sync"
 	CheckUnexpectedDeath = "unexpected-death"
 	CheckLedgerWhole     = "ledger-whole"
+	// CheckExperiment: the run was the experiment asked for (its load ran
+	// its whole schedule and every scheduled fault fired).
+	CheckExperiment = "experiment"
 )
 
 // CheckNames lists every check a verdict can fail, for tools that must
 // show each one (JUnit): a check added above belongs here too.
 var CheckNames = []string{CheckLost, CheckCorrupt, CheckPhantom, CheckDuplicates, CheckReordered, CheckReadBack,
-	CheckSent, CheckAcked, CheckMaxNoAck, CheckMaxReady, CheckMaxInSync, CheckUnexpectedDeath, CheckLedgerWhole}
+	CheckSent, CheckAcked, CheckMaxNoAck, CheckMaxReady, CheckMaxInSync, CheckUnexpectedDeath, CheckExperiment, CheckLedgerWhole}
 
 // Failure is one reason the verdict failed.
 type Failure struct {
@@ -279,6 +296,14 @@ func (r *Result) LatencyBetween(from, to time.Duration) (publish, e2e Latency, o
 	return summarize(pub), summarize(end), true
 }
 
+// ShedText is Shed as the reports print it: a count, or "unknown".
+func (r *Result) ShedText() string {
+	if r.Shed == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*r.Shed)
+}
+
 // WriteSummary prints the verdict as a table a person reads first.
 func (r *Result) WriteSummary(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -287,7 +312,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 	row("sent", r.Sent, "")
 	row("acked", r.Acked, r.AckClassesText())
 	row("failed", r.Failed, fmt.Sprintf("rejected %d, unknown %d, no outcome %d", r.Rejected, r.Unknown, r.NoOutcome))
-	row("shed", r.Shed, "scheduled but not sent: max-in-flight reached")
+	if r.Shed != nil {
+		row("shed", *r.Shed, "scheduled but not sent: max-in-flight reached")
+	} else {
+		fmt.Fprintf(tw, "  shed	unknown	not measured: the load never recorded its end\n")
+	}
 	row("read", r.Read, fmt.Sprintf("distinct IDs read intact, of %d records", r.RecordsRead))
 	lostNote := flag(r.Lost > r.LostUnread, "FAIL: acked, never read")
 	if r.LostUnread > 0 {

@@ -490,6 +490,8 @@ func report(cmd *cobra.Command, res *verifier.Result, out, junit string) error {
 		return fmt.Errorf("no verdict (result.json: incomplete): %s", why)
 	case verifier.Unproven:
 		return fmt.Errorf("no verdict (result.json: unproven): the run's ledger cannot be proven whole: %s", res.Ledger.Reason)
+	case verifier.Aborted:
+		return fmt.Errorf("no verdict (result.json: aborted): %s", res.Experiment.Why(res.Sent))
 	}
 	return errVerdictFailed
 }
