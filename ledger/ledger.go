@@ -102,7 +102,9 @@ const (
 	// the publish latency in ns, measured from the intended send time.
 	Outcome Kind = 'O'
 	// Read: a copy of the message found by the read-back. Status is a
-	// message.Status; Time is when it was read (Unix ns).
+	// message.Status; Time is the intended send time the copy carries
+	// (Unix ns): for a copy whose send the ledger lacks, what the crash
+	// window is held to (a corrupt copy's may be anything).
 	Read Kind = 'R'
 	// LiveRead: a copy read by the consumer that runs during the load. Time
 	// is the end-to-end latency in ns (read time minus intended send time).

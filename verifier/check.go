@@ -155,6 +155,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	}
 	defer inv.abort() // no-op once finished
 	cls := newClassifier(res, run, src.sentThru, opts.MaxSamples)
+	cls.window = &src.window
 	cls.unread = unreadPartitions(rb)
 	cls.inv = inv
 	tl := newTimelines(run, opts.Window, ft)
@@ -205,6 +206,9 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		res.Shed = &shed
 	}
 	res.Experiment = src.experiment()
+	if n := res.UnrecordedPastWindow; n > 0 {
+		res.unprove(src.window.pastWindowWhy(n))
+	}
 	res.Shards = src.shards
 	src.noteIdleShards(res)
 	applyVerdict(res, opts)

@@ -15,6 +15,7 @@ type classifier struct {
 	res        *Result
 	run        ledger.RunInfo
 	sentThru   map[uint32]uint64 // per producer, one past the highest committed Send
+	window     *crashWindow      // which reads without a recorded send a crash explains
 	maxSamples int
 	// unread are the partitions the read-back did not read to their end:
 	// a message acked there and not read is not shown lost (LostUnread).
@@ -27,8 +28,11 @@ type classifier struct {
 	inv        *investigation // lists and sums the failing messages
 }
 
+// newClassifier counts into res. Its crash window is run's own without
+// a flush clock (no end); Check sets the one its ledgers give.
 func newClassifier(res *Result, run ledger.RunInfo, sentThru map[uint32]uint64, maxSamples int) *classifier {
-	return &classifier{res: res, run: run, sentThru: sentThru, maxSamples: maxSamples, lastOffset: map[int32]int64{}}
+	w := &crashWindow{segs: []crashSegment{{hi: uint32(run.Producers), clean: run.Clean, plan: run.Plan, start: run.LoadStart}}}
+	return &classifier{res: res, run: run, sentThru: sentThru, window: w, maxSamples: maxSamples, lastOffset: map[int32]int64{}}
 }
 
 func (c *classifier) sample(class string, s Sample) {
@@ -74,10 +78,16 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 	if !h.sent {
 		if valid > 0 {
 			// A send the ledger lost in the crash window of a run whose
-			// ackcheck died is "unrecorded"; any other is a phantom.
-			if !c.run.Clean && int(h.producer) < c.run.Producers && h.seq >= c.sentThru[h.producer] {
+			// ackcheck died is "unrecorded"; one past the window makes the
+			// ledger unproven; any other is a phantom (crashwindow.go).
+			switch c.window.place(h.producer, h.seq, c.sentThru[h.producer], first.Time) {
+			case inWindow:
 				res.Unrecorded++
-			} else {
+			case pastWindow:
+				res.Unrecorded++
+				res.UnrecordedPastWindow++
+				c.sample("unrecorded past the crash window", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+			default:
 				res.Phantom++
 				c.sample("phantom", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
 			}

@@ -162,14 +162,7 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 		}
 	}
 	var recErr error
-	// When a copy was read is kept to the nearest 256 records: a clock
-	// read per record was a tenth of the read-back's cost (bench --peer),
-	// and nothing judges by it.
-	var readAt int64
 	reads, err := d.Read(ctx, drivers.ReadSpec{Topic: run.Topic, From: from, To: to, IdleTimeout: idle}, func(r drivers.Record) error {
-		if rep.Records%256 == 0 {
-			readAt = time.Now().UnixNano()
-		}
 		rep.Records++
 		dm := message.Decode(r.Value, run.RunID)
 		switch {
@@ -182,7 +175,7 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 		}
 		recErr = into.Record(ledger.Read, ledger.Event{
 			Producer: dm.ID.Producer, Seq: dm.ID.Seq, Partition: r.Pos.Partition, Offset: r.Pos.Offset,
-			Time: readAt, Status: uint8(dm.Status),
+			Time: dm.Intended.UnixNano(), Status: uint8(dm.Status),
 		})
 		return recErr
 	})

@@ -90,7 +90,11 @@ type Result struct {
 	Indeterminate int64 `json:"indeterminate"`
 	NotWritten    int64 `json:"not_written"`
 	Unrecorded    int64 `json:"unrecorded"`
-	Foreign       int64 `json:"foreign"`
+	// UnrecordedPastWindow counts, of Unrecorded, the reads sent after
+	// the ledger's crash window ends: more than a crash of ackcheck can
+	// have kept out of the ledger, which is then unproven (crashwindow.go).
+	UnrecordedPastWindow int64 `json:"unrecorded_past_window,omitempty"`
+	Foreign              int64 `json:"foreign"`
 	// OtherRun counts intact records of another ackcheck run found in this
 	// run's range: two runs wrote the same topic at once.
 	OtherRun int64 `json:"other_run"`

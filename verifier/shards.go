@@ -100,6 +100,8 @@ type runSource struct {
 	// judged from the shards there are. clean: every shard there is has a
 	// clean ledger (run.Clean is false when one is missing).
 	unended, missing, clean bool
+	// window is the crash window of each ledger's producers.
+	window crashWindow
 }
 
 // loadEnded reports whether the run's load recorded its end: for a
@@ -146,6 +148,11 @@ func singleSource(l *ledger.Ledger) (*runSource, error) {
 		return nil, err
 	}
 	src.sentThru = l.SentThrough()
+	seg, err := segmentOf(l, src.run, 0)
+	if err != nil {
+		return nil, err
+	}
+	src.window.segs = []crashSegment{seg}
 	if l.ReadOnly() {
 		p := l.Proof()
 		src.proof = &p
@@ -293,6 +300,11 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 		for p, v := range l.SentThrough() {
 			src.sentThru[p] = v
 		}
+		seg, err := segmentOf(l, i, i.Shard.ProducerBase)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
+		}
+		src.window.segs = append(src.window.segs, seg)
 		recs, err := faultRecords(l)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)

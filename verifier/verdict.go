@@ -236,6 +236,18 @@ func ruleLedgerWhole(res *Result, _ Options) []finding {
 // proof says so, the ledger-whole check records it, and a verdict that
 // was Pass becomes Unproven. A stronger verdict stands.
 func (r *Result) MarkUnproven(why string) {
+	r.unprove(why)
+	msg := "the run's ledger cannot be proven whole: " + why
+	r.Reasons = append(r.Reasons, msg)
+	r.Failures = append(r.Failures, Failure{Check: CheckLedgerWhole, Message: msg})
+	if r.Verdict == Pass {
+		r.Verdict = Unproven
+	}
+}
+
+// unprove records in the ledger's proof why it cannot be proven whole
+// (after any reason it had); the ledger-whole rule then judges it.
+func (r *Result) unprove(why string) {
 	p := ledger.Proof{}
 	if r.Ledger != nil {
 		p = *r.Ledger
@@ -247,12 +259,6 @@ func (r *Result) MarkUnproven(why string) {
 	}
 	p.Whole = false
 	r.Ledger = &p
-	msg := "the run's ledger cannot be proven whole: " + why
-	r.Reasons = append(r.Reasons, msg)
-	r.Failures = append(r.Failures, Failure{Check: CheckLedgerWhole, Message: msg})
-	if r.Verdict == Pass {
-		r.Verdict = Unproven
-	}
 }
 
 // ResumeHint ends the reason of an unfinished read-back; a caller that
