@@ -1,4 +1,4 @@
-package scenarios
+package queen_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -48,7 +50,7 @@ func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.R
 		Load: load.Config{Rate: 300, Duration: 30 * time.Second, Producers: 2, MessageSize: 1024, LiveRead: true,
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
-		Progress: testWriter{t}, ProgressEvery: 10 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 10 * time.Second,
 	}
 	if len(steps) > 0 {
 		cfg.Faults = &runner.FaultPlan{Nodes: faults.Local{Cluster: q}, RecoveryTimeout: 2 * time.Minute, Steps: steps}
@@ -57,7 +59,7 @@ func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	saveSummary(t, "queen-"+name, res)
+	scenariotest.SaveSummary(t, "queen-"+name, res)
 	if err := q.Up(ctx); err != nil {
 		t.Fatalf("cluster not whole after the run: %v", err)
 	}
@@ -185,8 +187,8 @@ func TestRealQueenFsyncAudit(t *testing.T) {
 	}
 	defer d.Close()
 	defer q.SetFsync(context.Background(), true)
-	audit := FsyncAudit{Topic: fmt.Sprintf("queen-audit-%d", time.Now().Unix()), LossAt: 12 * time.Second,
-		Settings: auditSettings(queenProfile, q.SetFsync), Broker: queenProfile.Name()}
+	audit := scenarios.FsyncAudit{Topic: fmt.Sprintf("queen-audit-%d", time.Now().Unix()), LossAt: 12 * time.Second,
+		Settings: scenariotest.AuditSettings(t, queen.Profile{}, q.SetFsync), Broker: queen.Profile{}.Name()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	res, err := audit.Run(ctx, runner.Config{
@@ -196,7 +198,7 @@ func TestRealQueenFsyncAudit(t *testing.T) {
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: q}, RecoveryTimeout: 2 * time.Minute},
-		Progress: testWriter{t}, ProgressEvery: 10 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 10 * time.Second,
 	}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
