@@ -19,9 +19,9 @@ const module = "github.com/ackcheck/ackcheck"
 // driver seam, the one list of brokers, and the conformance suite.
 var brokerNeutral = []string{module + "/drivers", module + "/drivers/brokers", module + "/drivers/drivertest"}
 
-// brokerImportExempt are files allowed, for now, to import a broker's
-// package, each with why. The check fails once an entry no longer does,
-// so that the entry is removed with the import.
+// brokerImportExempt are files of cmd/ackcheck allowed, for now, to
+// import a broker's package, each with why. The check fails once an entry
+// no longer does, or is gone, so that the entry goes with the import.
 var brokerImportExempt = map[string]string{
 	// bench --peer measures ackcheck against bare franz-go; issue 41 moves
 	// its client behind the driver on another branch.
@@ -74,7 +74,10 @@ func brokerLayout(root string, names []string, exempt map[string]string) ([]stri
 		return nil
 	})
 	for base, why := range exempt {
-		if _, err := os.Stat(filepath.Join(root, base)); err == nil && !used[base] {
+		switch _, serr := os.Stat(filepath.Join(root, base)); {
+		case serr != nil:
+			problems = append(problems, filepath.Join(root, base)+": exempt ("+why+") but not there: remove its exemption")
+		case !used[base]:
 			problems = append(problems, filepath.Join(root, base)+": no longer imports a broker's package ("+why+"): remove its exemption")
 		}
 	}
@@ -87,8 +90,8 @@ func brokerLayout(root string, names []string, exempt map[string]string) ([]stri
 // scenarios live in drivers/<broker>/.
 func TestNoBrokerPackageImported(t *testing.T) {
 	names := profileNames()
-	for _, dir := range []string{".", filepath.Join("..", "..", "scenarios")} {
-		problems, err := brokerLayout(dir, names, brokerImportExempt)
+	for dir, exempt := range map[string]map[string]string{".": brokerImportExempt, filepath.Join("..", "..", "scenarios"): nil} {
+		problems, err := brokerLayout(dir, names, exempt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +126,7 @@ import (
 		{"a broker's test helper, in a test", map[string]string{"sub/x_test.go": imports("drivers/nats/natstest")}, nil, []string{"sub/x_test.go: imports " + module + "/drivers/nats/natstest "}},
 		{"exempt", map[string]string{"peer.go": imports("drivers/kafka")}, map[string]string{"peer.go": "why"}, nil},
 		{"stale exemption", map[string]string{"peer.go": clean}, map[string]string{"peer.go": "why"}, []string{"peer.go: no longer imports"}},
+		{"exempt file gone", map[string]string{"run.go": clean}, map[string]string{"peer.go": "why"}, []string{"peer.go: exempt (why) but not there"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	queendriver "github.com/ackcheck/ackcheck/drivers/queen"
 	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
@@ -32,7 +31,7 @@ import (
 
 func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.Result {
 	t.Helper()
-	d, err := queendriver.New(queendriver.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +180,7 @@ func TestRealQueenFaults(t *testing.T) {
 // (and the server) at 12 s.
 func TestRealQueenFsyncAudit(t *testing.T) {
 	q := queentest.Cluster(t)
-	d, err := queendriver.New(queendriver.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
