@@ -134,36 +134,6 @@ func DownMs(t testing.TB, res *verifier.Result) float64 {
 	return float64(restart.At.Sub(kill.At) / time.Millisecond)
 }
 
-// CheckRecoveryFigures asserts the four figures of a kill and restart on
-// 16 partitions exist and are plausible: a stall shorter than the run of
-// length dur, and ready and in-sync moments that come after the restart
-// (nothing can be back before it is started, DownMs) and within three
-// minutes, and a kill proof of one restart on the same data dir.
-func CheckRecoveryFigures(t testing.TB, res *verifier.Result, dur time.Duration) {
-	t.Helper()
-	if len(res.Faults) < 2 {
-		t.Fatalf("faults recorded: %+v", res.Faults)
-	}
-	kill := res.Faults[0]
-	if kill.Action != "kill" || kill.Result != "applied" {
-		t.Fatalf("kill: %+v", kill.Record)
-	}
-	if res.LongestNoAckMs <= 0 || res.LongestNoAckMs >= float64(dur/time.Millisecond) {
-		t.Errorf("longest no-ack %.0f ms is not plausible", res.LongestNoAckMs)
-	}
-	down := DownMs(t, res)
-	if kill.ReadyMs < down || kill.ReadyMs > 180_000 || kill.InSyncMs < down || kill.InSyncMs > 180_000 {
-		t.Errorf("ready %.0f ms, in sync %.0f ms after the kill, the restart %.0f ms after it: not plausible", kill.ReadyMs, kill.InSyncMs, down)
-	}
-	if kill.SlowestFirstAckMs < 0 || len(kill.FirstAckMs) != 16 {
-		t.Errorf("first ack after the kill: slowest %.0f ms over %d partitions", kill.SlowestFirstAckMs, len(kill.FirstAckMs))
-	}
-	kp := kill.KillProof
-	if kp == nil || kp.OldPID == 0 || kp.NewPID == 0 || kp.NewPID == kp.OldPID || !kp.SameDataDir || !kp.SurvivorsUnchanged || kp.Restarts != 1 {
-		t.Errorf("kill proof: %+v", kp)
-	}
-}
-
 // AuditSettings are p's durability settings as the fsync audit runs them,
 // switched by set (nil: the cluster runs them already). It fails the test
 // when p has no audit.
