@@ -80,6 +80,13 @@ const steadyStart = time.Second
 
 func (a FsyncAudit) steadyEnd() time.Duration { return max(a.LossAt-2*time.Second, 2*steadyStart) }
 
+// NewResult is the audit's result before any setting ran: its name and
+// the bounds of the steady state it compares. Run starts from it, and so
+// does a caller that runs the settings one at a time (RunSetting).
+func (a FsyncAudit) NewResult() *AuditResult {
+	return &AuditResult{Scenario: a.Name(), LossAtS: a.LossAt.Seconds(), SteadyEndS: a.steadyEnd().Seconds()}
+}
+
 // Name is the scenario's hierarchical name.
 func (a FsyncAudit) Name() string {
 	if a.Broker == "" {
@@ -157,7 +164,7 @@ func (a FsyncAudit) Run(ctx context.Context, base runner.Config, logf func(strin
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	res := &AuditResult{Scenario: a.Name(), LossAtS: a.LossAt.Seconds(), SteadyEndS: a.steadyEnd().Seconds()}
+	res := a.NewResult()
 	for _, s := range a.Settings {
 		row, err := a.runSetting(ctx, base, s, logf)
 		if err != nil {

@@ -19,44 +19,22 @@ import (
 
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // binary builds ackcheck once per test binary run.
-func binary(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "ackcheck-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.dir, built.bin = dir, filepath.Join(dir, "ackcheck")
-		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.bin
-}
+func binary(t *testing.T) string { return built.Path(t) }
 
 // built is the package's one ackcheck binary: every test that runs the
 // real binary runs the same build (about 5-10 s of linking each, a
 // dozen times in CI, before it was shared). TestMain removes it.
-var built struct {
-	once     sync.Once
-	dir, bin string
-	err      error
-}
+var built scenariotest.Binary
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	built.Remove()
 	os.Exit(code)
 }
 

@@ -1,4 +1,4 @@
-package scenarios
+package kafka_test
 
 import (
 	"bufio"
