@@ -53,8 +53,17 @@ func Write(dir string, in Input) error {
 	return nil
 }
 
+// writeFile writes path whole or not at all (a temporary file renamed
+// into place): a report cut short by a kill could say PASS of a verdict
+// that was never finished.
 func writeFile(path, content string) error {
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil

@@ -676,13 +676,37 @@ func ReadSettings(out string) (Settings, error) {
 // ledger, which replaces ReadsDir only once the read-back has ended (see
 // replaceReads): a verify interrupted before leaves the last read-back
 // and its result.json as they were, and report judges them alike.
+//
+// Everything that can refuse the run directory is checked before the
+// topic is read: a damaged ledger, another run's, a shard's (judged only
+// with the others), run.json changed. A damaged ledger marks the last
+// verdict stale (markStale): the evidence it rests on is gone.
 func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
-	l, run, err := openRun(out)
+	l, run, err := openSingleRun(out)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
 	return verify(ctx, out, d, l, run, opts, idle, progress)
+}
+
+// openSingleRun is openRun for a run of its own: a shard's directory is
+// refused (before anything is read), and a damaged ledger marks the last
+// verdict stale.
+func openSingleRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
+	l, run, err := openRun(out)
+	if errors.Is(err, ledger.ErrDamaged) {
+		return nil, run, staleAfter(out, err)
+	}
+	if err != nil {
+		return nil, run, err
+	}
+	if sh := run.Shard; sh != nil {
+		l.Close()
+		return nil, run, fmt.Errorf("%s is shard %d of %d of run %s: its verdict is judged with every shard's, reading the topic once: "+
+			"`ackcheck verify --out MERGED --shard-dir DIR ...` (MERGED a directory of its own)", out, sh.Index, sh.Count, verifier.RunIDText(run.RunID))
+	}
+	return l, run, nil
 }
 
 // ReadRunInfo reads a run directory's run description from its ledger.
@@ -845,12 +869,12 @@ func freshLedger(dir string, expected int64) (*ledger.Ledger, error) {
 }
 
 // replaceReads puts the staged read-back in ReadsDir's place. The
-// result.json judged from the read-back it replaces goes first: from
-// here on it would describe evidence that is gone.
+// verdict judged from the read-back it replaces is marked stale first
+// (markStale): from here on it would describe evidence that is gone.
 func replaceReads(out string) error {
 	dir, old := ReadsDir(out), ReadsDir(out)+".old"
-	if err := os.Remove(filepath.Join(out, "result.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove the last verdict, judged from the read-back this one replaces: %w", err)
+	if err := markStale(out); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(old); err != nil {
 		return fmt.Errorf("remove %s: %w", old, err)
