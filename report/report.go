@@ -184,6 +184,7 @@ func counts(r *verifier.Result) [][3]string {
 	}
 	return [][3]string{
 		{"acked lost", fmt.Sprint(r.Lost), bad(r.Lost)},
+		{"acked unread (partitions not read to their end: not judged)", fmt.Sprint(r.Unread), ""},
 		{"corrupt", fmt.Sprint(r.Corrupt), bad(r.Corrupt)},
 		{"phantom", fmt.Sprint(r.Phantom), bad(r.Phantom)},
 		{"duplicates", fmt.Sprint(r.Duplicates), ""},

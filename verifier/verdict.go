@@ -16,8 +16,9 @@ import (
 //
 // A read-back that did not finish (Result.Unfinished) proves no loss in
 // the partitions it did not read to their end: an acked message not read
-// there may be in what was not read (LostUnread). Those are no failure;
-// a loss in a partition read to its end is. Unless a check fails on what
+// there may be in what was not read (Unread, never counted in Lost).
+// Those are no failure; a loss in a partition read to its end is, and so
+// is a message acked below where its partition's log now begins. Unless a check fails on what
 // was read, the verdict is then Incomplete, never Pass.
 func applyVerdict(res *Result, opts Options) {
 	res.Verdict = Pass
@@ -35,11 +36,15 @@ func applyVerdict(res *Result, opts Options) {
 		res.Failures = append(res.Failures, Failure{Check: check, Message: msg})
 	}
 	unfinished := res.Unfinished()
-	switch proven := res.Lost - res.LostUnread; {
-	case !unfinished && res.Lost > 0:
-		fail(CheckLost, "%d acked messages were not read back", res.Lost)
-	case unfinished && proven > 0:
-		fail(CheckLost, "%d acked messages were not read back from partitions read to their end (%d more in partitions not read to their end are not judged)", proven, res.LostUnread)
+	deleted := ""
+	if res.LostBelowLogStart > 0 {
+		deleted = fmt.Sprintf("; %d of them were acked below the offset where their partition's log now begins: deleted (see lost.jsonl, below_log_start)", res.LostBelowLogStart)
+	}
+	switch {
+	case res.Lost > 0 && res.Unread == 0:
+		fail(CheckLost, "%d acked messages were not read back%s", res.Lost, deleted)
+	case res.Lost > 0:
+		fail(CheckLost, "%d acked messages were not read back from partitions read to their end%s (%d more in partitions not read to their end are unread, not judged)", res.Lost, deleted, res.Unread)
 	}
 	if res.Corrupt > 0 {
 		fail(CheckCorrupt, "%d copies failed their checksum", res.Corrupt)
@@ -67,7 +72,7 @@ func applyVerdict(res *Result, opts Options) {
 		// Not a failure of the broker's: no verdict yet. Recorded as the
 		// read-back check's failure so that tools see which check is open.
 		msg := "the read-back did not finish" + res.readBackWhy() +
-			fmt.Sprintf("; %d acked messages are not read so far; %s", res.LostUnread, ResumeHint)
+			fmt.Sprintf("; %d acked messages are not read so far; %s", res.Unread, ResumeHint)
 		res.Reasons = append(res.Reasons, msg)
 		res.Failures = append(res.Failures, Failure{Check: CheckReadBack, Message: msg})
 	}
