@@ -24,9 +24,9 @@ import (
 // that proved nothing either (incomplete), or that is another run's. A
 // next whose read-back did not finish replaces a proven earlier verdict
 // (pass, fail or unproven) only when it proves something the earlier did
-// not: a check it fails that the earlier did not fail, or more lost,
+// not: a check it fails that the earlier did not fail, more lost,
 // corrupt, phantom, duplicate or reordered messages than the earlier
-// counted. So an unread partition never hides a loss shown in a partition
+// counted, or more lost in any one partition. So an unread partition never hides a loss shown in a partition
 // that was read to its end, and a broker that does not answer never turns
 // a proven FAIL into a count of unread messages.
 func Adds(earlier, next *Result) (adds bool, why string) {
@@ -49,6 +49,11 @@ func Adds(earlier, next *Result) (adds bool, why string) {
 	}
 	more := next.Lost > earlier.Lost || next.Corrupt > earlier.Corrupt || next.Phantom > earlier.Phantom ||
 		next.Duplicates > earlier.Duplicates || next.Reordered > earlier.Reordered
+	for p, pl := range next.LostByPartition {
+		if was := earlier.LostByPartition[p]; was == nil || pl.Count > was.Count {
+			more = true // a loss in a partition the earlier verdict did not show
+		}
+	}
 	if len(newChecks) > 0 || more {
 		return true, ""
 	}

@@ -44,7 +44,11 @@ func applyVerdict(res *Result, opts Options) {
 	case res.Lost > 0 && res.Unread == 0:
 		fail(CheckLost, "%d acked messages were not read back%s", res.Lost, deleted)
 	case res.Lost > 0:
-		fail(CheckLost, "%d acked messages were not read back from partitions read to their end%s (%d more in partitions not read to their end are unread, not judged)", res.Lost, deleted, res.Unread)
+		where := "from partitions read to their end"
+		if res.LostBelowLogStart > 0 {
+			where = "from partitions read to their end, or were acked below where their partition's log now begins"
+		}
+		fail(CheckLost, "%d acked messages were not read back %s%s (%d more in partitions not read to their end are unread, not judged)", res.Lost, where, deleted, res.Unread)
 	}
 	if res.Corrupt > 0 {
 		fail(CheckCorrupt, "%d copies failed their checksum", res.Corrupt)
