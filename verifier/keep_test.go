@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -89,4 +90,27 @@ func lostOf(r *Result) int64 {
 		return 0
 	}
 	return r.Lost
+}
+
+// A result.json from before unread was kept apart counted the unread in
+// lost and lost_unread: reading it moves them to Unread, so that no tool
+// (Adds, compare, matrix) counts them lost; a newer one reads as written.
+func TestResultJSONBeforeUnread(t *testing.T) {
+	for _, tc := range []struct {
+		json         string
+		lost, unread int64
+	}{
+		{`{"verdict":"incomplete","lost":1500,"lost_unread":1500}`, 0, 1500},
+		{`{"verdict":"fail","lost":130,"lost_unread":30}`, 100, 30},
+		{`{"verdict":"fail","lost":100}`, 100, 0},
+		{`{"verdict":"fail","lost":100,"unread":30}`, 100, 30},
+	} {
+		var r Result
+		if err := json.Unmarshal([]byte(tc.json), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Lost != tc.lost || r.Unread != tc.unread || r.Verdict == "" {
+			t.Errorf("%s: lost %d, unread %d, verdict %q; want %d, %d", tc.json, r.Lost, r.Unread, r.Verdict, tc.lost, tc.unread)
+		}
+	}
 }
