@@ -118,4 +118,3 @@ func TestRealPurgedStreamIsLost(t *testing.T) {
 		})
 	}
 }
-
