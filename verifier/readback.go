@@ -259,8 +259,9 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 // skips ahead, read as if the deleted records had never been acked. Each
 // partition whose log begins past from is recorded in rep.LogStarts and
 // noted. A driver that cannot say, or a request that fails, leaves from
-// as it was: the read-back then cannot finish such a partition (no loss
-// is shown, nor any PASS).
+// as it was, as before: a partition deleted to its end then does not
+// finish (its acked messages are unread, the verdict incomplete, never
+// PASS), and one deleted in part fails on what its read misses.
 func logStarts(ctx context.Context, d drivers.Driver, topic string, rep *ReadBackReport, from, to map[int32]int64) {
 	ls, ok := d.(drivers.LogStarter)
 	if !ok || len(from) == 0 {
