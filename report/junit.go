@@ -98,7 +98,7 @@ func optional(flag string, on func(c verifier.Checks) bool) func(*verifier.Check
 
 var standing = []caseOf{
 	{"no acked message lost", verifier.CheckLost, always, true, func(r *verifier.Result) string {
-		return fmt.Sprintf("acked %d, read back %d, lost %d (of them in partitions not read to their end: %d)", r.Acked, r.Read, r.Lost, r.LostUnread)
+		return fmt.Sprintf("acked %d, read back %d, lost %d, unread %d (in partitions not read to their end: not judged)", r.Acked, r.Read, r.Lost, r.Unread)
 	}},
 	{"no corruption", verifier.CheckCorrupt, always, true, func(r *verifier.Result) string {
 		return fmt.Sprintf("corrupt copies %d", r.Corrupt)

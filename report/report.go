@@ -191,8 +191,12 @@ func counts(r *verifier.Result) [][3]string {
 		}
 		return ""
 	}
-	return [][3]string{
-		{"acked lost", fmt.Sprint(r.Lost), bad(r.Lost)},
+	rows := [][3]string{{"acked lost", fmt.Sprint(r.Lost), bad(r.Lost)}}
+	if r.Unread > 0 {
+		// Never lost: acked messages of partitions not read to their end.
+		rows = append(rows, [3]string{"acked unread (partitions not read to their end: not judged)", fmt.Sprint(r.Unread), ""})
+	}
+	return append(rows, [][3]string{
 		{"corrupt", fmt.Sprint(r.Corrupt), bad(r.Corrupt)},
 		{"phantom", fmt.Sprint(r.Phantom), bad(r.Phantom)},
 		{"duplicates", fmt.Sprint(r.Duplicates), ""},
@@ -204,7 +208,7 @@ func counts(r *verifier.Result) [][3]string {
 		{"failed", fmt.Sprint(r.Failed), ""},
 		{"shed", r.ShedText(), ""},
 		{"read back", fmt.Sprint(r.Read), ""},
-	}
+	}...)
 }
 
 // lossLines are the worst partitions' losses and where every lost,

@@ -795,13 +795,17 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 		logf("note: %s", p.Reason)
 	}
 	logf("reading back %s ...", run.Topic)
-	reads, err := readBack(ctx, out, d, run, idle, sentCount(l), logf)
+	judge := func(reads *ledger.Ledger, listDir string) (*verifier.Result, error) {
+		o := opts
+		o.ListDir = listDir // lost.jsonl, unread.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
+		return verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, o)
+	}
+	reads, err := readBack(ctx, out, d, run, idle, sentCount(l), logf, judge)
 	if err != nil {
 		return nil, err
 	}
 	defer reads.Close()
-	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
-	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)
+	res, err := judge(reads, out)
 	if err != nil {
 		return nil, err
 	}
@@ -818,7 +822,9 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 // judged from, as report judges it again. A read-back that fails leaves
 // the last one, and the result judged from it, as they were: an
 // interrupted verify must not leave a result.json whose evidence is gone.
-func readBack(ctx context.Context, out string, d drivers.Driver, run ledger.RunInfo, idle time.Duration, sent int64, logf func(string, ...any)) (*ledger.Ledger, error) {
+// So does a read-back that adds nothing proven to the run directory's
+// verdict (keepProven, which judges the staged read-back with judge).
+func readBack(ctx context.Context, out string, d drivers.Driver, run ledger.RunInfo, idle time.Duration, sent int64, logf func(string, ...any), judge judgeFunc) (*ledger.Ledger, error) {
 	staged, err := freshLedger(stagedReadsDir(out), sent)
 	if err != nil {
 		return nil, err
@@ -833,10 +839,55 @@ func readBack(ctx context.Context, out string, d drivers.Driver, run ledger.RunI
 		return nil, err
 	}
 	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
+	if err := keepProven(out, rb, judge); err != nil {
+		os.RemoveAll(stagedReadsDir(out))
+		return nil, err
+	}
 	if err := replaceReads(out); err != nil {
 		return nil, err
 	}
 	return openReads(out)
+}
+
+// judgeFunc judges a read-back's ledger beside the run's, writing the
+// lists of failing messages into listDir ("" writes none).
+type judgeFunc func(reads *ledger.Ledger, listDir string) (*verifier.Result, error)
+
+// ErrNothingAdded is returned (wrapped, with the reason) by a verify whose
+// read-back did not finish and proves nothing the run directory's verdict
+// does not (verifier.Adds): the run directory is left as it was.
+var ErrNothingAdded = errors.New("this verify added nothing proven, and changed nothing")
+
+// keepProven decides, before the staged read-back replaces anything,
+// whether it adds to the verdict the run directory holds: a read-back
+// that did not finish is judged (no lists written) beside the earlier
+// result.json, and when it adds nothing proven the earlier verdict and
+// everything judged with it stay as they are (ErrNothingAdded). A
+// finished read-back, or a run directory without a readable result.json,
+// is not held back.
+func keepProven(out string, rb verifier.ReadBackReport, judge judgeFunc) error {
+	if judge == nil || rb.Complete || rb.TopicGone {
+		return nil
+	}
+	earlier, err := ReadResult(out)
+	if err != nil {
+		return nil // nothing proven to keep
+	}
+	staged, err := ledger.OpenReadOnly(stagedReadsDir(out), ledger.Options{})
+	if err != nil {
+		return fmt.Errorf("the read-back's ledger: %w", err)
+	}
+	next, err := judge(staged, "")
+	if cerr := staged.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if adds, why := verifier.Adds(&earlier, next); !adds {
+		return fmt.Errorf("%w: %s. Run `ackcheck verify --out %s` again when the brokers answer", ErrNothingAdded, why, shellQuote(out))
+	}
+	return nil
 }
 
 // sentCount is how many sends a run ledger holds: what sizes its
@@ -1006,7 +1057,7 @@ func settleWith(resume string, res *verifier.Result, logf func(string, ...any)) 
 		res.Failures[i].Message = strings.Replace(res.Failures[i].Message, verifier.ResumeHint, finish, 1)
 	}
 	logf("the read-back did not finish (%d of %d acked messages read so far): verdict %s; finish it with `%s` when the brokers answer",
-		res.Acked-res.Lost, res.Acked, res.Verdict, res.Resume)
+		res.Acked-res.Lost-res.Unread, res.Acked, res.Verdict, res.Resume)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs quoting.

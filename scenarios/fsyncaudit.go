@@ -213,7 +213,7 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 		return AuditRow{}, err
 	}
 	row := AuditRow{Setting: s, Out: cfg.Out, Topic: cfg.Topic.Name, Acked: r.Acked,
-		Lost: r.Lost - r.LostUnread, Unread: r.LostUnread, Verdict: r.Verdict, LongestNoAckMs: r.LongestNoAckMs, Publish: r.Publish, E2E: r.E2E,
+		Lost: r.Lost, Unread: r.Unread, Verdict: r.Verdict, LongestNoAckMs: r.LongestNoAckMs, Publish: r.Publish, E2E: r.E2E,
 		PowerLoss: "not recorded", ReadyMs: -1, InSyncMs: -1}
 	if len(r.AckMeanings) > 0 {
 		row.AckMeaning = r.AckMeanings[0].Meaning

@@ -134,6 +134,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		ReadBackError:    rb.Error,
 		TopicGone:        rb.TopicGone,
 		ReadBackS:        rb.Took.Seconds(),
+		ReadBackAt:       rb.At,
 		ReadBackNotes:    rb.Notes,
 		Errors:           run.Errors,
 		Samples:          map[string][]Sample{},
@@ -157,6 +158,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	cls := newClassifier(res, run, src.sentThru, opts.MaxSamples)
 	cls.window = &src.window
 	cls.unread = unreadPartitions(rb)
+	cls.logStart = logStartOf(rb)
 	cls.inv = inv
 	tl := newTimelines(run, opts.Window, ft)
 	var h history

@@ -18,8 +18,13 @@ type classifier struct {
 	window     *crashWindow      // which reads without a recorded send a crash explains
 	maxSamples int
 	// unread are the partitions the read-back did not read to their end:
-	// a message acked there and not read is not shown lost (LostUnread).
+	// a message acked there and not read is not shown lost (Unread).
 	unread func(partition int32) bool
+	// logStart says where a partition's log begins when the read-back
+	// found it begins past the run's start (ReadBackReport.LogStarts): an
+	// acked message below it is lost even in a partition not read to its
+	// end, since no read can find it there any more.
+	logStart func(partition int32) (int64, bool)
 
 	started    bool
 	producer   uint32
@@ -112,12 +117,25 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 
 	if valid == 0 {
 		if h.acked {
+			var logStart int64 // > 0: the log now begins past the acked offset
+			if c.logStart != nil && h.ack.Offset >= 0 {
+				if ls, ok := c.logStart(h.ack.Partition); ok && h.ack.Offset < ls {
+					logStart = ls
+				}
+			}
+			if logStart == 0 && c.unread != nil && c.unread(h.ack.Partition) {
+				// Not read, and perhaps in what was not read: not shown
+				// lost, and never counted or listed as lost.
+				res.Unread++
+				c.inv.addUnread(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time)
+				return true, false
+			}
 			res.Lost++
-			if c.unread != nil && c.unread(h.ack.Partition) {
-				res.LostUnread++
+			if logStart > 0 {
+				res.LostBelowLogStart++
 			}
 			c.sample("lost", Sample{ID: id.String(), Partition: h.ack.Partition, Offset: h.ack.Offset})
-			c.inv.addLost(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time)
+			c.inv.addLost(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time, logStart)
 			return true, true
 		}
 		res.NotWritten++

@@ -27,8 +27,9 @@ import (
 //
 // A read-back that did not finish (Result.Unfinished) proves no loss in
 // the partitions it did not read to their end: an acked message not read
-// there may be in what was not read (LostUnread). Those are no failure;
-// a loss in a partition read to its end is.
+// there may be in what was not read (Unread, never counted in Lost).
+// Those are no failure; a loss in a partition read to its end is, and so
+// is a message acked below where its partition's log now begins.
 func applyVerdict(res *Result, opts Options) {
 	checks := ChecksOf(opts)
 	res.Checks = &checks
@@ -111,11 +112,21 @@ func one(ok bool, f finding) []finding {
 }
 
 func ruleLost(res *Result, _ Options) []finding {
-	proven := res.Lost - res.LostUnread
-	if !res.Unfinished() {
-		return one(res.Lost > 0, failed(CheckLost, "%d acked messages were not read back", res.Lost))
+	if res.Lost == 0 {
+		return nil
 	}
-	return one(proven > 0, failed(CheckLost, "%d acked messages were not read back from partitions read to their end (%d more in partitions not read to their end are not judged)", proven, res.LostUnread))
+	deleted := ""
+	if res.LostBelowLogStart > 0 {
+		deleted = fmt.Sprintf("; %d of them were acked below the offset where their partition's log now begins: deleted (see lost.jsonl, below_log_start)", res.LostBelowLogStart)
+	}
+	if res.Unread == 0 {
+		return []finding{failed(CheckLost, "%d acked messages were not read back%s", res.Lost, deleted)}
+	}
+	where := "from partitions read to their end"
+	if res.LostBelowLogStart > 0 {
+		where = "from partitions read to their end, or were acked below where their partition's log now begins"
+	}
+	return []finding{failed(CheckLost, "%d acked messages were not read back %s%s (%d more in partitions not read to their end are unread, not judged)", res.Lost, where, deleted, res.Unread)}
 }
 
 func ruleCorrupt(res *Result, _ Options) []finding {
@@ -155,7 +166,7 @@ func ruleReadBack(res *Result, _ Options) []finding {
 		// Not a failure of the broker's: no verdict yet. Recorded as the
 		// read-back check's failure so that tools see which check is open.
 		return []finding{{outcomeIncomplete, CheckReadBack, "the read-back did not finish" + res.readBackWhy() +
-			fmt.Sprintf("; %d acked messages are not read so far; %s", res.LostUnread, ResumeHint)}}
+			fmt.Sprintf("; %d acked messages are not read so far; %s", res.Unread, ResumeHint)}}
 	}
 	return nil
 }

@@ -151,8 +151,8 @@ func TestRealFsyncAuditUnfinishedReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if full.LostUnread != 0 {
-		t.Fatalf("the full re-read left %d unread: %v", full.LostUnread, full.Reasons)
+	if full.Unread != 0 {
+		t.Fatalf("the full re-read left %d unread: %v", full.Unread, full.Reasons)
 	}
 	t.Logf("full re-read: acked %d, lost %d, verdict %s", full.Acked, full.Lost, full.Verdict)
 	if row.Lost > full.Lost {
