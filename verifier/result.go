@@ -68,18 +68,18 @@ type Result struct {
 	Driver string `json:"driver"`
 	Topic  string `json:"topic"`
 
-	Sent        int64 `json:"sent"`
-	Acked       int64 `json:"acked"`
-	Failed      int64 `json:"failed"`
-	Rejected    int64 `json:"rejected"`
-	Unknown     int64 `json:"unknown"`
-	NoOutcome   int64 `json:"no_outcome"`
+	Sent      int64 `json:"sent"`
+	Acked     int64 `json:"acked"`
+	Failed    int64 `json:"failed"`
+	Rejected  int64 `json:"rejected"`
+	Unknown   int64 `json:"unknown"`
+	NoOutcome int64 `json:"no_outcome"`
 	// Shed is how many scheduled sends were dropped at the in-flight
 	// bound; nil (null) when the load never recorded its end, so it was
 	// never measured.
 	Shed        *int64 `json:"shed"`
-	Read        int64 `json:"read"`
-	RecordsRead int64 `json:"records_read"`
+	Read        int64  `json:"read"`
+	RecordsRead int64  `json:"records_read"`
 	// Lost counts the acked messages shown lost: not read back intact from
 	// a partition read to its end, or acked at an offset below where the
 	// partition's log now begins (LostBelowLogStart of them), or in a
