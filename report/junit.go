@@ -202,6 +202,11 @@ func Checks(r *verifier.Result) []Check {
 		}
 		m := strings.Join(msgs[c.check], "; ")
 		off := c.off(r.Checks)
+		if change := changeOf(r, c.name); change != "" && off != "" {
+			// A check the run set and this re-judge dropped: the skip
+			// says so, never only "not set".
+			off += "; changed at this re-judge: " + change
+		}
 		switch {
 		case c.check == verifier.CheckReadBack && unfinished:
 			k.Status, k.Message = Errored, m
@@ -251,8 +256,29 @@ func JUnit(r *verifier.Result) ([]byte, error) {
 		total += r.LoadEnd.Sub(r.LoadStart).Seconds()
 	}
 	s.Time = seconds(total)
-	s.Properties = &junitProperties{Property: []junitProperty{{"run_id", r.RunID}, {"topic", r.Topic}, {"verdict", r.Verdict}}}
+	props := []junitProperty{{"run_id", r.RunID}, {"topic", r.Topic}, {"verdict", r.Verdict}}
+	for _, c := range r.CheckChanges {
+		props = append(props, junitProperty{"check_change", c})
+	}
+	if r.ChecksUnknown {
+		props = append(props, junitProperty{"checks_unknown", "true"})
+	}
+	s.Properties = &junitProperties{Property: props}
 	return marshal(s)
+}
+
+// changeOf is the change a re-judge made to the check of the case named
+// name ("--max-no-ack: 1ms at the run, none at this verify"), from
+// Result.CheckChanges; "" when it made none. A case names its flag as
+// "--flag" in its name.
+func changeOf(r *verifier.Result, name string) string {
+	for _, c := range r.CheckChanges {
+		flag, _, ok := strings.Cut(c, ":")
+		if ok && strings.HasPrefix(flag, "--") && strings.Contains(name, flag) {
+			return c
+		}
+	}
+	return ""
 }
 
 // Suite renders cases as one JUnit test suite, each case of the given
