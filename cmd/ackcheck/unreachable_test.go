@@ -15,7 +15,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
-	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -81,15 +80,11 @@ func TestUnreachableBrokerKeepsTheProvenVerdict(t *testing.T) {
 		return code, stdout.String(), stderr.String()
 	}
 	newRun := func(name string, verify bool) (string, *verifier.Result) {
-		kd, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer kd.Close()
+		kd, settings := kfakeDriver(t, c)
 		out := filepath.Join(dir, name)
 		res, err := runner.Run(ctx, runner.Config{
 			Out: out, Driver: &drivertest.Faulty{Driver: kd, Mode: drivertest.DropAfterAck, Every: 50},
-			DriverSettings: kafka.Config{Brokers: c.ListenAddrs()},
+			DriverSettings: settings,
 			Topic:          drivers.TopicSpec{Name: name, Partitions: 2, ReplicationFactor: 1},
 			Load:           load.Config{Rate: 500, Duration: time.Second, MessageSize: 100},
 			Verify:         verify, ReadIdleTimeout: 2 * time.Second,
