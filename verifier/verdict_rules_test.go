@@ -37,7 +37,11 @@ func TestEachVerdictRuleAlone(t *testing.T) {
 		{"read-back", Options{}, with(func(r *Result) { r.ReadBackComplete = false }), outcomeIncomplete, CheckReadBack, clean()},
 		{"sent", Options{}, &Result{ReadBackComplete: true}, outcomeFail, CheckSent, clean()},
 		{"acked", Options{}, with(func(r *Result) { r.Acked = 0 }), outcomeFail, CheckAcked,
-			with(func(r *Result) { r.Acked = 0; r.Faults = []FaultReport{{Record: faults.Record{Result: faults.Applied}}}; r.Acked = 1 })},
+			with(func(r *Result) {
+				r.Acked = 0
+				r.Faults = []FaultReport{{Record: faults.Record{Result: faults.Applied}}}
+				r.Acked = 1
+			})},
 		{"max-no-ack", deadlines, with(func(r *Result) { r.LongestNoAckMs = 1500 }), outcomeFail, CheckMaxNoAck,
 			with(func(r *Result) { r.LongestNoAckMs = 900 })},
 		{"recovery deadlines", deadlines, with(func(r *Result) {
