@@ -192,7 +192,7 @@ func (a Aliases) ParseTarget(s string) (Target, error) {
 	if nodeName.MatchString(s) && TargetKind(s) != Named {
 		return Target{Kind: Named, Name: s}, nil
 	}
-	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, follower:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name (db), previous, all, topic:<topic>, brokers, cluster, split:<ids>|<ids>, minority:<topic>, majority:<topic>, one-way:<id>-><id> or pair:<id>-<id>", s)
+	return Target{}, fmt.Errorf("target %q: use %s", s, targetsText(allTargetKinds))
 }
 
 // ErrNoTarget is wrapped by Resolve when the target names no node now.
