@@ -47,7 +47,7 @@ func targetsText(kinds []TargetKind) string {
 	words := targetWords(kinds)
 	for i, w := range words {
 		if w == "<node>" {
-			words[i] = "a node: " + nodeTargetsText()
+			words[i] = nodeTargetsText()
 		}
 	}
 	return orList(words)
@@ -65,8 +65,17 @@ func nodeForms() []string {
 // nodeNote says what <name> is.
 const nodeNote = "<name> is a node's name, such as Queen's db"
 
-// nodeTargetsText lists the forms of the targets that pick one node.
-func nodeTargetsText() string { return orList(nodeForms()) + " (" + nodeNote + ")" }
+// nodeTargetsText lists the forms of the targets that pick one node, for
+// an error: "a node (leader:<topic>/<partition>, ..., previous)".
+func nodeTargetsText() string {
+	forms := nodeForms()
+	for i, k := range nodeKinds {
+		if k == Named {
+			forms[i] = "a node's name such as db"
+		}
+	}
+	return "a node (" + strings.Join(forms, ", ") + ")"
+}
 
 // orList joins "a", "b or c".
 func orList(parts []string) string {
@@ -111,7 +120,7 @@ func ScheduleHelp(words Aliases) string {
 	for _, sp := range actionTable {
 		fmt.Fprintf(&b, "  %s: %s\n", sp.syntax(), sp.help)
 	}
-	fmt.Fprintf(&b, "<node> is %s", nodeTargetsText())
+	fmt.Fprintf(&b, "<node> is %s (%s)", orList(nodeForms()), nodeNote)
 	if len(words) > 0 {
 		var ws []string
 		for _, w := range slices.Sorted(func(yield func(string) bool) {
