@@ -147,6 +147,19 @@ func (t Target) String() string {
 // none of its own.
 type Aliases map[string]TargetKind
 
+// Add makes word a broker's own word for target kind k. It refuses a
+// kind ackcheck does not have and a word that is already one of its own.
+func (a Aliases) Add(word string, k TargetKind) error {
+	if targetForms[k] == "" || k == Named {
+		return fmt.Errorf("fault target word %q: %q is no target kind of ackcheck's", word, k)
+	}
+	if targetForms[TargetKind(word)] != "" || word == "" || strings.ContainsAny(word, ": ") {
+		return fmt.Errorf("fault target word %q: not a word of its own (ackcheck's target kinds are taken)", word)
+	}
+	a[word] = k
+	return nil
+}
+
 // ParseTarget reads leader:T/P, most-leaders:T, controller, node:N,
 // previous, all, topic:T, brokers, cluster, or a bare word: a node's name.
 func ParseTarget(s string) (Target, error) { return Aliases(nil).ParseTarget(s) }

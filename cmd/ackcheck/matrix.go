@@ -283,7 +283,11 @@ func canRun(f *matrix.File, r matrix.Run, target *cobra.Command, driver string) 
 	case "fsync-audit":
 		needs = "it cuts a broker's power"
 	default:
-		steps, err := faults.ParseSchedule(val("fault"))
+		load, err := time.ParseDuration(val("duration"))
+		if err != nil {
+			return fmt.Errorf("%s: duration %q: %w", where, val("duration"), err)
+		}
+		steps, err := profiles().readSchedule(val("fault"), load)
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
