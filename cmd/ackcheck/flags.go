@@ -116,4 +116,3 @@ func newDriver(name string, fs *pflag.FlagSet, kf *driverFlags, saved json.RawMe
 	}
 	return kf.byDriver[p.Name()].Open(fs, saved)
 }
-
