@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // missingParts lists what an entry of actionTable lacks, by name.
@@ -215,5 +216,37 @@ func TestDocsListEveryAction(t *testing.T) {
 			return
 		}
 		t.Errorf("%s's list of actions differs from the action table; run ACKCHECK_UPDATE_DOCS=1 go test ./faults -run TestDocsListEveryAction\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// CheckSchedule refuses a step at or after the load's end, and only that.
+func TestCheckSchedule(t *testing.T) {
+	steps, err := ParseSchedule("at=5s kill node:1; at=10s restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSchedule(steps, 11*time.Second); err != nil {
+		t.Errorf("inside the load: %v", err)
+	}
+	err = CheckSchedule(steps, 10*time.Second)
+	if err == nil || err.Error() != "fault at=10s restart previous fires after the load ends (--duration 10s)" {
+		t.Errorf("at the load's end: %v", err)
+	}
+}
+
+// A broker's word for a target kind is taken for a kind ackcheck has and
+// a word of its own only.
+func TestAliasesAdd(t *testing.T) {
+	a := Aliases{}
+	if err := a.Add("owner", Leader); err != nil || a["owner"] != Leader {
+		t.Errorf("owner for leader: %v", err)
+	}
+	for _, tc := range []struct {
+		word string
+		kind TargetKind
+	}{{"boss", "leadr"}, {"node", Leader}, {"x", Named}, {"a:b", Leader}} {
+		if err := a.Add(tc.word, tc.kind); err == nil {
+			t.Errorf("%s for %s taken", tc.word, tc.kind)
+		}
 	}
 }

@@ -39,6 +39,11 @@ func (a Amount) String() string {
 	return ""
 }
 
+// ActsOnNodes reports whether the step acts on the brokers' nodes (their
+// processes, files or network), which needs a cluster to act on; only a
+// topic's own setting (fsync-on topic:T) goes through the driver alone.
+func (s Step) ActsOnNodes() bool { return s.Target.Kind != Topic }
+
 func (s Step) String() string {
 	if sp, ok := specOf(s.Action); ok && sp.target == noTarget {
 		return fmt.Sprintf("at=%s %s", s.At, s.Action)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
-	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/matrix"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -292,7 +291,7 @@ func canRun(f *matrix.File, r matrix.Run, target *cobra.Command, driver string) 
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		for _, st := range steps {
-			if st.Target.Kind != faults.Topic {
+			if st.ActsOnNodes() {
 				needs = fmt.Sprintf("its fault %q acts on a broker's process", st)
 				break
 			}
