@@ -88,7 +88,8 @@ type actionSpec struct {
 	amount func(string) (Amount, error)
 	// amountForm is how help writes the amount (<P>%).
 	amountForm string
-	target     arity
+	// target is what may follow the action (and its amount).
+	target arity
 	// targets are the target kinds it accepts.
 	targets []TargetKind
 	// mode marks the broker-wide mode switches (<mode>-on, <mode>-off):
