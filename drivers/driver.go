@@ -220,6 +220,21 @@ type Driver interface {
 	Close() error
 }
 
+// LogStarter is implemented by drivers whose broker can say where each
+// partition's log now begins: the first offset still stored (Kafka's
+// log-start offset, which DeleteRecords and retention move forward). No
+// offset below it can be read again, so the read-back starts there, and an
+// acked message whose acked offset lies below it is gone, not unread. A
+// driver without it is read from the run's start offsets, as before: a
+// partition deleted to its end then reads as not finished (incomplete),
+// never as kept.
+type LogStarter interface {
+	// StartOffsets returns, per partition, the first offset still in the
+	// log (the end offset when the log holds nothing). ErrTopicMissing
+	// if the topic is gone.
+	StartOffsets(ctx context.Context, topic string) (map[int32]int64, error)
+}
+
 // ErrTopicMissing is returned (wrapped) when the topic does not exist.
 var ErrTopicMissing = errors.New("topic does not exist")
 

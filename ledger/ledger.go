@@ -102,7 +102,9 @@ const (
 	// the publish latency in ns, measured from the intended send time.
 	Outcome Kind = 'O'
 	// Read: a copy of the message found by the read-back. Status is a
-	// message.Status; Time is when it was read (Unix ns).
+	// message.Status; Time is the intended send time the copy carries
+	// (Unix ns): for a copy whose send the ledger lacks, what the crash
+	// window is held to (a corrupt copy's may be anything).
 	Read Kind = 'R'
 	// LiveRead: a copy read by the consumer that runs during the load. Time
 	// is the end-to-end latency in ns (read time minus intended send time).
@@ -297,7 +299,10 @@ type Ledger struct {
 	done        chan struct{}
 	flushErr    atomic.Pointer[error]
 	flushedAt   atomic.Int64
-	dir         string
+	// longestCommit is the longest a flush's commit took so far (ns):
+	// with the flush clock it bounds a crash's window (FlushClock).
+	longestCommit int64
+	dir           string
 	// readOnly: opened by OpenReadOnly; proof is what it proved.
 	readOnly bool
 	proof    Proof
@@ -319,7 +324,45 @@ const (
 	metaFragNo      = "fragno"
 	metaEvents      = "events"
 	metaSentThrough = "sent-through"
+	metaFlushClock  = "flush-clock"
 )
+
+// FlushClock is what every flush records about time, in the flush's own
+// batch: when the last committed flush took its events, and the longest
+// a commit had taken before it. After a crash of ackcheck it bounds what
+// the ledger can have lost: a send the ledger lacks was recorded after
+// TakenNs (the flush took everything recorded before), and the process
+// lived at most one FlushInterval plus a commit or two past it, or the
+// next flush would have committed that send (see CrashWindowEnd).
+type FlushClock struct {
+	TakenNs         int64 `json:"taken_ns"`
+	LongestCommitNs int64 `json:"longest_commit_ns"`
+}
+
+// CrashWindowEnd is the latest moment a send the ledger lacks can have
+// been recorded, had the process that wrote it died: the last flush's
+// take, one flush interval, two commits as long as the longest seen
+// (the last flush's and the next one's, which did not finish), and
+// crashSlack for the scheduler. A send meant for later than this was
+// not recorded and lost in a crash: the ledger lacks more than a crash
+// can explain.
+func (c FlushClock) CrashWindowEnd(flushInterval time.Duration) time.Time {
+	return time.Unix(0, c.TakenNs).Add(flushInterval + 2*time.Duration(c.LongestCommitNs) + crashSlack)
+}
+
+// crashSlack is what CrashWindowEnd allows beyond the flush interval and
+// the commits for the flusher being scheduled late (a loaded machine, a
+// garbage collection). Wider lets more of a cut ledger pass as a crash;
+// narrower calls a real crash's ledger unproven.
+const crashSlack = 50 * time.Millisecond
+
+// FlushClock returns the flush clock of the last committed flush, or
+// ErrNoMeta for a ledger written before it was kept (or never flushed).
+func (l *Ledger) FlushClock() (FlushClock, error) {
+	var c FlushClock
+	err := l.GetMeta(metaFlushClock, &c)
+	return c, err
+}
 
 // Open opens (creating if needed) the ledger in dir and starts its flusher.
 func Open(dir string, opts Options) (*Ledger, error) {
@@ -385,6 +428,12 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		db.Close()
 		return nil, err
 	}
+	var clock FlushClock
+	if err := l.GetMeta(metaFlushClock, &clock); err != nil && !errors.Is(err, ErrNoMeta) {
+		db.Close()
+		return nil, err
+	}
+	l.longestCommit = clock.LongestCommitNs
 	if l.flushes, err = lastFlush(db); err != nil {
 		db.Close()
 		return nil, err
@@ -487,6 +536,9 @@ func (l *Ledger) Flush() (err error) {
 	defer l.catch(&err)
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	// Taken before any event is: every event recorded before it is in
+	// this flush, so one the ledger lacks was recorded after it.
+	taken := time.Now().UnixNano()
 
 	l.shardsMu.RLock()
 	producers := make([]uint32, 0, len(l.shards))
@@ -563,9 +615,14 @@ func (l *Ledger) Flush() (err error) {
 	if err := l.setMetaIn(b, metaEvents, l.events+uint64(n)); err != nil {
 		return err
 	}
+	if err := l.setMetaIn(b, metaFlushClock, FlushClock{TakenNs: taken, LongestCommitNs: l.longestCommit}); err != nil {
+		return err
+	}
+	commitStart := time.Now()
 	if err := l.commit(b, flushRecord{firstFrag: firstFrag, frags: l.fragNo - firstFrag, events: uint64(n), total: l.events + uint64(n)}); err != nil {
 		return fmt.Errorf("commit ledger batch of %d events: %w", n, err)
 	}
+	l.longestCommit = max(l.longestCommit, int64(time.Since(commitStart)))
 	l.flushedAt.Store(time.Now().UnixNano())
 	return nil
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -417,4 +418,58 @@ func TestLedgerIsNotRewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d events read back from %d level-0 tables, %d compactions", n, m.Levels[0].TablesCount, m.Compact.Count)
+}
+
+// The flush clock a crash leaves says when the last committed flush took
+// its events: every event recorded before that moment survived, and every
+// one the crash took was recorded after it (what the verifier's crash
+// window is held to). The longest commit so far is carried from flush to
+// flush.
+func TestFlushClockBoundsACrash(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	l, err := Open("ledger", Options{FS: fs, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.FlushClock(); !errors.Is(err, ErrNoMeta) {
+		t.Fatalf("a ledger never flushed has a flush clock: %v", err)
+	}
+	for s := uint64(0); s < 100; s++ {
+		l.Record(Send, Event{Producer: 1, Seq: s})
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	beforeLast := time.Now().UnixNano()
+	l.Record(Send, Event{Producer: 1, Seq: 100})
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	afterLast := time.Now().UnixNano()
+	l.Record(Send, Event{Producer: 1, Seq: 101}) // recorded after the last take, never flushed
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	l.Close()
+
+	l2, err := Open("ledger", Options{FS: crashed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	c, err := l2.FlushClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TakenNs < beforeLast || c.TakenNs > afterLast {
+		t.Fatalf("the last flush took its events at %d, outside its Flush call (%d to %d)", c.TakenNs, beforeLast, afterLast)
+	}
+	if c.LongestCommitNs <= 0 {
+		t.Fatalf("longest commit %d after one committed flush before the last", c.LongestCommitNs)
+	}
+	if st := l2.SentThrough(); st[1] != 101 {
+		t.Fatalf("sent through %v, want 101", st)
+	}
+	end := c.CrashWindowEnd(50 * time.Millisecond)
+	if want := time.Unix(0, c.TakenNs).Add(50*time.Millisecond + 2*time.Duration(c.LongestCommitNs) + crashSlack); !end.Equal(want) {
+		t.Fatalf("window end %v, want %v", end, want)
+	}
 }

@@ -25,7 +25,12 @@ type RunInfo struct {
 	// A ledger without it comes from a run that died (see the package doc).
 	Clean bool `json:"clean"`
 	// Shed counts scheduled sends dropped because max-in-flight was reached.
+	// Like Reached, it is known only once LoadEnd is set.
 	Shed int64 `json:"shed"`
+	// Reached is how many of the schedule's sends the load got to (sent
+	// or shed), written with LoadEnd: Plan.Scheduled when it ran to its
+	// end.
+	Reached int64 `json:"reached,omitempty"`
 	// PacingLag is how late ackcheck handed sends to the driver after
 	// their scheduled times (nil for runs recorded before it was kept).
 	PacingLag *LagSummary `json:"pacing_lag,omitempty"`
@@ -57,6 +62,45 @@ type RunInfo struct {
 	// Shard is set when the run is one shard of a load spread over
 	// processes (ackcheck run --shard); nil for a run of its own.
 	Shard *ShardInfo `json:"shard,omitempty"`
+	// Plan is the experiment the run was asked for, written before its
+	// load started; nil in ledgers written before it was kept.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+// Plan is the experiment a run was asked for: its load's schedule and
+// the faults scheduled during it. The verifier holds the ledger to it: a
+// run whose load did not reach the schedule's end, or whose planned
+// faults did not all fire, is not the experiment asked for and is never
+// judged a pass; and the schedule bounds which sends a crash of ackcheck
+// can have kept out of the ledger (the crash window).
+type Plan struct {
+	// Scheduled is how many sends the schedule holds for this ledger's
+	// producers: each is either sent (recorded) or shed at a clean end.
+	Scheduled int64 `json:"scheduled"`
+	// Rate is the schedule's rate over this ledger's producers, msg/s.
+	Rate     float64       `json:"rate"`
+	Duration time.Duration `json:"duration_ns"`
+	// Unpaced: sends went as fast as the in-flight bound let them; their
+	// intended times are their send times, not a schedule's.
+	Unpaced     bool `json:"unpaced,omitempty"`
+	MaxInFlight int  `json:"max_in_flight"`
+	// FlushInterval is the ledger's (Options.FlushInterval): with the
+	// ledger's FlushClock it bounds a crash's window.
+	FlushInterval time.Duration `json:"flush_interval_ns"`
+	// Faults are the steps of the fault schedule, in order. A sharded
+	// load's faults are applied by a process of their own and are not
+	// here (its fault timeline holds them).
+	Faults []PlannedFault `json:"faults,omitempty"`
+}
+
+// PlannedFault is one step of a fault schedule as it was asked for.
+type PlannedFault struct {
+	// At is when the step was due, after the load's start.
+	At     time.Duration `json:"at_ns"`
+	Action string        `json:"action"`
+	Target string        `json:"target"`
+	// Step is the step as the schedule writes it ("at=20s kill leader:t/0").
+	Step string `json:"step"`
 }
 
 // ShardInfo places one shard's ledger in a load spread over Count

@@ -234,7 +234,10 @@ func (s *Stats) WindowP99() (time.Duration, int64) {
 type Result struct {
 	Start, End time.Time
 	Errors     map[string]int64
-	Shed       int64
+	// Sent and Shed are how many of the schedule's sends were handed to
+	// the driver and dropped at the in-flight bound; together, how far the
+	// load got through its schedule (all of it unless ctx ended it).
+	Sent, Shed int64
 	// LiveReadErr is why the live consumer stopped early, if it did.
 	LiveReadErr error
 	// PacingLag is, over every send, how late ackcheck handed it to the
@@ -366,7 +369,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		ps.cb.mu.Unlock()
 	}
 	res.Errors = stats.Errors()
-	res.Shed = stats.Shed.Load()
+	res.Sent, res.Shed = stats.Sent.Load(), stats.Shed.Load()
 	if p := ledgerErr.Load(); p != nil {
 		return res, *p
 	}

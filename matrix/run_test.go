@@ -74,11 +74,13 @@ func TestExecuteResumes(t *testing.T) {
 	out := t.TempDir()
 	f := twoByTwo(t, 2)
 	// Before: the first run done, the second half-done (a run.json and no
-	// result.json: interrupted), the third ended incomplete.
+	// result.json: interrupted), the third ended incomplete, the fourth
+	// aborted (its load stopped early: not the experiment, issue 35).
 	writeRun(t, filepath.Join(out, "a/default/plain/1"), verifier.Result{Verdict: verifier.Pass}, 1)
 	os.MkdirAll(filepath.Join(out, "b/default/plain/1"), 0o755)
 	os.WriteFile(filepath.Join(out, "b/default/plain/1/run.json"), []byte("{}"), 0o644)
 	writeRun(t, filepath.Join(out, "a/default/plain/2"), verifier.Result{Verdict: verifier.Incomplete}, 1)
+	writeRun(t, filepath.Join(out, "b/default/plain/2"), verifier.Result{Verdict: verifier.Aborted}, 1)
 	e := &fakeExec{}
 	var lines []string
 	now := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
@@ -89,7 +91,7 @@ func TestExecuteResumes(t *testing.T) {
 	if got := strings.Join(e.ran, " "); got != "b/default/plain/1 a/default/plain/2 b/default/plain/2" {
 		t.Fatalf("ran %s", got)
 	}
-	if sum.Ran != 3 || sum.Skipped != 1 || sum.MovedAside != 2 || sum.Verdicts[verifier.Pass] != 4 {
+	if sum.Ran != 3 || sum.Skipped != 1 || sum.MovedAside != 3 || sum.Verdicts[verifier.Pass] != 4 {
 		t.Fatalf("summary %+v", sum)
 	}
 	if _, err := os.Stat(filepath.Join(out, "b/default/plain/1.partial-20261202T040000.000/run.json")); err != nil {

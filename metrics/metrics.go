@@ -147,12 +147,12 @@ var (
 	descSinceAck  = prometheus.NewDesc("ackcheck_seconds_since_last_ack", "Seconds since the latest ack (since the load started, before the first); stops at the load's end.", nil, nil)
 	descFault     = prometheus.NewDesc("ackcheck_fault_active", "1 while a fault is in force (a node down or paused, a mode switched), 0 after it ended.", []string{"action", "target"}, nil)
 	descPartSince = prometheus.NewDesc("ackcheck_partition_seconds_since_last_ack", "Seconds since the partition's latest ack (since the load started, before its first); stops at the load's end.", []string{"partition"}, nil)
-	descVerdict   = prometheus.NewDesc("ackcheck_verdict", "1 for the run's verdict (pass, fail, incomplete, unproven), 0 for the others; served once the read-back judged the run.", []string{"verdict"}, nil)
+	descVerdict   = prometheus.NewDesc("ackcheck_verdict", "1 for the run's verdict (pass, fail, incomplete, unproven, aborted), 0 for the others; served once the read-back judged the run.", []string{"verdict"}, nil)
 	descLost      = prometheus.NewDesc("ackcheck_lost", "Acknowledged messages the read-back did not find intact; served once the read-back judged the run.", nil, nil)
 )
 
 // verdicts are the values ackcheck_verdict's label takes.
-var verdicts = []string{verifier.Pass, verifier.Fail, verifier.Incomplete, verifier.Unproven}
+var verdicts = []string{verifier.Pass, verifier.Fail, verifier.Incomplete, verifier.Unproven, verifier.Aborted}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSent, descAcked, descFailed, descShed, descInFlight, descSinceAck, descFault, descPartSince, descVerdict, descLost} {

@@ -98,7 +98,7 @@ func optional(flag string, on func(c verifier.Checks) bool) func(*verifier.Check
 
 var standing = []caseOf{
 	{"no acked message lost", verifier.CheckLost, always, true, func(r *verifier.Result) string {
-		return fmt.Sprintf("acked %d, read back %d, lost %d (of them in partitions not read to their end: %d)", r.Acked, r.Read, r.Lost, r.LostUnread)
+		return fmt.Sprintf("acked %d, read back %d, lost %d, unread %d (in partitions not read to their end: not judged)", r.Acked, r.Read, r.Lost, r.Unread)
 	}},
 	{"no corruption", verifier.CheckCorrupt, always, true, func(r *verifier.Result) string {
 		return fmt.Sprintf("corrupt copies %d", r.Corrupt)
@@ -133,6 +133,17 @@ var standing = []caseOf{
 		}},
 	{"no unexpected node death", verifier.CheckUnexpectedDeath, always, false, func(r *verifier.Result) string {
 		return fmt.Sprintf("faults recorded %d", len(r.Faults))
+	}},
+	{"the experiment ran as scheduled", verifier.CheckExperiment, always, false, func(r *verifier.Result) string {
+		e := r.Experiment
+		if e == nil {
+			return "not recorded"
+		}
+		reached := "unknown (the load never recorded its end)"
+		if e.Reached != nil {
+			reached = fmt.Sprint(*e.Reached)
+		}
+		return fmt.Sprintf("scheduled sends %d, reached %s, sent %d; faults scheduled %d, not fired %d", e.Scheduled, reached, r.Sent, e.FaultsPlanned, len(e.FaultsNotFired))
 	}},
 	{"ledger proven whole", verifier.CheckLedgerWhole, always, false, func(r *verifier.Result) string {
 		if r.Ledger == nil {
@@ -191,15 +202,22 @@ func Checks(r *verifier.Result) []Check {
 		}
 		m := strings.Join(msgs[c.check], "; ")
 		off := c.off(r.Checks)
+		if change := changeOf(r, c.name); change != "" && off != "" {
+			// A check the run set and this re-judge dropped: the skip
+			// says so, never only "not set".
+			off += "; changed at this re-judge: " + change
+		}
 		switch {
 		case c.check == verifier.CheckReadBack && unfinished:
 			k.Status, k.Message = Errored, m
 			if r.Resume != "" && !strings.Contains(m, r.Resume) {
 				k.Message += "; finish it with: " + r.Resume
 			}
+		case c.check == verifier.CheckExperiment && r.Experiment == nil:
+			k.Status, k.Message = Skipped, "not checked: this run predates recorded plans, so what it was asked to do is not known"
 		case c.check == verifier.CheckLedgerWhole && r.Ledger == nil:
 			k.Status, k.Message = Skipped, "not checked: this result was judged from a ledger open for writing, or predates the check"
-		case c.check == verifier.CheckLedgerWhole && m != "":
+		case (c.check == verifier.CheckLedgerWhole || c.check == verifier.CheckExperiment) && m != "":
 			// Not the broker's failure: no verdict could be given.
 			k.Status, k.Message = Errored, m
 		case m != "":
@@ -238,8 +256,29 @@ func JUnit(r *verifier.Result) ([]byte, error) {
 		total += r.LoadEnd.Sub(r.LoadStart).Seconds()
 	}
 	s.Time = seconds(total)
-	s.Properties = &junitProperties{Property: []junitProperty{{"run_id", r.RunID}, {"topic", r.Topic}, {"verdict", r.Verdict}}}
+	props := []junitProperty{{"run_id", r.RunID}, {"topic", r.Topic}, {"verdict", r.Verdict}}
+	for _, c := range r.CheckChanges {
+		props = append(props, junitProperty{"check_change", c})
+	}
+	if r.ChecksUnknown {
+		props = append(props, junitProperty{"checks_unknown", "true"})
+	}
+	s.Properties = &junitProperties{Property: props}
 	return marshal(s)
+}
+
+// changeOf is the change a re-judge made to the check of the case named
+// name ("--max-no-ack: 1ms at the run, none at this verify"), from
+// Result.CheckChanges; "" when it made none. A case names its flag as
+// "--flag" in its name.
+func changeOf(r *verifier.Result, name string) string {
+	for _, c := range r.CheckChanges {
+		flag, _, ok := strings.Cut(c, ":")
+		if ok && strings.HasPrefix(flag, "--") && strings.Contains(name, flag) {
+			return c
+		}
+	}
+	return ""
 }
 
 // Suite renders cases as one JUnit test suite, each case of the given

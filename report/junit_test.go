@@ -88,6 +88,7 @@ var caseChecks = []struct{ name, check, flag string }{
 	{"deadline: nodes ready again within --max-ready", verifier.CheckMaxReady, "max-ready"},
 	{"deadline: replicas in sync within --max-in-sync", verifier.CheckMaxInSync, "max-in-sync"},
 	{"no unexpected node death", verifier.CheckUnexpectedDeath, ""},
+	{"the experiment ran as scheduled", verifier.CheckExperiment, ""},
 	{"ledger proven whole", verifier.CheckLedgerWhole, ""},
 }
 
@@ -108,7 +109,9 @@ func wantStatus(r verifier.Result, check, flag string) string {
 		return "error"
 	case check == verifier.CheckLedgerWhole && r.Ledger == nil:
 		return "skipped" // judged from a ledger open for writing
-	case check == verifier.CheckLedgerWhole && failed:
+	case check == verifier.CheckExperiment && r.Experiment == nil:
+		return "skipped" // a run from before plans were recorded
+	case (check == verifier.CheckLedgerWhole || check == verifier.CheckExperiment) && failed:
 		return "error" // no verdict: not the broker's failure
 	case failed:
 		return "failed"
@@ -307,5 +310,64 @@ func TestJUnitCoversEveryCheck(t *testing.T) {
 	}
 	if got := statuses(t, data); got["future-check"] != "failed" {
 		t.Fatalf("an unknown check's failure: %v", got)
+	}
+}
+
+// Issue 35, point 6: a check the run set and a re-judge dropped is named
+// in the JUnit file, as a property and in its case's skip message, never
+// only "not set for this verdict"; without a change the skip says only
+// that the check was off.
+func TestJUnitNamesADroppedCheck(t *testing.T) {
+	base := verifier.Result{Driver: "kafka", RunID: "r1", Sent: 1, Acked: 1, Read: 1, ReadBackComplete: true, Verdict: verifier.Pass, Checks: &verifier.Checks{}}
+	change := "--max-no-ack: 1ms at the run, none at this verify"
+	for _, tc := range []struct {
+		name    string
+		changes []string
+		want    bool
+	}{{"dropped at the re-judge", []string{change}, true}, {"off at the run too", nil, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base
+			r.CheckChanges = tc.changes
+			data, err := report.JUnit(&r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s struct {
+				Props []struct {
+					Name  string `xml:"name,attr"`
+					Value string `xml:"value,attr"`
+				} `xml:"properties>property"`
+				Cases []struct {
+					Name    string `xml:"name,attr"`
+					Skipped *struct {
+						Message string `xml:"message,attr"`
+					} `xml:"skipped"`
+				} `xml:"testcase"`
+			}
+			if err := xml.Unmarshal(data, &s); err != nil {
+				t.Fatal(err)
+			}
+			prop := slices.ContainsFunc(s.Props, func(p struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			}) bool {
+				return p.Name == "check_change" && p.Value == change
+			})
+			var msg string
+			for _, c := range s.Cases {
+				if c.Name == "deadline: acks never stop longer than --max-no-ack" && c.Skipped != nil {
+					msg = c.Skipped.Message
+				}
+			}
+			if prop != tc.want || strings.Contains(msg, change) != tc.want || msg == "" {
+				t.Fatalf("property %v, skip message %q; want the change named: %v\n%s", prop, msg, tc.want, data)
+			}
+			// Another check's skip never borrows the change.
+			for _, c := range s.Cases {
+				if c.Skipped != nil && c.Name != "deadline: acks never stop longer than --max-no-ack" && strings.Contains(c.Skipped.Message, "changed") {
+					t.Fatalf("case %q names a change it did not have: %q", c.Name, c.Skipped.Message)
+				}
+			}
+		})
 	}
 }

@@ -53,8 +53,17 @@ func Write(dir string, in Input) error {
 	return nil
 }
 
+// writeFile writes path whole or not at all (a temporary file renamed
+// into place): a report cut short by a kill could say PASS of a verdict
+// that was never finished.
 func writeFile(path, content string) error {
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
@@ -182,8 +191,12 @@ func counts(r *verifier.Result) [][3]string {
 		}
 		return ""
 	}
-	return [][3]string{
-		{"acked lost", fmt.Sprint(r.Lost), bad(r.Lost)},
+	rows := [][3]string{{"acked lost", fmt.Sprint(r.Lost), bad(r.Lost)}}
+	if r.Unread > 0 {
+		// Never lost: acked messages of partitions not read to their end.
+		rows = append(rows, [3]string{"acked unread (partitions not read to their end: not judged)", fmt.Sprint(r.Unread), ""})
+	}
+	return append(rows, [][3]string{
 		{"corrupt", fmt.Sprint(r.Corrupt), bad(r.Corrupt)},
 		{"phantom", fmt.Sprint(r.Phantom), bad(r.Phantom)},
 		{"duplicates", fmt.Sprint(r.Duplicates), ""},
@@ -193,9 +206,9 @@ func counts(r *verifier.Result) [][3]string {
 		{"sent", fmt.Sprint(r.Sent), ""},
 		{"acked", fmt.Sprint(r.Acked), r.AckClassesText()},
 		{"failed", fmt.Sprint(r.Failed), ""},
-		{"shed", fmt.Sprint(r.Shed), ""},
+		{"shed", r.ShedText(), ""},
 		{"read back", fmt.Sprint(r.Read), ""},
-	}
+	}...)
 }
 
 // lossLines are the worst partitions' losses and where every lost,

@@ -70,7 +70,7 @@ func TestRunReadBackFailsLeavesResult(t *testing.T) {
 	r := resultJSON(t, out)
 	resume := "ackcheck verify --out " + out
 	if r.Verdict != verifier.Incomplete || res.Verdict != verifier.Incomplete || r.ReadBackComplete || r.ReadBackError == "" ||
-		r.Resume != resume || r.Acked == 0 || r.LostUnread != r.Acked || len(r.Failures) != 1 || r.Failures[0].Check != verifier.CheckReadBack {
+		r.Resume != resume || r.Acked == 0 || r.Unread != r.Acked || r.Lost != 0 || len(r.Failures) != 1 || r.Failures[0].Check != verifier.CheckReadBack {
 		t.Fatalf("result.json: verdict %s complete %v error %q resume %q acked %d failures %+v", r.Verdict, r.ReadBackComplete, r.ReadBackError, r.Resume, r.Acked, r.Failures)
 	}
 	t.Logf("result.json: verdict %s, reason: %s", r.Verdict, r.Reasons[0])

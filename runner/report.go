@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,16 +61,72 @@ func settingsRows(s Settings, run ledger.RunInfo) [][2]string {
 	return rows
 }
 
-// writeOutputs writes result.json and the reports of a judged run.
+// writeOutputs writes the reports of a judged run, then result.json, the
+// file tools read as the verdict, last; then it removes the last
+// verdict's stale files. Each is written whole or not at all.
 func writeOutputs(out string, res *verifier.Result, run ledger.RunInfo) error {
-	if err := writeJSON(out+"/result.json", res); err != nil {
-		return err
-	}
 	s, err := ReadSettings(out)
 	if err != nil {
 		return err
 	}
-	return report.Write(out, report.Input{Result: res, Settings: settingsRows(s, run)})
+	if err := report.Write(out, report.Input{Result: res, Settings: settingsRows(s, run)}); err != nil {
+		return err
+	}
+	if err := writeJSON(out+"/result.json", res); err != nil {
+		return err
+	}
+	clearStale(out)
+	return nil
+}
+
+// StaleSuffix ends the name of a verdict's file that no longer rests on
+// the evidence beside it (markStale).
+const StaleSuffix = ".stale"
+
+// verdictFiles are what a verdict writes into a run directory beside the
+// evidence (ledger/, reads/) it was judged from.
+func verdictFiles() []string {
+	return append([]string{"result.json", verifier.LostFile, verifier.DuplicatesFile, verifier.ReorderedFile}, report.Files...)
+}
+
+// markStale renames each file of the last verdict to NAME.stale before
+// the evidence it rests on changes (a new read-back replaces reads/, a
+// re-judge rewrites the lists) or once that evidence is found damaged. A
+// verify or report killed or refused after it leaves no file stating a
+// verdict the evidence beside it does not give; matrix and compare find
+// no result.json and count the run as not done.
+func markStale(out string) error {
+	for _, f := range verdictFiles() {
+		p := filepath.Join(out, f)
+		if err := os.Rename(p, p+StaleSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("mark the last verdict's %s stale before its evidence changes: %w", f, err)
+		}
+	}
+	if d, err := os.Open(out); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// clearStale removes the stale files a new verdict, now written whole,
+// replaces.
+func clearStale(out string) {
+	for _, f := range verdictFiles() {
+		os.Remove(filepath.Join(out, f+StaleSuffix))
+	}
+}
+
+// staleAfter marks the last verdict stale because its evidence is
+// damaged (err), and says so in the error.
+func staleAfter(out string, err error) error {
+	if _, serr := os.Stat(filepath.Join(out, "result.json")); serr != nil {
+		return err
+	}
+	if merr := markStale(out); merr != nil {
+		return fmt.Errorf("%w; and the last verdict could not be marked stale: %v", err, merr)
+	}
+	return fmt.Errorf("%w; the last verdict's files (result.json, the reports, the lists) rest on that evidence and were renamed *%s", err, StaleSuffix)
 }
 
 // ReadResult loads the result.json that a run, verify or report left in a
@@ -90,17 +147,25 @@ func ReadResult(out string) (verifier.Result, error) {
 // read-back is in it: no broker is needed) and rewrites result.json and
 // the reports.
 func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.Result, error) {
-	l, run, err := openRun(out)
+	l, run, err := openSingleRun(out)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
 	reads, err := openReads(out)
+	if errors.Is(err, ledger.ErrDamaged) {
+		return nil, staleAfter(out, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if reads != nil {
 		defer reads.Close()
+	}
+	// The lists are rewritten as the verdict is judged: the last
+	// verdict's files go stale first.
+	if err := markStale(out); err != nil {
+		return nil, err
 	}
 	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
 	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)

@@ -244,6 +244,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	run := ledger.RunInfo{
 		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
 		StartOffsets: startOffsets, LoadStart: time.Now(), Checks: checks,
+		Plan: planOf(lc, lopts, cfg.Faults),
 	}
 	if sh := cfg.Shard; sh != nil {
 		run.Shard = &ledger.ShardInfo{Index: sh.Index, Count: sh.Count, ProducerBase: lc.ProducerBase, Rate: lc.Rate}
@@ -294,7 +295,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		loadErr = err
 	}
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
-	run.Shed, run.Errors = lres.Shed, lres.Errors
+	run.Shed, run.Errors, run.Reached = lres.Shed, lres.Errors, lres.Sent+lres.Shed
 	if ac, ok := cfg.Driver.(drivers.AckClasser); ok {
 		run.AckClasses = ac.AckClasses()
 	}
@@ -349,6 +350,22 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		v.Verdict(res)
 	}
 	return res, err
+}
+
+// planOf is the experiment the run is asked for, as its ledger records it
+// before the load: the load's schedule, the ledger's flush interval and
+// the fault schedule's steps.
+func planOf(lc load.Config, lopts ledger.Options, fp *FaultPlan) *ledger.Plan {
+	p := &ledger.Plan{
+		Scheduled: int64(lc.Scheduled()), Rate: lc.Rate, Duration: lc.Duration, Unpaced: lc.Unpaced,
+		MaxInFlight: lc.MaxInFlight, FlushInterval: lopts.FlushIntervalOrDefault(),
+	}
+	if fp != nil {
+		for _, st := range fp.Steps {
+			p.Faults = append(p.Faults, ledger.PlannedFault{At: st.At, Action: string(st.Action), Target: st.Target.String(), Step: st.String()})
+		}
+	}
+	return p
 }
 
 // claimOut claims the run directory before anything else happens:
@@ -659,13 +676,37 @@ func ReadSettings(out string) (Settings, error) {
 // ledger, which replaces ReadsDir only once the read-back has ended (see
 // replaceReads): a verify interrupted before leaves the last read-back
 // and its result.json as they were, and report judges them alike.
+//
+// Everything that can refuse the run directory is checked before the
+// topic is read: a damaged ledger, another run's, a shard's (judged only
+// with the others), run.json changed. A damaged ledger marks the last
+// verdict stale (markStale): the evidence it rests on is gone.
 func Verify(ctx context.Context, out string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
-	l, run, err := openRun(out)
+	l, run, err := openSingleRun(out)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
 	return verify(ctx, out, d, l, run, opts, idle, progress)
+}
+
+// openSingleRun is openRun for a run of its own: a shard's directory is
+// refused (before anything is read), and a damaged ledger marks the last
+// verdict stale.
+func openSingleRun(out string) (*ledger.Ledger, ledger.RunInfo, error) {
+	l, run, err := openRun(out)
+	if errors.Is(err, ledger.ErrDamaged) {
+		return nil, run, staleAfter(out, err)
+	}
+	if err != nil {
+		return nil, run, err
+	}
+	if sh := run.Shard; sh != nil {
+		l.Close()
+		return nil, run, fmt.Errorf("%s is shard %d of %d of run %s: its verdict is judged with every shard's, reading the topic once: "+
+			"`ackcheck verify --out MERGED --shard-dir DIR ...` (MERGED a directory of its own)", out, sh.Index, sh.Count, verifier.RunIDText(run.RunID))
+	}
+	return l, run, nil
 }
 
 // ReadRunInfo reads a run directory's run description from its ledger.
@@ -754,13 +795,17 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 		logf("note: %s", p.Reason)
 	}
 	logf("reading back %s ...", run.Topic)
-	reads, err := readBack(ctx, out, d, run, idle, sentCount(l), logf)
+	judge := func(reads *ledger.Ledger, listDir string) (*verifier.Result, error) {
+		o := opts
+		o.ListDir = listDir // lost.jsonl, unread.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
+		return verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, o)
+	}
+	reads, err := readBack(ctx, out, d, run, idle, sentCount(l), logf, judge)
 	if err != nil {
 		return nil, err
 	}
 	defer reads.Close()
-	opts.ListDir = out // lost.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
-	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, opts)
+	res, err := judge(reads, out)
 	if err != nil {
 		return nil, err
 	}
@@ -777,7 +822,9 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 // judged from, as report judges it again. A read-back that fails leaves
 // the last one, and the result judged from it, as they were: an
 // interrupted verify must not leave a result.json whose evidence is gone.
-func readBack(ctx context.Context, out string, d drivers.Driver, run ledger.RunInfo, idle time.Duration, sent int64, logf func(string, ...any)) (*ledger.Ledger, error) {
+// So does a read-back that adds nothing proven to the run directory's
+// verdict (keepProven, which judges the staged read-back with judge).
+func readBack(ctx context.Context, out string, d drivers.Driver, run ledger.RunInfo, idle time.Duration, sent int64, logf func(string, ...any), judge judgeFunc) (*ledger.Ledger, error) {
 	staged, err := freshLedger(stagedReadsDir(out), sent)
 	if err != nil {
 		return nil, err
@@ -792,10 +839,55 @@ func readBack(ctx context.Context, out string, d drivers.Driver, run ledger.RunI
 		return nil, err
 	}
 	logf("read %d records in %s", rb.Records, time.Since(start).Round(time.Millisecond))
+	if err := keepProven(out, rb, judge); err != nil {
+		os.RemoveAll(stagedReadsDir(out))
+		return nil, err
+	}
 	if err := replaceReads(out); err != nil {
 		return nil, err
 	}
 	return openReads(out)
+}
+
+// judgeFunc judges a read-back's ledger beside the run's, writing the
+// lists of failing messages into listDir ("" writes none).
+type judgeFunc func(reads *ledger.Ledger, listDir string) (*verifier.Result, error)
+
+// ErrNothingAdded is returned (wrapped, with the reason) by a verify whose
+// read-back did not finish and proves nothing the run directory's verdict
+// does not (verifier.Adds): the run directory is left as it was.
+var ErrNothingAdded = errors.New("this verify added nothing proven, and changed nothing")
+
+// keepProven decides, before the staged read-back replaces anything,
+// whether it adds to the verdict the run directory holds: a read-back
+// that did not finish is judged (no lists written) beside the earlier
+// result.json, and when it adds nothing proven the earlier verdict and
+// everything judged with it stay as they are (ErrNothingAdded). A
+// finished read-back, or a run directory without a readable result.json,
+// is not held back.
+func keepProven(out string, rb verifier.ReadBackReport, judge judgeFunc) error {
+	if judge == nil || rb.Complete || rb.TopicGone {
+		return nil
+	}
+	earlier, err := ReadResult(out)
+	if err != nil {
+		return nil // nothing proven to keep
+	}
+	staged, err := ledger.OpenReadOnly(stagedReadsDir(out), ledger.Options{})
+	if err != nil {
+		return fmt.Errorf("the read-back's ledger: %w", err)
+	}
+	next, err := judge(staged, "")
+	if cerr := staged.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if adds, why := verifier.Adds(&earlier, next); !adds {
+		return fmt.Errorf("%w: %s. Run `ackcheck verify --out %s` again when the brokers answer", ErrNothingAdded, why, shellQuote(out))
+	}
+	return nil
 }
 
 // sentCount is how many sends a run ledger holds: what sizes its
@@ -828,12 +920,12 @@ func freshLedger(dir string, expected int64) (*ledger.Ledger, error) {
 }
 
 // replaceReads puts the staged read-back in ReadsDir's place. The
-// result.json judged from the read-back it replaces goes first: from
-// here on it would describe evidence that is gone.
+// verdict judged from the read-back it replaces is marked stale first
+// (markStale): from here on it would describe evidence that is gone.
 func replaceReads(out string) error {
 	dir, old := ReadsDir(out), ReadsDir(out)+".old"
-	if err := os.Remove(filepath.Join(out, "result.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove the last verdict, judged from the read-back this one replaces: %w", err)
+	if err := markStale(out); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(old); err != nil {
 		return fmt.Errorf("remove %s: %w", old, err)
@@ -965,7 +1057,7 @@ func settleWith(resume string, res *verifier.Result, logf func(string, ...any)) 
 		res.Failures[i].Message = strings.Replace(res.Failures[i].Message, verifier.ResumeHint, finish, 1)
 	}
 	logf("the read-back did not finish (%d of %d acked messages read so far): verdict %s; finish it with `%s` when the brokers answer",
-		res.Acked-res.Lost, res.Acked, res.Verdict, res.Resume)
+		res.Acked-res.Lost-res.Unread, res.Acked, res.Verdict, res.Resume)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs quoting.

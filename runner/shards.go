@@ -364,13 +364,17 @@ func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timeli
 		}
 	}
 	logf("reading back %s once for %d shards ...", run.Topic, run.Shard.Count)
-	reads, err := readBack(ctx, out, d, run, idle, sent, logf)
+	judge := func(reads *ledger.Ledger, listDir string) (*verifier.Result, error) {
+		o := opts
+		o.ListDir = listDir
+		return verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards, Timeline: timeline}, o)
+	}
+	reads, err := readBack(ctx, out, d, run, idle, sent, logf, judge)
 	if err != nil {
 		return nil, err
 	}
 	defer reads.Close()
-	opts.ListDir = out
-	res, err := verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards, Timeline: timeline}, opts)
+	res, err := judge(reads, out)
 	if err != nil {
 		return nil, err
 	}

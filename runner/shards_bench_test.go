@@ -92,8 +92,8 @@ func TestShardThroughputFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		took := res.LoadEnd.Sub(res.LoadStart).Seconds()
-		t.Logf("%d shard(s): verdict %s, %d acked of %d sent, %.0f acked/s over the load (%.1fs), shed %d, %.1f CPU-s per 1M acked (shards and kfake, one process)",
-			n, res.Verdict, res.Acked, res.Sent, float64(res.Acked)/took, took, res.Shed, cpu/float64(res.Acked)*1e6)
+		t.Logf("%d shard(s): verdict %s, %d acked of %d sent, %.0f acked/s over the load (%.1fs), shed %s, %.1f CPU-s per 1M acked (shards and kfake, one process)",
+			n, res.Verdict, res.Acked, res.Sent, float64(res.Acked)/took, took, res.ShedText(), cpu/float64(res.Acked)*1e6)
 	}
 }
 

@@ -80,6 +80,13 @@ const steadyStart = time.Second
 
 func (a FsyncAudit) steadyEnd() time.Duration { return max(a.LossAt-2*time.Second, 2*steadyStart) }
 
+// NewResult is the audit's result before any setting ran: its name and
+// the bounds of the steady state it compares. Run starts from it, and so
+// does a caller that runs the settings one at a time (RunSetting).
+func (a FsyncAudit) NewResult() *AuditResult {
+	return &AuditResult{Scenario: a.Name(), LossAtS: a.LossAt.Seconds(), SteadyEndS: a.steadyEnd().Seconds()}
+}
+
 // Name is the scenario's hierarchical name.
 func (a FsyncAudit) Name() string {
 	if a.Broker == "" {
@@ -157,7 +164,7 @@ func (a FsyncAudit) Run(ctx context.Context, base runner.Config, logf func(strin
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	res := &AuditResult{Scenario: a.Name(), LossAtS: a.LossAt.Seconds(), SteadyEndS: a.steadyEnd().Seconds()}
+	res := a.NewResult()
 	for _, s := range a.Settings {
 		row, err := a.runSetting(ctx, base, s, logf)
 		if err != nil {
@@ -206,7 +213,7 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 		return AuditRow{}, err
 	}
 	row := AuditRow{Setting: s, Out: cfg.Out, Topic: cfg.Topic.Name, Acked: r.Acked,
-		Lost: r.Lost - r.LostUnread, Unread: r.LostUnread, Verdict: r.Verdict, LongestNoAckMs: r.LongestNoAckMs, Publish: r.Publish, E2E: r.E2E,
+		Lost: r.Lost, Unread: r.Unread, Verdict: r.Verdict, LongestNoAckMs: r.LongestNoAckMs, Publish: r.Publish, E2E: r.E2E,
 		PowerLoss: "not recorded", ReadyMs: -1, InSyncMs: -1}
 	if len(r.AckMeanings) > 0 {
 		row.AckMeaning = r.AckMeanings[0].Meaning
@@ -238,6 +245,8 @@ func finding(s AuditSetting, r AuditRow) (bool, string) {
 		// What was not read is neither lost nor kept: the loss count of a
 		// setting is only comparable once every partition was read.
 		return false, fmt.Sprintf("No conclusion yet: the read-back did not finish; %d acked messages are not read so far and %d are proven lost. Run `ackcheck verify --out %s` when the brokers answer.", r.Unread, r.Lost, r.Out)
+	case r.Verdict == verifier.Aborted:
+		return false, fmt.Sprintf("No conclusion: the run is not the experiment it was asked for (its load stopped early or a fault did not fire): %d acked messages not read back prove nothing about the setting.", r.Lost)
 	case r.Verdict == verifier.Unproven:
 		return false, fmt.Sprintf("No conclusion: the run's ledger cannot be proven whole, so what was not read back is no proof of a loss (%d acked messages not read back).", r.Lost)
 	case s.ExpectLoss && r.Lost > 0:

@@ -5,11 +5,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
+// twoSettings is an audit of two settings as a broker's profile declares
+// them (Kafka's, here): one whose acks do not wait for fsync, expected to
+// lose in a power loss, and one that fsyncs before acking.
+func twoSettings() []AuditSetting {
+	return AuditSettings(drivers.Durability{Settings: []drivers.DurabilitySetting{
+		{Name: "default", Label: "default (no fsync per message)", ExpectLoss: true, Why: "an ack does not wait for fsync"},
+		{Name: "flush1", Label: "flush.messages=1 (fsync every message)", TopicConfigs: map[string]string{"flush.messages": "1"},
+			Why: "each replica fsyncs an append before it counts"},
+	}}, nil)
+}
+
 func TestAuditFinding(t *testing.T) {
-	lossy, safe := auditSettings(kafkaProfile, nil)[0], auditSettings(kafkaProfile, nil)[1]
+	lossy, safe := twoSettings()[0], twoSettings()[1]
 	tests := []struct {
 		name    string
 		s       AuditSetting
@@ -44,8 +56,8 @@ func TestAuditFinding(t *testing.T) {
 
 func TestAuditMarkdown(t *testing.T) {
 	a := FsyncAudit{LossAt: 10 * time.Second}
-	res := &AuditResult{Scenario: a.Name(), LossAtS: 10, SteadyEndS: a.steadyEnd().Seconds()}
-	for i, s := range auditSettings(kafkaProfile, nil) {
+	res := a.NewResult()
+	for i, s := range twoSettings() {
 		row := AuditRow{Setting: s, Out: "runs/a/" + s.Name, Acked: 1000, Lost: int64(500 * (1 - i)), PowerLoss: "applied",
 			SteadyPublish: verifier.Latency{Count: 1, P50: float64(2 + 6*i), P99: float64(10 + 30*i), Max: 50},
 			NodeLoss:      map[int32]string{2: "x", 1: "y"}}

@@ -124,7 +124,6 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		RunID:            RunIDText(run.RunID),
 		Driver:           run.Driver,
 		Topic:            run.Topic,
-		Shed:             run.Shed,
 		RecordsRead:      rb.Records,
 		Foreign:          rb.Foreign,
 		OtherRun:         rb.OtherRun,
@@ -135,6 +134,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		ReadBackError:    rb.Error,
 		TopicGone:        rb.TopicGone,
 		ReadBackS:        rb.Took.Seconds(),
+		ReadBackAt:       rb.At,
 		ReadBackNotes:    rb.Notes,
 		Errors:           run.Errors,
 		Samples:          map[string][]Sample{},
@@ -156,7 +156,9 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	}
 	defer inv.abort() // no-op once finished
 	cls := newClassifier(res, run, src.sentThru, opts.MaxSamples)
+	cls.window = &src.window
 	cls.unread = unreadPartitions(rb)
+	cls.logStart = logStartOf(rb)
 	cls.inv = inv
 	tl := newTimelines(run, opts.Window, ft)
 	var h history
@@ -200,6 +202,14 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	if ct := run.CallbackTime; ct != nil {
 		us := func(v int64) float64 { return float64(v) / 1000 }
 		res.CallbackTime = Latency{Count: ct.Count, P50: us(ct.P50Us), P99: us(ct.P99Us), Max: us(ct.MaxUs)}
+	}
+	if src.shedKnown() {
+		shed := run.Shed
+		res.Shed = &shed
+	}
+	res.Experiment = src.experiment()
+	if n := res.UnrecordedPastWindow; n > 0 {
+		res.unprove(src.window.pastWindowWhy(n))
 	}
 	res.Shards = src.shards
 	src.noteIdleShards(res)

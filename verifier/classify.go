@@ -15,10 +15,16 @@ type classifier struct {
 	res        *Result
 	run        ledger.RunInfo
 	sentThru   map[uint32]uint64 // per producer, one past the highest committed Send
+	window     *crashWindow      // which reads without a recorded send a crash explains
 	maxSamples int
 	// unread are the partitions the read-back did not read to their end:
-	// a message acked there and not read is not shown lost (LostUnread).
+	// a message acked there and not read is not shown lost (Unread).
 	unread func(partition int32) bool
+	// logStart says where a partition's log begins when the read-back
+	// found it begins past the run's start (ReadBackReport.LogStarts): an
+	// acked message below it is lost even in a partition not read to its
+	// end, since no read can find it there any more.
+	logStart func(partition int32) (int64, bool)
 
 	started    bool
 	producer   uint32
@@ -27,8 +33,11 @@ type classifier struct {
 	inv        *investigation // lists and sums the failing messages
 }
 
+// newClassifier counts into res. Its crash window is run's own without
+// a flush clock (no end); Check sets the one its ledgers give.
 func newClassifier(res *Result, run ledger.RunInfo, sentThru map[uint32]uint64, maxSamples int) *classifier {
-	return &classifier{res: res, run: run, sentThru: sentThru, maxSamples: maxSamples, lastOffset: map[int32]int64{}}
+	w := &crashWindow{segs: []crashSegment{{hi: uint32(run.Producers), clean: run.Clean, plan: run.Plan, start: run.LoadStart}}}
+	return &classifier{res: res, run: run, sentThru: sentThru, window: w, maxSamples: maxSamples, lastOffset: map[int32]int64{}}
 }
 
 func (c *classifier) sample(class string, s Sample) {
@@ -74,10 +83,16 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 	if !h.sent {
 		if valid > 0 {
 			// A send the ledger lost in the crash window of a run whose
-			// ackcheck died is "unrecorded"; any other is a phantom.
-			if !c.run.Clean && int(h.producer) < c.run.Producers && h.seq >= c.sentThru[h.producer] {
+			// ackcheck died is "unrecorded"; one past the window makes the
+			// ledger unproven; any other is a phantom (crashwindow.go).
+			switch c.window.place(h.producer, h.seq, c.sentThru[h.producer], first.Time) {
+			case inWindow:
 				res.Unrecorded++
-			} else {
+			case pastWindow:
+				res.Unrecorded++
+				res.UnrecordedPastWindow++
+				c.sample("unrecorded past the crash window", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+			default:
 				res.Phantom++
 				c.sample("phantom", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
 			}
@@ -102,12 +117,25 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 
 	if valid == 0 {
 		if h.acked {
+			var logStart int64 // > 0: the log now begins past the acked offset
+			if c.logStart != nil && h.ack.Offset >= 0 {
+				if ls, ok := c.logStart(h.ack.Partition); ok && h.ack.Offset < ls {
+					logStart = ls
+				}
+			}
+			if logStart == 0 && c.unread != nil && c.unread(h.ack.Partition) {
+				// Not read, and perhaps in what was not read: not shown
+				// lost, and never counted or listed as lost.
+				res.Unread++
+				c.inv.addUnread(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time)
+				return true, false
+			}
 			res.Lost++
-			if c.unread != nil && c.unread(h.ack.Partition) {
-				res.LostUnread++
+			if logStart > 0 {
+				res.LostBelowLogStart++
 			}
 			c.sample("lost", Sample{ID: id.String(), Partition: h.ack.Partition, Offset: h.ack.Offset})
-			c.inv.addLost(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time)
+			c.inv.addLost(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time, logStart)
 			return true, true
 		}
 		res.NotWritten++

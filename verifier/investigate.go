@@ -27,7 +27,10 @@ import (
 //   - when Options.ListDir is set, writes every lost message to lost.jsonl,
 //     every duplicate to duplicates.jsonl and every reordered message to
 //     reordered.jsonl in that directory, one JSON object a line, in message
-//     ID order. Files are written whole each time (an empty file: none).
+//     ID order, and every acked message not read from a partition the
+//     read-back did not read to its end to unread.jsonl (not lost: not
+//     judged yet; UnreadByPartition sums them as LostByPartition does the
+//     lost). Files are written whole each time (an empty file: none).
 //     Options.ListMax caps each file; a capped file ends with a line
 //     {"capped":true,...} and Result.Listings says so too.
 //
@@ -38,7 +41,16 @@ const (
 	LostFile       = "lost.jsonl"
 	DuplicatesFile = "duplicates.jsonl"
 	ReorderedFile  = "reordered.jsonl"
+	// UnreadFile lists the acked messages not read back from partitions
+	// the read-back did not read to their end (Result.Unread): not shown
+	// lost, so never in lost.jsonl. Its lines are LostLines with Unread
+	// set.
+	UnreadFile = "unread.jsonl"
 )
+
+// ClassUnread is the Listing.Class of unread.jsonl. It is no check: an
+// unread message fails nothing, it is only not judged yet.
+const ClassUnread = "unread"
 
 // PartitionLoss sums one partition's lost messages.
 type PartitionLoss struct {
@@ -98,6 +110,14 @@ type LostLine struct {
 	// how long before: "partition node:2 (since 30.0 s), ended 1.7 s
 	// before the ack".
 	AfterFault string `json:"after_fault,omitempty"`
+	// BelowLogStart: the partition's log now begins at LogStart, past the
+	// acked offset: the message was deleted (DeleteRecords, retention),
+	// and no read can find it there.
+	BelowLogStart bool  `json:"below_log_start,omitempty"`
+	LogStart      int64 `json:"log_start,omitempty"`
+	// Unread (in unread.jsonl only): the message was not read, and its
+	// partition was not read to its end: not shown lost.
+	Unread bool `json:"unread,omitempty"`
 }
 
 // DuplicateLine is one line of duplicates.jsonl: the message's first copy
@@ -247,18 +267,22 @@ type investigation struct {
 	loadStart time.Time
 	spells    []spell
 	byPart    map[int32]*PartitionLoss
+	unreadBy  map[int32]*PartitionLoss
 	lost      jsonl
 	dups      jsonl
 	reorders  jsonl
+	unread    jsonl
 }
 
 // newInvestigation starts the listings in dir ("" writes none; Total is
 // counted still) capped at max lines each (0: no cap).
 func newInvestigation(dir string, max int, loadStart time.Time, recs []faults.Record) (*investigation, error) {
-	inv := &investigation{loadStart: loadStart, spells: faultSpells(recs, loadStart), byPart: map[int32]*PartitionLoss{},
+	inv := &investigation{loadStart: loadStart, spells: faultSpells(recs, loadStart),
+		byPart: map[int32]*PartitionLoss{}, unreadBy: map[int32]*PartitionLoss{},
 		lost:     jsonl{listing: Listing{File: LostFile, Class: CheckLost}, max: int64(max)},
 		dups:     jsonl{listing: Listing{File: DuplicatesFile, Class: CheckDuplicates}, max: int64(max)},
-		reorders: jsonl{listing: Listing{File: ReorderedFile, Class: CheckReordered}, max: int64(max)}}
+		reorders: jsonl{listing: Listing{File: ReorderedFile, Class: CheckReordered}, max: int64(max)},
+		unread:   jsonl{listing: Listing{File: UnreadFile, Class: ClassUnread}, max: int64(max)}}
 	if dir == "" {
 		return inv, nil
 	}
@@ -274,23 +298,45 @@ func newInvestigation(dir string, max int, loadStart time.Time, recs []faults.Re
 	return inv, nil
 }
 
-func (inv *investigation) files() []*jsonl { return []*jsonl{&inv.lost, &inv.dups, &inv.reorders} }
+func (inv *investigation) files() []*jsonl {
+	return []*jsonl{&inv.lost, &inv.dups, &inv.reorders, &inv.unread}
+}
 
 func (inv *investigation) seconds(t int64) float64 {
 	return float64(t-inv.loadStart.UnixNano()) / float64(time.Second)
 }
 
 // addLost records a lost message: sent at sent, acked at acked (Unix ns)
-// at partition/offset.
-func (inv *investigation) addLost(id string, partition int32, offset, sent, acked int64) {
+// at partition/offset; logStart > 0 is where the partition's log now
+// begins, past offset.
+func (inv *investigation) addLost(id string, partition int32, offset, sent, acked, logStart int64) {
 	if inv == nil {
 		return
 	}
-	pl := inv.byPart[partition]
+	l := inv.sum(inv.byPart, id, partition, offset, sent, acked)
+	l.BelowLogStart, l.LogStart = logStart > 0, logStart
+	inv.lost.write(l)
+}
+
+// addUnread records an acked message not read from a partition not read
+// to its end, as addLost does a lost one, apart from them.
+func (inv *investigation) addUnread(id string, partition int32, offset, sent, acked int64) {
+	if inv == nil {
+		return
+	}
+	l := inv.sum(inv.unreadBy, id, partition, offset, sent, acked)
+	l.Unread = true
+	inv.unread.write(l)
+}
+
+// sum counts a message not read back into its partition's sums in by,
+// and returns its line.
+func (inv *investigation) sum(by map[int32]*PartitionLoss, id string, partition int32, offset, sent, acked int64) LostLine {
+	pl := by[partition]
 	sentS := inv.seconds(sent)
 	if pl == nil {
 		pl = &PartitionLoss{FirstOffset: offset, LastOffset: offset, FirstSentS: sentS, LastSentS: sentS, AckedWhile: map[string]int64{}}
-		inv.byPart[partition] = pl
+		by[partition] = pl
 	}
 	pl.Count++
 	if offset >= 0 && (pl.FirstOffset < 0 || offset < pl.FirstOffset) {
@@ -315,8 +361,8 @@ func (inv *investigation) addLost(id string, partition int32, offset, sent, acke
 		after = strings.Join(parts, "; ")
 	}
 	pl.AckedWhile[key]++
-	inv.lost.write(LostLine{ID: id, Partition: partition, AckedOffset: offset,
-		SentAt: time.Unix(0, sent).UTC(), SentS: sentS, AckedAt: time.Unix(0, acked).UTC(), AckedS: inv.seconds(acked), InForce: forces, AfterFault: after})
+	return LostLine{ID: id, Partition: partition, AckedOffset: offset,
+		SentAt: time.Unix(0, sent).UTC(), SentS: sentS, AckedAt: time.Unix(0, acked).UTC(), AckedS: inv.seconds(acked), InForce: forces, AfterFault: after}
 }
 
 func (inv *investigation) addDuplicate(l DuplicateLine, sent int64) {
@@ -340,6 +386,9 @@ func (inv *investigation) addReordered(l ReorderedLine, sent int64) {
 func (inv *investigation) finish(dir string, res *Result) error {
 	if len(inv.byPart) > 0 {
 		res.LostByPartition = inv.byPart
+	}
+	if len(inv.unreadBy) > 0 {
+		res.UnreadByPartition = inv.unreadBy
 	}
 	var errs []string
 	for _, j := range inv.files() {

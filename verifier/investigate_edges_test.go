@@ -107,9 +107,9 @@ func TestInvestigationListsUncapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv.addLost("a", 0, -1, s(3), s(4))
-	inv.addLost("b", 0, 0, s(1), s(2))
-	inv.addLost("c", 0, 5, s(2), s(3))
+	inv.addLost("a", 0, -1, s(3), s(4), 0)
+	inv.addLost("b", 0, 0, s(1), s(2), 0)
+	inv.addLost("c", 0, 5, s(2), s(3), 0)
 	inv.addDuplicate(DuplicateLine{ID: "d", Partition: 1, Offset: 5, OtherOffsets: []int64{9}}, s(2.5))
 	res := &Result{}
 	if err := inv.finish(dir, res); err != nil {
@@ -122,6 +122,7 @@ func TestInvestigationListsUncapped(t *testing.T) {
 		{File: LostFile, Class: CheckLost, Listed: 3, Total: 3},
 		{File: DuplicatesFile, Class: CheckDuplicates, Listed: 1, Total: 1},
 		{File: ReorderedFile, Class: CheckReordered},
+		{File: UnreadFile, Class: ClassUnread},
 	}
 	if !reflect.DeepEqual(res.Listings, want) {
 		t.Errorf("listings %+v, want %+v", res.Listings, want)
@@ -269,7 +270,7 @@ func TestInvestigationFinishFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv.addLost("a", 0, 1, 1, 2)
+	inv.addLost("a", 0, 1, 1, 2, 0)
 	inv.addDuplicate(DuplicateLine{ID: "d"}, 1)
 	res := &Result{}
 	err = inv.finish(dir, res)
@@ -279,7 +280,7 @@ func TestInvestigationFinishFails(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, LostFile+".tmp")); !os.IsNotExist(err) {
 		t.Errorf("%s.tmp left behind (%v)", LostFile, err)
 	}
-	want := []Listing{{File: DuplicatesFile, Class: CheckDuplicates, Listed: 1, Total: 1}, {File: ReorderedFile, Class: CheckReordered}}
+	want := []Listing{{File: DuplicatesFile, Class: CheckDuplicates, Listed: 1, Total: 1}, {File: ReorderedFile, Class: CheckReordered}, {File: UnreadFile, Class: ClassUnread}}
 	if !reflect.DeepEqual(res.Listings, want) {
 		t.Errorf("listings %+v, want %+v", res.Listings, want)
 	}

@@ -46,11 +46,11 @@ func TestInvestigationAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv.addLost("a", 3, 40, s(5), s(12))  // acked in the pause
-	inv.addLost("b", 3, -1, s(2), s(25))  // no offset known
-	inv.addLost("c", 3, 38, s(9), s(10))  // acked at the pause's first instant
-	inv.addLost("d", 3, 45, s(11), s(20)) // acked at the resume: no longer in force
-	inv.addLost("e", 1, 7, s(3), s(4))
+	inv.addLost("a", 3, 40, s(5), s(12), 0)  // acked in the pause
+	inv.addLost("b", 3, -1, s(2), s(25), 0)  // no offset known
+	inv.addLost("c", 3, 38, s(9), s(10), 0)  // acked at the pause's first instant
+	inv.addLost("d", 3, 45, s(11), s(20), 0) // acked at the resume: no longer in force
+	inv.addLost("e", 1, 7, s(3), s(4), 0)
 	res := &Result{}
 	if err := inv.finish(dir, res); err != nil {
 		t.Fatal(err)
@@ -98,14 +98,14 @@ func TestInvestigationAccount(t *testing.T) {
 	// No cap: every message listed.
 	inv, _ = newInvestigation(t.TempDir(), 0, start, nil)
 	for i := 0; i < 3; i++ {
-		inv.addLost("x", 0, int64(i), s(1), s(2))
+		inv.addLost("x", 0, int64(i), s(1), s(2), 0)
 	}
 	if inv.lost.listing.Listed != 3 || inv.lost.listing.Total != 3 {
 		t.Errorf("uncapped: listed %d of %d", inv.lost.listing.Listed, inv.lost.listing.Total)
 	}
 	// No directory: nothing written, everything counted.
 	inv, _ = newInvestigation("", 0, start, nil)
-	inv.addLost("x", 0, 1, s(1), s(2))
+	inv.addLost("x", 0, 1, s(1), s(2), 0)
 	if inv.lost.f != nil || inv.lost.listing.Total != 1 || inv.lost.listing.Listed != 0 {
 		t.Errorf("without a directory: file %v, listed %d of %d", inv.lost.f, inv.lost.listing.Listed, inv.lost.listing.Total)
 	}
@@ -132,12 +132,12 @@ func TestLossAckedSoonAfterAFaultEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv.addLost("in-cut", 0, 1, s(9), s(15))       // in force
-	inv.addLost("at-heal", 0, 2, s(9), s(20))      // the heal's instant: ended 0 s before
-	inv.addLost("after-heal", 0, 3, s(9), s(21.7)) // the old leader's late ack
-	inv.addLost("edge", 0, 4, s(9), s(50))         // 30 s after the heal, 10 s after the restart: both, the restart first
-	inv.addLost("late", 0, 5, s(9), s(70.5))       // 30.5 s after the restart: beyond the window
-	inv.addLost("before", 0, 6, s(1), s(5))        // before any fault
+	inv.addLost("in-cut", 0, 1, s(9), s(15), 0)       // in force
+	inv.addLost("at-heal", 0, 2, s(9), s(20), 0)      // the heal's instant: ended 0 s before
+	inv.addLost("after-heal", 0, 3, s(9), s(21.7), 0) // the old leader's late ack
+	inv.addLost("edge", 0, 4, s(9), s(50), 0)         // 30 s after the heal, 10 s after the restart: both, the restart first
+	inv.addLost("late", 0, 5, s(9), s(70.5), 0)       // 30.5 s after the restart: beyond the window
+	inv.addLost("before", 0, 6, s(1), s(5), 0)        // before any fault
 	res := &Result{}
 	if err := inv.finish(dir, res); err != nil {
 		t.Fatal(err)

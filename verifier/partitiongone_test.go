@@ -88,8 +88,8 @@ func TestPartitionGoneIsJudged(t *testing.T) {
 				t.Fatal(err)
 			}
 			noted := strings.Contains(rb.Notes[1], "partition 1 of t does not exist any more")
-			if len(rb.Unread) != 0 || noted != (tc.lost > 0) || res.Lost != tc.lost || res.LostUnread != 0 || (res.Verdict == Fail) != (tc.lost > 0) {
-				t.Fatalf("unread %v, notes %v; lost %d (unread %d), verdict %s %v", rb.Unread, rb.Notes, res.Lost, res.LostUnread, res.Verdict, res.Reasons)
+			if len(rb.Unread) != 0 || noted != (tc.lost > 0) || res.Lost != tc.lost || res.Unread != 0 || (res.Verdict == Fail) != (tc.lost > 0) {
+				t.Fatalf("unread %v, notes %v; lost %d (unread %d), verdict %s %v", rb.Unread, rb.Notes, res.Lost, res.Unread, res.Verdict, res.Reasons)
 			}
 			if tc.lost > 0 && !slices.ContainsFunc(res.Failures, func(f Failure) bool { return f.Check == CheckLost }) {
 				t.Fatalf("failures %+v", res.Failures)

@@ -76,6 +76,23 @@ type ReadBackReport struct {
 	// before it was kept: then every partition of an incomplete read-back
 	// counts as unread (unreadPartitions).
 	Unread []int32 `json:"unread"`
+	// LogStarts are, for the partitions whose log now begins past the
+	// offset the run's read would begin at, where it begins
+	// (drivers.LogStarter): the records below were deleted (DeleteRecords,
+	// retention) and cannot be read. The read-back begins there, and an
+	// acked message whose acked offset lies below it is lost, whether or
+	// not the rest of its partition was read (Result.LostBelowLogStart).
+	// Empty for a driver that cannot say.
+	LogStarts map[int32]int64 `json:"log_starts,omitempty"`
+}
+
+// logStartOf returns where rb found partition p's log to begin, when it
+// begins past the run's start (see ReadBackReport.LogStarts).
+func logStartOf(rb ReadBackReport) func(int32) (int64, bool) {
+	return func(p int32) (int64, bool) {
+		ls, ok := rb.LogStarts[p]
+		return ls, ok
+	}
 }
 
 // unreadPartitions reports whether rb did not read a partition to its
@@ -161,15 +178,9 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 			rep.Notes[p] = fmt.Sprintf("log ends at %d, before the %d it had when the load started", end, start)
 		}
 	}
+	logStarts(ctx, d, run.Topic, &rep, from, to)
 	var recErr error
-	// When a copy was read is kept to the nearest 256 records: a clock
-	// read per record was a tenth of the read-back's cost (bench --peer),
-	// and nothing judges by it.
-	var readAt int64
 	reads, err := d.Read(ctx, drivers.ReadSpec{Topic: run.Topic, From: from, To: to, IdleTimeout: idle}, func(r drivers.Record) error {
-		if rep.Records%256 == 0 {
-			readAt = time.Now().UnixNano()
-		}
 		rep.Records++
 		dm := message.Decode(r.Value, run.RunID)
 		switch {
@@ -182,7 +193,7 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 		}
 		recErr = into.Record(ledger.Read, ledger.Event{
 			Producer: dm.ID.Producer, Seq: dm.ID.Seq, Partition: r.Pos.Partition, Offset: r.Pos.Offset,
-			Time: readAt, Status: uint8(dm.Status),
+			Time: dm.Intended.UnixNano(), Status: uint8(dm.Status),
 		})
 		return recErr
 	})
@@ -232,6 +243,43 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 		return rep, err
 	}
 	return rep, nil
+}
+
+// logStarts asks a driver that can say it (drivers.LogStarter) where each
+// partition's log begins, and moves from past what was deleted: a read
+// that began below the log start would wait forever at an offset that no
+// longer exists (a partition deleted to its end), or, on a broker that
+// skips ahead, read as if the deleted records had never been acked. Each
+// partition whose log begins past from is recorded in rep.LogStarts and
+// noted. A driver that cannot say, or a request that fails, leaves from
+// as it was, as before: a partition deleted to its end then does not
+// finish (its acked messages are unread, the verdict incomplete, never
+// PASS), and one deleted in part fails on what its read misses.
+func logStarts(ctx context.Context, d drivers.Driver, topic string, rep *ReadBackReport, from, to map[int32]int64) {
+	ls, ok := d.(drivers.LogStarter)
+	if !ok || len(from) == 0 {
+		return
+	}
+	starts, err := ls.StartOffsets(ctx, topic)
+	if err != nil {
+		return
+	}
+	for p, f := range from {
+		start, ok := starts[p]
+		if !ok || start <= f {
+			continue
+		}
+		if rep.LogStarts == nil {
+			rep.LogStarts = map[int32]int64{}
+		}
+		rep.LogStarts[p] = start
+		from[p] = min(start, to[p])
+		note := fmt.Sprintf("the log begins at offset %d, past the %d the read began at: the records below it were deleted (DeleteRecords or retention), and acked messages below it are lost", start, f)
+		if old, ok := rep.Notes[p]; ok {
+			note = old + "; " + note
+		}
+		rep.Notes[p] = note
+	}
 }
 
 // noteUnfinished notes, for each partition of from that a failed read did

@@ -79,14 +79,16 @@ func (d *deliveringTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn fu
 	return rep, nil
 }
 
-// Every copy read back is counted, and recorded with the time it was read
-// (kept to the nearest 256 records, never missing: end-to-end latency is
-// measured to it), from the first copy on.
+// Every copy read back is counted, and recorded with the intended send
+// time it carries, from the first copy on: a read whose send the ledger
+// lacks is held to the crash window by that time (classify.go).
 func TestReadBackRecordsEachCopyWithItsTime(t *testing.T) {
 	const n = 300
 	d := &deliveringTopic{spyTopic: spyTopic{ends: map[int32]int64{0: n}}}
+	sent := time.Unix(0, 1_700_000_000_000_000_000)
+	intended := func(seq uint64) time.Time { return sent.Add(time.Duration(seq) * time.Millisecond) }
 	for i := range n {
-		v := message.Encode(nil, message.ID{Run: 7, Producer: 0, Seq: uint64(i)}, time.Now(), 64)
+		v := message.Encode(nil, message.ID{Run: 7, Producer: 0, Seq: uint64(i)}, intended(uint64(i)), 64)
 		d.recs = append(d.recs, drivers.Record{Pos: drivers.Position{Partition: 0, Offset: int64(i)}, Value: v})
 	}
 	l, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
@@ -94,9 +96,7 @@ func TestReadBackRecordsEachCopyWithItsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	before := time.Now().UnixNano()
 	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: map[int32]int64{0: 0}}, time.Second)
-	after := time.Now().UnixNano()
 	if err != nil || rep.Records != n || !rep.Complete {
 		t.Fatalf("err %v, records %d, complete %v; want %d, complete", err, rep.Records, rep.Complete, n)
 	}
@@ -112,8 +112,8 @@ func TestReadBackRecordsEachCopyWithItsTime(t *testing.T) {
 			break
 		}
 		for _, e := range run {
-			if e.Time < before || e.Time > after {
-				t.Fatalf("copy %d read at %d, outside the read-back (%d to %d)", e.Seq, e.Time, before, after)
+			if want := intended(e.Seq).UnixNano(); e.Time != want {
+				t.Fatalf("copy %d recorded with time %d, want the intended send time it carries, %d", e.Seq, e.Time, want)
 			}
 			got++
 		}

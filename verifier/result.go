@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ackcheck/ackcheck/ledger"
@@ -18,11 +19,18 @@ import (
 // Unproven is neither too: the run's ledger could not be proven whole
 // (ledger.Proof), so a PASS cannot be given from it; a loss it does
 // prove (an ack it holds, not read back) is Fail all the same.
+//
+// Aborted is neither as well: the run was not the experiment it was
+// asked for (its load stopped before the schedule's end, or a scheduled
+// fault never fired; see Experiment), so "nothing lost" would answer
+// another question; a loss it proves is Fail all the same. Reading it
+// back again cannot change it: only running it again can.
 const (
 	Pass       = "pass"
 	Fail       = "fail"
 	Incomplete = "incomplete"
 	Unproven   = "unproven"
+	Aborted    = "aborted"
 )
 
 // Latency summarises one histogram in milliseconds.
@@ -60,19 +68,34 @@ type Result struct {
 	Driver string `json:"driver"`
 	Topic  string `json:"topic"`
 
-	Sent        int64 `json:"sent"`
-	Acked       int64 `json:"acked"`
-	Failed      int64 `json:"failed"`
-	Rejected    int64 `json:"rejected"`
-	Unknown     int64 `json:"unknown"`
-	NoOutcome   int64 `json:"no_outcome"`
-	Shed        int64 `json:"shed"`
-	Read        int64 `json:"read"`
-	RecordsRead int64 `json:"records_read"`
-	Lost        int64 `json:"lost"`
-	// LostUnread counts, of Lost, the acked messages whose partition the
-	// read-back did not read to its end: not shown lost, only not read.
-	LostUnread    int64 `json:"lost_unread,omitempty"`
+	Sent      int64 `json:"sent"`
+	Acked     int64 `json:"acked"`
+	Failed    int64 `json:"failed"`
+	Rejected  int64 `json:"rejected"`
+	Unknown   int64 `json:"unknown"`
+	NoOutcome int64 `json:"no_outcome"`
+	// Shed is how many scheduled sends were dropped at the in-flight
+	// bound; nil (null) when the load never recorded its end, so it was
+	// never measured.
+	Shed        *int64 `json:"shed"`
+	Read        int64  `json:"read"`
+	RecordsRead int64  `json:"records_read"`
+	// Lost counts the acked messages shown lost: not read back intact from
+	// a partition read to its end, or acked at an offset below where the
+	// partition's log now begins (LostBelowLogStart of them), or in a
+	// topic or partition that no longer exists.
+	Lost int64 `json:"lost"`
+	// LostBelowLogStart counts, of Lost, the messages acked at an offset
+	// below the partition's log start (ReadBackReport.LogStarts): deleted
+	// (DeleteRecords, retention), not merely unread.
+	LostBelowLogStart int64 `json:"lost_below_log_start,omitempty"`
+	// Unread counts the acked messages not read back whose partition the
+	// read-back did not read to its end (a broker that did not answer):
+	// not shown lost, only not read. They are never in Lost,
+	// LostByPartition or lost.jsonl, but in UnreadByPartition and
+	// unread.jsonl. (A result.json from before this field counted them
+	// in lost and lost_unread; reading it moves them here.)
+	Unread        int64 `json:"unread"`
 	Corrupt       int64 `json:"corrupt"`
 	Phantom       int64 `json:"phantom"`
 	Duplicates    int64 `json:"duplicates"`
@@ -80,7 +103,11 @@ type Result struct {
 	Indeterminate int64 `json:"indeterminate"`
 	NotWritten    int64 `json:"not_written"`
 	Unrecorded    int64 `json:"unrecorded"`
-	Foreign       int64 `json:"foreign"`
+	// UnrecordedPastWindow counts, of Unrecorded, the reads sent after
+	// the ledger's crash window ends: more than a crash of ackcheck can
+	// have kept out of the ledger, which is then unproven (crashwindow.go).
+	UnrecordedPastWindow int64 `json:"unrecorded_past_window,omitempty"`
+	Foreign              int64 `json:"foreign"`
 	// OtherRun counts intact records of another ackcheck run found in this
 	// run's range: two runs wrote the same topic at once.
 	OtherRun int64 `json:"other_run"`
@@ -129,6 +156,10 @@ type Result struct {
 	AckedByClass map[string]int64 `json:"acked_by_class,omitempty"`
 	Windows      []Window         `json:"windows"`
 
+	// Experiment is how far the run got against the experiment it was
+	// asked for (nil for a run recorded before plans were kept).
+	Experiment *Experiment `json:"experiment,omitempty"`
+
 	LoadStart   time.Time `json:"load_start"`
 	LoadEnd     time.Time `json:"load_end"`
 	CleanLedger bool      `json:"clean_ledger"`
@@ -151,6 +182,9 @@ type Result struct {
 	// TopicGone: the broker answered that the topic does not exist any
 	// more (what was acked in it is lost, not unread).
 	TopicGone bool `json:"topic_gone,omitempty"`
+	// ReadBackAt is when the read-back judged here began (zero in a
+	// result.json from before it was kept).
+	ReadBackAt time.Time `json:"read_back_at,omitempty"`
 	// ReadBackS is how long the read-back took, in seconds.
 	ReadBackS float64          `json:"read_back_s"`
 	Errors    map[string]int64 `json:"errors,omitempty"`
@@ -160,7 +194,10 @@ type Result struct {
 	// any (see investigate.go); Listings say which files in the run
 	// directory list every lost, duplicate and reordered message.
 	LostByPartition map[int32]*PartitionLoss `json:"lost_by_partition,omitempty"`
-	Listings        []Listing                `json:"listings,omitempty"`
+	// UnreadByPartition sums, in the same way, the unread messages of
+	// each partition not read to its end (see Unread).
+	UnreadByPartition map[int32]*PartitionLoss `json:"unread_by_partition,omitempty"`
+	Listings          []Listing                `json:"listings,omitempty"`
 	// Warnings do not fail the verdict but say the run was not quite the
 	// one asked for (a fault that fired over a second late).
 	Warnings []string `json:"warnings,omitempty"`
@@ -188,6 +225,27 @@ type Result struct {
 	Hist *Histograms `json:"-"`
 }
 
+// UnmarshalJSON reads a result.json, including one written before Unread
+// was kept apart: its lost counted the unread messages too, and
+// lost_unread said how many; they are moved from Lost to Unread, so that
+// no tool reading an old result counts them lost.
+func (r *Result) UnmarshalJSON(data []byte) error {
+	type plain Result
+	var v struct {
+		*plain
+		LegacyLostUnread int64 `json:"lost_unread"`
+	}
+	v.plain = (*plain)(r)
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	if v.LegacyLostUnread > 0 && r.Unread == 0 {
+		r.Unread = v.LegacyLostUnread
+		r.Lost = max(0, r.Lost-v.LegacyLostUnread)
+	}
+	return nil
+}
+
 // The checks a verdict can fail, as named in Failure.Check.
 const (
 	CheckLost            = "lost"
@@ -203,12 +261,15 @@ const (
 	CheckMaxInSync       = "max-in-sync"
 	CheckUnexpectedDeath = "unexpected-death"
 	CheckLedgerWhole     = "ledger-whole"
+	// CheckExperiment: the run was the experiment asked for (its load ran
+	// its whole schedule and every scheduled fault fired).
+	CheckExperiment = "experiment"
 )
 
 // CheckNames lists every check a verdict can fail, for tools that must
 // show each one (JUnit): a check added above belongs here too.
 var CheckNames = []string{CheckLost, CheckCorrupt, CheckPhantom, CheckDuplicates, CheckReordered, CheckReadBack,
-	CheckSent, CheckAcked, CheckMaxNoAck, CheckMaxReady, CheckMaxInSync, CheckUnexpectedDeath, CheckLedgerWhole}
+	CheckSent, CheckAcked, CheckMaxNoAck, CheckMaxReady, CheckMaxInSync, CheckUnexpectedDeath, CheckExperiment, CheckLedgerWhole}
 
 // Failure is one reason the verdict failed.
 type Failure struct {
@@ -279,6 +340,14 @@ func (r *Result) LatencyBetween(from, to time.Duration) (publish, e2e Latency, o
 	return summarize(pub), summarize(end), true
 }
 
+// ShedText is Shed as the reports print it: a count, or "unknown".
+func (r *Result) ShedText() string {
+	if r.Shed == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*r.Shed)
+}
+
 // WriteSummary prints the verdict as a table a person reads first.
 func (r *Result) WriteSummary(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -287,13 +356,20 @@ func (r *Result) WriteSummary(w io.Writer) {
 	row("sent", r.Sent, "")
 	row("acked", r.Acked, r.AckClassesText())
 	row("failed", r.Failed, fmt.Sprintf("rejected %d, unknown %d, no outcome %d", r.Rejected, r.Unknown, r.NoOutcome))
-	row("shed", r.Shed, "scheduled but not sent: max-in-flight reached")
+	if r.Shed != nil {
+		row("shed", *r.Shed, "scheduled but not sent: max-in-flight reached")
+	} else {
+		fmt.Fprintf(tw, "  shed	unknown	not measured: the load never recorded its end\n")
+	}
 	row("read", r.Read, fmt.Sprintf("distinct IDs read intact, of %d records", r.RecordsRead))
-	lostNote := flag(r.Lost > r.LostUnread, "FAIL: acked, never read")
-	if r.LostUnread > 0 {
-		lostNote = strings.TrimPrefix(lostNote+"; ", "; ") + fmt.Sprintf("%d of them in partitions not read to their end: not judged", r.LostUnread)
+	lostNote := flag(r.Lost > 0, "FAIL: acked, never read")
+	if r.LostBelowLogStart > 0 {
+		lostNote += fmt.Sprintf("; %d of them acked below where the log now begins: deleted", r.LostBelowLogStart)
 	}
 	row("lost", r.Lost, lostNote)
+	if r.Unread > 0 {
+		row("unread", r.Unread, "acked, not read: in partitions not read to their end, not judged")
+	}
 	row("corrupt", r.Corrupt, flag(r.Corrupt > 0, "FAIL: checksum mismatch"))
 	row("phantom", r.Phantom, flag(r.Phantom > 0, "FAIL: read, never sent"))
 	row("duplicates", r.Duplicates, "extra copies")

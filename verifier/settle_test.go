@@ -60,7 +60,7 @@ func TestReadBackWaitsForTheBrokerToSettle(t *testing.T) {
 			if len(rep.Unread) != 2 || !strings.Contains(rep.Error, "still holds 500") || !strings.Contains(rep.Notes[1], "may still make acked messages readable") {
 				t.Fatalf("unread %v, error %q, notes %v", rep.Unread, rep.Error, rep.Notes)
 			}
-			res := &Result{ReadBackComplete: rep.Complete, ReadBackError: rep.Error, Sent: 10, Acked: 10, Lost: 3, LostUnread: 3}
+			res := &Result{ReadBackComplete: rep.Complete, ReadBackError: rep.Error, Sent: 10, Acked: 10, Unread: 3}
 			applyVerdict(res, Options{})
 			if res.Verdict != Incomplete {
 				t.Fatalf("verdict %s %v: 3 acked messages not readable yet are no proven loss", res.Verdict, res.Reasons)

@@ -94,7 +94,33 @@ type runSource struct {
 	open []*ledger.Ledger
 	// at is the shard count looks at first.
 	at int
+	// unended: a shard's load never recorded its end. missing: a shard's
+	// ledger could not be opened; its load is not known at all (the
+	// verdict is unproven for it, see shardSource), so the experiment is
+	// judged from the shards there are. clean: every shard there is has a
+	// clean ledger (run.Clean is false when one is missing).
+	unended, missing, clean bool
+	// window is the crash window of each ledger's producers.
+	window crashWindow
 }
+
+// loadEnded reports whether the run's load recorded its end: for a
+// sharded run, every shard's that was opened.
+func (s *runSource) loadEnded() bool { return !s.run.LoadEnd.IsZero() && !s.unended }
+
+// experiment is the run held to its plan (experimentOf), a sharded run's
+// from the shards that were opened.
+func (s *runSource) experiment() *Experiment {
+	run := s.run
+	if s.shards != nil {
+		run.Clean = s.clean
+	}
+	return experimentOf(run, s.loadEnded(), s.faults)
+}
+
+// shedKnown reports whether every shed send was counted: the load, and
+// every shard's, recorded its end.
+func (s *runSource) shedKnown() bool { return s.loadEnded() && !s.missing }
 
 // cursor is a sorted stream of one kind's events (ledger.Cursor, or a
 // chain of them).
@@ -122,6 +148,11 @@ func singleSource(l *ledger.Ledger) (*runSource, error) {
 		return nil, err
 	}
 	src.sentThru = l.SentThrough()
+	seg, err := segmentOf(l, src.run, 0)
+	if err != nil {
+		return nil, err
+	}
+	src.window.segs = []crashSegment{seg}
 	if l.ReadOnly() {
 		p := l.Proof()
 		src.proof = &p
@@ -224,6 +255,8 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 	merged := ledger.RunInfo{RunID: first.RunID, Driver: first.Driver, Topic: first.Topic, Checks: first.Checks,
 		StartOffsets: map[int32]int64{}, Clean: true, AckMeaning: first.AckMeaning, BrokerVersions: first.BrokerVersions}
 	faultShard := -1
+	planless := false // a shard recorded before plans were kept
+	src.clean = true
 	for idx := range count {
 		o, ok := byIndex[idx]
 		if !ok {
@@ -238,6 +271,7 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 			src.open = append(src.open, nil)
 			proof.Whole = false
 			merged.Clean = false
+			src.missing = true
 			why = append(why, fmt.Sprintf("shard %d of %d is %s (%s): its acks cannot be checked", idx, count, st.Status, st.Error))
 			continue
 		}
@@ -258,10 +292,19 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 		}
 		src.shards = append(src.shards, st)
 		src.open = append(src.open, l)
+		src.unended = src.unended || i.LoadEnd.IsZero()
+		src.clean = src.clean && i.Clean
+		planless = planless || i.Plan == nil
 		mergeRunInfo(&merged, i)
+		merged.Plan = mergePlan(merged.Plan, i.Plan)
 		for p, v := range l.SentThrough() {
 			src.sentThru[p] = v
 		}
+		seg, err := segmentOf(l, i, i.Shard.ProducerBase)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
+		}
+		src.window.segs = append(src.window.segs, seg)
 		recs, err := faultRecords(l)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
@@ -290,6 +333,9 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 		}
 	}
 	merged.Shard = &ledger.ShardInfo{Index: -1, Count: count}
+	if planless {
+		merged.Plan = nil
+	}
 	src.run = merged
 	if !(len(got) > 0 && got[0].s.Ledger.ReadOnly()) {
 		proof = nil // judged open for writing (tests): nothing was proven
@@ -336,6 +382,7 @@ func mergeRunInfo(m *ledger.RunInfo, i ledger.RunInfo) {
 		}
 	}
 	m.Shed += i.Shed
+	m.Reached += i.Reached
 	m.Errors = addCounts(m.Errors, i.Errors)
 	m.AckClasses = addCounts(m.AckClasses, i.AckClasses)
 	// Lags cannot be merged from summaries: the worst shard's is kept,
@@ -351,6 +398,27 @@ func mergeRunInfo(m *ledger.RunInfo, i ledger.RunInfo) {
 			m.Notes = append(m.Notes, n)
 		}
 	}
+}
+
+// mergePlan adds shard plan p to the merged plan m: the shards' schedules
+// sum, and the faults are those of the one shard that applies them. A
+// shard without a plan (recorded before plans were kept) leaves the
+// merged run without one, judged as before (shardSource).
+func mergePlan(m, p *ledger.Plan) *ledger.Plan {
+	if p == nil {
+		return nil
+	}
+	if m == nil {
+		c := *p
+		c.Faults = slices.Clone(p.Faults)
+		return &c
+	}
+	m.Scheduled += p.Scheduled
+	m.Rate += p.Rate
+	m.MaxInFlight += p.MaxInFlight
+	m.Duration = max(m.Duration, p.Duration)
+	m.Faults = append(m.Faults, p.Faults...)
+	return m
 }
 
 func addCounts(m, add map[string]int64) map[string]int64 {

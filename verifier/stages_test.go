@@ -43,7 +43,7 @@ func TestClassifierAlone(t *testing.T) {
 func TestVerdictRulesAlone(t *testing.T) {
 	base := func() *Result { return &Result{Sent: 100, Acked: 100, Read: 100, ReadBackComplete: true} }
 	unfinished := func(r *Result) {
-		r.ReadBackComplete, r.Read, r.Lost, r.LostUnread = false, 60, 40, 40
+		r.ReadBackComplete, r.Read, r.Lost, r.Unread = false, 60, 0, 40
 		r.ReadBackError = "reading t back: fetch refused"
 		r.ReadBackNotes = map[int32]string{1: "stopped at offset 3 of 9: fetch refused"}
 	}
@@ -68,7 +68,7 @@ func TestVerdictRulesAlone(t *testing.T) {
 			[]string{CheckCorrupt, CheckReadBack}, Fail},
 		{"read-back failed, a deadline missed", func(r *Result) { unfinished(r); r.LongestNoAckMs = 500 }, Options{MaxNoAck: time.Millisecond},
 			[]string{CheckReadBack, CheckMaxNoAck}, Fail},
-		{"read-back failed, a loss in a partition read to its end", func(r *Result) { unfinished(r); r.LostUnread = 30 }, Options{},
+		{"read-back failed, a loss in a partition read to its end", func(r *Result) { unfinished(r); r.Lost = 10 }, Options{},
 			[]string{CheckLost, CheckReadBack}, Fail},
 		{"topic gone", func(r *Result) { r.ReadBackComplete, r.TopicGone, r.Read, r.Lost = false, true, 0, 100 }, Options{},
 			[]string{CheckLost, CheckReadBack}, Fail},

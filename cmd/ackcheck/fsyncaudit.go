@@ -212,7 +212,7 @@ func auditCases(audit scenarios.FsyncAudit, res *scenarios.AuditResult, runErr e
 			switch {
 			case r.Verdict == verifier.Incomplete:
 				c.Status, c.Message = reportpkg.Errored, fmt.Sprintf("no conclusion: the read-back did not finish; finish it with `ackcheck verify --out %s`", r.Out)
-			case !strings.HasPrefix(r.PowerLoss, "applied"):
+			case !strings.HasPrefix(r.PowerLoss, "applied"), r.Verdict == verifier.Aborted, r.Verdict == verifier.Unproven:
 				c.Status, c.Message = reportpkg.Errored, r.Finding
 			case !s.ExpectLoss && r.Lost > 0:
 				c.Status, c.Message = reportpkg.Failed, r.Finding

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/spf13/pflag"
@@ -287,7 +286,9 @@ func (s peerShape) validate(available uint64, from string) error {
 	if err := lc.CheckSettings(func(string) bool { return true }); err != nil {
 		return err
 	}
-	if err := checkMessageSize(kafka.Profile{}, s.Size); err != nil {
+	// The peer bench's broker is the brokers list's first (--driver's
+	// default): its driver is what bench --peer measures.
+	if err := checkMessageSize(profiles()[0], s.Size); err != nil {
 		return err
 	}
 	if len(s.Brokers) == 0 {

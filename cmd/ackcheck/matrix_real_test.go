@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/matrix"
 	"github.com/ackcheck/ackcheck/runner"
 )
@@ -32,8 +31,7 @@ func realMatrixOut(t *testing.T, name string) string {
 // result.json measured it; every figure of the scorecard is checked
 // against the runs' result.json.
 func TestRealMatrixLeaderKill(t *testing.T) {
-	kafkatest.Cluster(t)
-	dir := os.Getenv(kafkatest.EnvCluster)
+	dir := realCluster(t, kafkaCluster).Dir()
 	file := writeMatrix(t, fmt.Sprintf(`
 systems:
   - {name: kafka-local, cluster-dir: %s}
@@ -116,8 +114,7 @@ overrides: {rate: 300, duration: 10s, kill-at: 2s, restart-after: 3s, partitions
 // under way, then started again, ends with every run done once: the two
 // done before are kept, the third runs again.
 func TestRealMatrixResume(t *testing.T) {
-	kafkatest.Cluster(t)
-	dir := os.Getenv(kafkatest.EnvCluster)
+	dir := realCluster(t, kafkaCluster).Dir()
 	file := writeMatrix(t, fmt.Sprintf(`
 systems: [{name: kafka-local, cluster-dir: %s}]
 settings: {acks: [all, "1"]}

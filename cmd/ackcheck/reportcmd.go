@@ -35,7 +35,7 @@ result.json (check_changes).`,
 			}
 			res, err := runner.Report(cmd.Context(), out, cf.rejudge(cmd, s, "report"))
 			if err != nil {
-				return err
+				return noVerdictJUnit(cf.junit, "report", err)
 			}
 			return report(cmd, res, out, cf.junit)
 		},

@@ -382,7 +382,7 @@ func newRunCmd() *cobra.Command {
 			cfg.Shard = shard
 			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {
-				return err
+				return noVerdictJUnit(rf.cf.junit, "run", err)
 			}
 			return report(cmd, res, rf.out, rf.cf.junit)
 		},
@@ -436,7 +436,7 @@ result.json (check_changes).`,
 			opts := cf.rejudge(cmd, s, "verify")
 			res, err := runner.Verify(cmd.Context(), out, d, opts, cf.readIdle, cmd.OutOrStdout())
 			if err != nil {
-				return err
+				return noVerdictJUnit(cf.junit, "verify", err)
 			}
 			return report(cmd, res, out, cf.junit)
 		},
@@ -481,8 +481,29 @@ func report(cmd *cobra.Command, res *verifier.Result, out, junit string) error {
 		return fmt.Errorf("no verdict (result.json: incomplete): %s", why)
 	case verifier.Unproven:
 		return fmt.Errorf("no verdict (result.json: unproven): the run's ledger cannot be proven whole: %s", res.Ledger.Reason)
+	case verifier.Aborted:
+		return fmt.Errorf("no verdict (result.json: aborted): %s", res.Experiment.Why(res.Sent))
 	}
 	return errVerdictFailed
+}
+
+// noVerdictJUnit writes, when --junit names a file, a JUnit suite of one
+// errored case saying why command gave no verdict (err), and returns
+// err: a JUnit file an earlier verdict left there must not stand for
+// this command's.
+func noVerdictJUnit(path, command string, err error) error {
+	if path == "" || err == nil {
+		return err
+	}
+	data, jerr := reportpkg.Suite("ackcheck "+command, "ackcheck."+command,
+		[]reportpkg.Check{{Name: "a verdict was given", Status: reportpkg.Errored, Message: "no verdict: " + err.Error()}})
+	if jerr == nil {
+		jerr = os.WriteFile(path, data, 0o644)
+	}
+	if jerr != nil {
+		return fmt.Errorf("%w (and --junit %s could not be written: %v)", err, path, jerr)
+	}
+	return err
 }
 
 func isTerminal(f *os.File) bool {

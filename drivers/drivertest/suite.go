@@ -123,7 +123,12 @@ func AssertClean(t *testing.T, res *verifier.Result) {
 	bad := map[string]int64{
 		"lost": res.Lost, "corrupt": res.Corrupt, "phantom": res.Phantom, "duplicates": res.Duplicates,
 		"reordered": res.Reordered, "indeterminate": res.Indeterminate, "not_written": res.NotWritten,
-		"failed": res.Failed, "shed": res.Shed, "unrecorded": res.Unrecorded, "foreign": res.Foreign,
+		"failed": res.Failed, "unrecorded": res.Unrecorded, "foreign": res.Foreign,
+	}
+	if res.Shed == nil {
+		t.Errorf("shed unknown on a clean run: the load did not record its end")
+	} else {
+		bad["shed"] = *res.Shed
 	}
 	for name, n := range bad {
 		if n != 0 {

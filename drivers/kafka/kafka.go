@@ -24,6 +24,7 @@ type Driver struct {
 }
 
 var _ drivers.Driver = (*Driver)(nil)
+var _ drivers.LogStarter = (*Driver)(nil)
 
 // New validates cfg and connects an admin client. It does not fail when no
 // broker answers yet; the first call that needs one does, wrapped in
@@ -158,7 +159,8 @@ func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64,
 	return d.listOffsets(ctx, topic, d.adm.ListEndOffsets)
 }
 
-// StartOffsets returns the first offset still in each partition's log.
+// StartOffsets implements drivers.LogStarter: the first offset still in
+// each partition's log (Kafka's log-start offset).
 func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
 	return d.listOffsets(ctx, topic, d.adm.ListStartOffsets)
 }

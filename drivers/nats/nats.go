@@ -450,6 +450,34 @@ func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64,
 	return out, nil
 }
 
+// StartOffsets implements drivers.LogStarter: per partition, the first
+// sequence its stream still holds (a purge, or limits that removed old
+// messages, move it forward); the end offset (last sequence + 1) when the
+// stream holds nothing.
+func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	parts, err := d.partitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("topic %s: %w", topic, drivers.ErrTopicMissing)
+	}
+	out := map[int32]int64{}
+	for _, p := range parts {
+		si, err := d.streamInfo(ctx, topic, p)
+		if err != nil {
+			return nil, err
+		}
+		out[p] = int64(si.State.FirstSeq)
+		if si.State.Msgs == 0 {
+			out[p] = int64(si.State.LastSeq) + 1
+		}
+	}
+	return out, nil
+}
+
+var _ drivers.LogStarter = (*Driver)(nil)
+
 // info asks for a stream's info (state and cluster) now.
 func (d *Driver) info(ctx context.Context, name string) (*jetstream.StreamInfo, error) {
 	st, err := d.js.Stream(ctx, name)

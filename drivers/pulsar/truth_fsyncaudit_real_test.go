@@ -1,4 +1,4 @@
-package scenarios
+package pulsar_test
 
 import (
 	"fmt"
@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers/pulsar"
 	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/scenarios"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
 
 // TestRealPulsarFsyncAudit is the fsync audit on a real Pulsar standalone
@@ -21,9 +24,9 @@ func TestRealPulsarFsyncAudit(t *testing.T) {
 	p := pulsartest.LazyFS(t)
 	d := pulsarDriver(t, p, true)
 	defer d.Close()
-	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,
-		Settings: auditSettings(pulsarProfile, p.SetJournalSyncData), Broker: "pulsar"}
-	res := runSwitchedAudit(t, switched{"journalSyncData", p.JournalSyncData, p.SetJournalSyncData}, audit, d, faults.Local{Cluster: p}, 1, 1, "pulsar-fsync-audit")
+	audit := scenarios.FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,
+		Settings: scenariotest.AuditSettings(t, pulsar.Profile{}, p.SetJournalSyncData), Broker: "pulsar"}
+	res := scenariotest.RunSwitchedAudit(t, scenariotest.Switched{Name: "journalSyncData", Get: p.JournalSyncData, Set: p.SetJournalSyncData}, audit, d, faults.Local{Cluster: p}, 1, 1, "pulsar-fsync-audit")
 	nosync, def := res.Rows[0], res.Rows[1]
 	if !strings.Contains(nosync.AckMeaning, "journalSyncData=false") || !strings.Contains(def.AckMeaning, "journalSyncData=true") {
 		t.Errorf("the ack meanings do not name journalSyncData read from the bookie: %q / %q", nosync.AckMeaning, def.AckMeaning)

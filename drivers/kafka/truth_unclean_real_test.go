@@ -1,4 +1,4 @@
-package scenarios
+package kafka_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -41,7 +42,7 @@ func runRealSchedule(t *testing.T, k *kafka.Cluster, topic drivers.TopicSpec, ra
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: 20 * time.Second},
-		Progress: testWriter{t}, ProgressEvery: 5 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -73,10 +74,10 @@ func checkOnTime(t *testing.T, res *verifier.Result) {
 // paused broker waits for its deadline.
 func TestRealFaultsOnTime(t *testing.T) {
 	k := realCluster(t)
-	topic := drivers.TopicSpec{Name: topicName(t), Partitions: 6, ReplicationFactor: 3}
+	topic := drivers.TopicSpec{Name: scenariotest.TopicName(t), Partitions: 6, ReplicationFactor: 3}
 	res, _ := runRealSchedule(t, k, topic, 300, 12*time.Second,
 		"at=3s pause node:1; at=5s kill node:3; at=6s resume node:1; at=8s restart node:3")
-	saveSummary(t, "faults-on-time", res)
+	scenariotest.SaveSummary(t, "faults-on-time", res)
 	if len(res.Faults) != 4 {
 		t.Fatalf("%d faults recorded, want 4", len(res.Faults))
 	}
@@ -172,11 +173,11 @@ func TestRealUncleanElectionOracle(t *testing.T) {
 	const schedule = "at=2s pause node:1; at=15s kill node:3; at=17s resume node:1; at=21s restart node:3"
 	for _, unclean := range []bool{true, false} {
 		t.Run(fmt.Sprintf("unclean=%v", unclean), func(t *testing.T) {
-			topic := drivers.TopicSpec{Name: topicName(t), Partitions: 6, ReplicationFactor: 2, Configs: map[string]string{
+			topic := drivers.TopicSpec{Name: scenariotest.TopicName(t), Partitions: 6, ReplicationFactor: 2, Configs: map[string]string{
 				"min.insync.replicas": "1", "unclean.leader.election.enable": strconv.FormatBool(unclean)}}
 			start := time.Now()
 			res, out := runRealSchedule(t, k, topic, 300, 26*time.Second, schedule)
-			saveSummary(t, fmt.Sprintf("unclean-election-%v", unclean), res)
+			scenariotest.SaveSummary(t, fmt.Sprintf("unclean-election-%v", unclean), res)
 			checkOnTime(t, res)
 			u, err := k.Unclean(topic.Name, start)
 			if err != nil {

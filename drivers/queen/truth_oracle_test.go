@@ -1,4 +1,4 @@
-package scenarios
+package queen_test
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package scenarios
+package kafka_test
 
 import (
 	"bufio"
@@ -33,13 +33,6 @@ const (
 	envKfakePort = "ACKCHECK_KFAKE_HELPER_PORT"
 	envKfakeSync = "ACKCHECK_KFAKE_HELPER_SYNC"
 )
-
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(envKfakeDir); dir != "" {
-		os.Exit(kfakeHelper(dir))
-	}
-	os.Exit(m.Run())
-}
 
 // kfakeHelper serves a one-broker kfake on a fixed port, keeping its data
 // in dir, until it is killed.

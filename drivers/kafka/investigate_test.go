@@ -1,4 +1,4 @@
-package scenarios
+package kafka_test
 
 import (
 	"bufio"
@@ -139,19 +139,19 @@ func runKfake(t *testing.T, wrap func(drivers.Driver) drivers.Driver, schedule s
 	return investigateRun{out: out, res: res}
 }
 
-// A clean run lists nothing: the three files exist and are empty, and no
+// A clean run lists nothing: the four files exist and are empty, and no
 // partition lost anything.
 func TestInvestigationQuietOnACleanRun(t *testing.T) {
 	r := runKfake(t, func(d drivers.Driver) drivers.Driver { return d }, "", verifier.Options{}, nil)
 	if r.res.Verdict != verifier.Pass || r.res.LostByPartition != nil {
 		t.Fatalf("verdict %s, lost by partition %v", r.res.Verdict, r.res.LostByPartition)
 	}
-	for _, f := range []string{verifier.LostFile, verifier.DuplicatesFile, verifier.ReorderedFile} {
+	for _, f := range []string{verifier.LostFile, verifier.DuplicatesFile, verifier.ReorderedFile, verifier.UnreadFile} {
 		if lines, tr := readJSONL(t, filepath.Join(r.out, f)); len(lines) != 0 || tr != nil {
 			t.Errorf("%s: %d lines on a clean run", f, len(lines))
 		}
 	}
-	if len(r.res.Listings) != 3 {
+	if len(r.res.Listings) != 4 {
 		t.Fatalf("listings %+v", r.res.Listings)
 	}
 	var sum strings.Builder

@@ -1,4 +1,4 @@
-package main
+package nats_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
 
 // TestRealNATSBrokerFsyncRollingRestart drives the real local NATS cluster
@@ -21,7 +22,7 @@ import (
 // restored byte for byte at the end.
 func TestRealNATSBrokerFsyncRollingRestart(t *testing.T) {
 	n := natstest.Cluster(t)
-	bin := binary(t)
+	bin := ackcheck.Path(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "broker: nats\nbrokers: [%s]\nnodes:\n", strings.Join(n.Servers(), ", "))
 	var before []string
@@ -48,7 +49,7 @@ func TestRealNATSBrokerFsyncRollingRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	res := readResult(t, out)
+	res := scenariotest.ReadResult(t, out)
 	if res.Lost != 0 || res.Verdict != "pass" || len(res.Faults) == 0 || res.Faults[0].Result != "applied" {
 		t.Fatalf("lost %d verdict %s faults %+v", res.Lost, res.Verdict, res.Faults)
 	}

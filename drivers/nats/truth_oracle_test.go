@@ -1,4 +1,4 @@
-package scenarios
+package nats_test
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/nats"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -16,7 +17,7 @@ import (
 // checkAgainstNATSLog asserts that the kill's ready and in-sync figures
 // agree, within 2 s, with the restarted server's own log: not before it
 // started, and not later than 2 s after its last failed health check.
-func checkAgainstNATSLog(t *testing.T, n *nats.Cluster, kill killFigures, newPID int) {
+func checkAgainstNATSLog(t *testing.T, n *nats.Cluster, kill scenariotest.KillFigures, newPID int) {
 	t.Helper()
 	a, err := n.Account(kill.Nodes[0], newPID)
 	if err != nil {

@@ -1,12 +1,10 @@
-package scenarios
+package kafka_test
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +14,9 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
-	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -28,13 +27,6 @@ import (
 // see README.md for why).
 
 func realCluster(t *testing.T) *kafka.Cluster { return kafkatest.Cluster(t) }
-
-func rate() float64 {
-	if r, err := strconv.ParseFloat(os.Getenv("ACKCHECK_RATE"), 64); err == nil && r > 0 {
-		return r
-	}
-	return 1000
-}
 
 func realDriver(t *testing.T, k *kafka.Cluster, cfg kafka.Config) drivers.Driver {
 	t.Helper()
@@ -47,20 +39,6 @@ func realDriver(t *testing.T, k *kafka.Cluster, cfg kafka.Config) drivers.Driver
 	return d
 }
 
-func topicName(t *testing.T) string {
-	return fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-", "=", "-").Replace(t.Name())), time.Now().Unix())
-}
-
-func saveSummary(t *testing.T, name string, res *verifier.Result) {
-	var b strings.Builder
-	res.WriteSummary(&b)
-	t.Logf("%s:\n%s", name, b.String())
-	if dir := os.Getenv("ACKCHECK_REPORT_DIR"); dir != "" {
-		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, name+".txt"), []byte(b.String()), 0o644)
-	}
-}
-
 // runLeaderKill runs the leader-kill scenario through the runner, as the
 // leader-kill command does.
 func runLeaderKill(t *testing.T, k *kafka.Cluster, d drivers.Driver, dur, killAt, restartAfter time.Duration) *verifier.Result {
@@ -69,33 +47,10 @@ func runLeaderKill(t *testing.T, k *kafka.Cluster, d drivers.Driver, dur, killAt
 	return res
 }
 
-// checkReportRenders renders the run's report.html in headless Chromium
-// and fails on a blank page; the PNG goes to ACKCHECK_REPORT_DIR.
-func checkReportRenders(t *testing.T, out, name string) {
-	t.Helper()
-	if _, err := exec.LookPath("chromium"); err != nil && os.Getenv("ACKCHECK_REQUIRE_CHROMIUM") == "" {
-		t.Log("chromium not installed: report.html not rendered")
-		return
-	}
-	shot := filepath.Join(t.TempDir(), name+".png")
-	if dir := os.Getenv("ACKCHECK_REPORT_DIR"); dir != "" {
-		shot = filepath.Join(dir, name+".png")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if err := report.Screenshot(ctx, filepath.Join(out, "report.html"), shot, 1000, 2200); err != nil {
-		t.Fatal(err)
-	}
-	colors, inked, err := report.Inked(shot)
-	if err != nil || colors < 8 || inked < 0.02 {
-		t.Fatalf("report of the real run looks blank: %d colours, %.1f%% inked, %v", colors, inked*100, err)
-	}
-}
-
 func runLeaderKillOut(t *testing.T, k *kafka.Cluster, d drivers.Driver, dur, killAt, restartAfter time.Duration) (*verifier.Result, string) {
 	t.Helper()
-	topic := topicName(t)
-	sc := LeaderKill{Topic: topic, KillAt: killAt, RestartAfter: restartAfter}
+	topic := scenariotest.TopicName(t)
+	sc := scenarios.LeaderKill{Topic: topic, KillAt: killAt, RestartAfter: restartAfter}
 	if err := sc.Validate(dur); err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +61,12 @@ func runLeaderKillOut(t *testing.T, k *kafka.Cluster, d drivers.Driver, dur, kil
 		Out:    out,
 		Driver: d,
 		Topic:  drivers.TopicSpec{Name: topic, Partitions: 16, ReplicationFactor: 3},
-		Load: load.Config{Rate: rate(), Duration: dur, Producers: 4, MessageSize: 1024, LiveRead: true,
+		Load: load.Config{Rate: scenariotest.Rate(), Duration: dur, Producers: 4, MessageSize: 1024, LiveRead: true,
 			DrainTimeout: time.Minute},
 		Verify:          true,
 		ReadIdleTimeout: time.Minute,
 		Faults:          &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: sc.Steps(), RecoveryTimeout: 2 * time.Minute},
-		Progress:        testWriter{t},
+		Progress:        scenariotest.Progress(t),
 		ProgressEvery:   10 * time.Second,
 	})
 	if err != nil {
@@ -122,13 +77,6 @@ func runLeaderKillOut(t *testing.T, k *kafka.Cluster, d drivers.Driver, dur, kil
 		t.Fatalf("cluster not whole after the scenario: %v", err)
 	}
 	return res, out
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // The broker versions ackcheck reports agree with the release the local
@@ -159,13 +107,13 @@ func TestRealLeaderKillAcksAll(t *testing.T) {
 	k := realCluster(t)
 	d := realDriver(t, k, kafka.Config{Acks: "all"})
 	res, out := runLeaderKillOut(t, k, d, 60*time.Second, 20*time.Second, 15*time.Second)
-	saveSummary(t, "leader-kill-acks-all", res)
-	checkReportRenders(t, out, "leader-kill-acks-all")
+	scenariotest.SaveSummary(t, "leader-kill-acks-all", res)
+	scenariotest.CheckReportRenders(t, out, "leader-kill-acks-all")
 	if res.Lost != 0 || res.Corrupt != 0 || res.Phantom != 0 || res.Verdict != verifier.Pass {
 		t.Fatalf("acks=all lost %d, corrupt %d, phantom %d, verdict %s %v", res.Lost, res.Corrupt, res.Phantom, res.Verdict, res.Reasons)
 	}
 	checkRecoveryFigures(t, res, 60*time.Second)
-	checkAgainstKafkaLogs(t, k, res.Topic, figures(res, true))
+	checkAgainstKafkaLogs(t, k, res.Topic, scenariotest.Figures(res, true))
 	checkProductOracle(t, k, res)
 	checkFirstAckCoversStall(t, res)
 }
@@ -204,20 +152,13 @@ func TestRealLeaderKillAcksAllEarlyRestart(t *testing.T) {
 	k := realCluster(t)
 	d := realDriver(t, k, kafka.Config{Acks: "all"})
 	res := runLeaderKill(t, k, d, 45*time.Second, 10*time.Second, 8*time.Second)
-	saveSummary(t, "leader-kill-acks-all-early-restart", res)
+	scenariotest.SaveSummary(t, "leader-kill-acks-all-early-restart", res)
 	if res.Lost != 0 || res.Verdict != verifier.Pass {
 		t.Fatalf("acks=all lost %d, verdict %s %v", res.Lost, res.Verdict, res.Reasons)
 	}
 	checkRecoveryFigures(t, res, 45*time.Second)
-	checkAgainstKafkaLogs(t, k, res.Topic, figures(res, true))
+	checkAgainstKafkaLogs(t, k, res.Topic, scenariotest.Figures(res, true))
 	checkFirstAckCoversStall(t, res)
-}
-
-// figures picks the kill's recovery figures out of a result.
-func figures(res *verifier.Result, acksAll bool) killFigures {
-	f := res.Faults[0]
-	return killFigures{Nodes: []int32{f.Node}, At: f.At, ReadyMs: f.ReadyMs, InSyncMs: f.InSyncMs,
-		FirstAckMs: f.SlowestFirstAckMs, Evidence: f.InSyncEvidence, AcksAll: acksAll}
 }
 
 // checkFirstAckCoversStall: with acks=all every partition waits for the
@@ -242,7 +183,7 @@ func checkFirstAckCoversStall(t *testing.T, res *verifier.Result) {
 
 // checkRecoveryFigures asserts the four figures exist and are plausible:
 // a stall shorter than the run, and ready and in-sync moments that come
-// after the restart (nothing can be back before it is started, downMs)
+// after the restart (nothing can be back before it is started, DownMs)
 // and within three minutes.
 func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur time.Duration) {
 	t.Helper()
@@ -256,7 +197,7 @@ func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur time.Duration)
 	if res.LongestNoAckMs <= 0 || res.LongestNoAckMs >= float64(dur/time.Millisecond) {
 		t.Errorf("longest no-ack %.0f ms is not plausible", res.LongestNoAckMs)
 	}
-	down := downMs(t, res)
+	down := scenariotest.DownMs(t, res)
 	if kill.ReadyMs < down || kill.ReadyMs > 180_000 || kill.InSyncMs < down || kill.InSyncMs > 180_000 {
 		t.Errorf("ready %.0f ms, in sync %.0f ms after the kill, the restart %.0f ms after it: not plausible", kill.ReadyMs, kill.InSyncMs, down)
 	}
@@ -267,23 +208,6 @@ func checkRecoveryFigures(t *testing.T, res *verifier.Result, dur time.Duration)
 	if kp == nil || kp.OldPID == 0 || kp.NewPID == 0 || kp.NewPID == kp.OldPID || !kp.SameDataDir || !kp.SurvivorsUnchanged || kp.Restarts != 1 {
 		t.Errorf("kill proof: %+v", kp)
 	}
-}
-
-// downMs is how long after the kill (res.Faults[0]) the restart
-// (res.Faults[1]) came, as the run recorded them: both are stamped just
-// before they act, and recovery is measured from the kill's stamp. It is
-// not the scheduled gap: a kill that took a while to find its leader
-// comes late and leaves less (CI once saw 7.7 s of a planned 8 s).
-func downMs(t *testing.T, res *verifier.Result) float64 {
-	t.Helper()
-	if len(res.Faults) < 2 {
-		t.Fatalf("faults recorded: %+v", res.Faults)
-	}
-	kill, restart := res.Faults[0], res.Faults[1]
-	if restart.Action != "restart" || restart.Result != "applied" || !restart.At.After(kill.At) {
-		t.Fatalf("restart after the kill: %+v", restart.Record)
-	}
-	return float64(restart.At.Sub(kill.At) / time.Millisecond)
 }
 
 // acks=1, five runs: the old leader may have acked what no follower had
@@ -303,7 +227,7 @@ func TestRealLeaderKillAcks1FiveRuns(t *testing.T) {
 				dur, restart = 40*time.Second, 15*time.Second
 			}
 			res := runLeaderKill(t, k, d, dur, 10*time.Second, restart)
-			saveSummary(t, fmt.Sprintf("leader-kill-acks-1-run%d", i), res)
+			scenariotest.SaveSummary(t, fmt.Sprintf("leader-kill-acks-1-run%d", i), res)
 			lost = append(lost, res.Lost)
 			if res.Read != res.Acked-res.Lost+res.Indeterminate {
 				t.Errorf("counts do not add up: read %d != acked %d - lost %d + indeterminate %d", res.Read, res.Acked, res.Lost, res.Indeterminate)
@@ -312,7 +236,7 @@ func TestRealLeaderKillAcks1FiveRuns(t *testing.T) {
 				t.Errorf("lost %d but verdict %s with %d samples", res.Lost, res.Verdict, len(res.Samples["lost"]))
 			}
 			checkRecoveryFigures(t, res, dur)
-			checkAgainstKafkaLogs(t, k, res.Topic, figures(res, false))
+			checkAgainstKafkaLogs(t, k, res.Topic, scenariotest.Figures(res, false))
 		})
 	}
 	n := 0
@@ -328,11 +252,12 @@ func TestRealLeaderKillAcks1FiveRuns(t *testing.T) {
 }
 
 // A fault whose target does not exist is skipped with a clear message and
-// the run goes on to a verdict.
+// the run goes on to a verdict: aborted, not pass, since the faults it
+// was asked to inject never fired.
 func TestRealMissingTarget(t *testing.T) {
 	k := realCluster(t)
 	d := realDriver(t, k, kafka.Config{})
-	topic := topicName(t)
+	topic := scenariotest.TopicName(t)
 	steps, err := faults.ParseSchedule("at=2s kill leader:" + topic + "/99; at=3s pause node:9")
 	if err != nil {
 		t.Fatal(err)
@@ -352,8 +277,11 @@ func TestRealMissingTarget(t *testing.T) {
 	if !strings.Contains(res.Faults[0].Error, "no such partition") || !strings.Contains(res.Faults[1].Error, "not one this run controls") {
 		t.Fatalf("reasons: %q / %q", res.Faults[0].Error, res.Faults[1].Error)
 	}
-	if res.Verdict != verifier.Pass || res.Acked != 3000 {
-		t.Fatalf("verdict %s, acked %d", res.Verdict, res.Acked)
+	if res.Verdict != verifier.Aborted || res.Acked != 3000 || res.Lost != 0 {
+		t.Fatalf("verdict %s, acked %d, lost %d", res.Verdict, res.Acked, res.Lost)
+	}
+	if e := res.Experiment; e == nil || !e.LoadEnded || len(e.FaultsNotFired) != 2 || !strings.Contains(e.FaultsNotFired[0], "skipped") {
+		t.Fatalf("experiment %+v", res.Experiment)
 	}
 }
 
@@ -363,7 +291,7 @@ func TestRealMissingTarget(t *testing.T) {
 func TestRealPauseStopController(t *testing.T) {
 	k := realCluster(t)
 	d := realDriver(t, k, kafka.Config{})
-	topic := topicName(t)
+	topic := scenariotest.TopicName(t)
 	steps, err := faults.ParseSchedule("at=3s pause most-leaders:" + topic + "; at=8s resume; at=12s stop controller; at=17s restart")
 	if err != nil {
 		t.Fatal(err)
@@ -374,12 +302,12 @@ func TestRealPauseStopController(t *testing.T) {
 		Load:   load.Config{Rate: 500, Duration: 25 * time.Second, MessageSize: 512, LiveRead: true, DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: time.Minute,
 		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: time.Minute},
-		Progress: testWriter{t}, ProgressEvery: 5 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	saveSummary(t, "pause-stop-controller", res)
+	scenariotest.SaveSummary(t, "pause-stop-controller", res)
 	var got []string
 	for _, f := range res.Faults {
 		got = append(got, string(f.Action)+"="+string(f.Result))

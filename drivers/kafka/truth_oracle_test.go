@@ -1,10 +1,11 @@
-package scenarios
+package kafka_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
 
 // The brokers' own account of a fault is kafka.Account, read from every
@@ -20,7 +21,7 @@ import (
 // node fenced, or its new incarnation registered): every partition waits
 // for that, so the first ack of a message sent after the kill cannot come
 // before it.
-func checkAgainstKafkaLogs(t *testing.T, k *kafka.Cluster, topic string, f killFigures) {
+func checkAgainstKafkaLogs(t *testing.T, k *kafka.Cluster, topic string, f scenariotest.KillFigures) {
 	t.Helper()
 	after := func(at time.Time) float64 {
 		if at.IsZero() {
@@ -68,17 +69,4 @@ func checkAgainstKafkaLogs(t *testing.T, k *kafka.Cluster, topic string, f killF
 		t.Errorf("slowest first ack %.0f ms after the kill, but with acks=all every partition waited for the ISR to drop the broker, which the logs put at %.0f ms",
 			f.FirstAckMs, shrink)
 	}
-}
-
-// killFigures is what ackcheck reported for a fault.
-type killFigures struct {
-	Nodes                         []int32
-	At                            time.Time
-	ReadyMs, InSyncMs, FirstAckMs float64
-	Evidence                      string
-	// AcksAll: every partition's ack waited for the killed broker.
-	AcksAll bool
-	// Until bounds the logs read: the next fault that hit the same
-	// brokers (zero: none).
-	Until time.Time
 }

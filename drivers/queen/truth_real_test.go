@@ -1,4 +1,4 @@
-package scenarios
+package queen_test
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	queendriver "github.com/ackcheck/ackcheck/drivers/queen"
 	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -30,7 +31,7 @@ import (
 
 func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.Result {
 	t.Helper()
-	d, err := queendriver.New(queendriver.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.R
 		Load: load.Config{Rate: 300, Duration: 30 * time.Second, Producers: 2, MessageSize: 1024, LiveRead: true,
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
-		Progress: testWriter{t}, ProgressEvery: 10 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 10 * time.Second,
 	}
 	if len(steps) > 0 {
 		cfg.Faults = &runner.FaultPlan{Nodes: faults.Local{Cluster: q}, RecoveryTimeout: 2 * time.Minute, Steps: steps}
@@ -57,7 +58,7 @@ func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	saveSummary(t, "queen-"+name, res)
+	scenariotest.SaveSummary(t, "queen-"+name, res)
 	if err := q.Up(ctx); err != nil {
 		t.Fatalf("cluster not whole after the run: %v", err)
 	}
@@ -179,14 +180,14 @@ func TestRealQueenFaults(t *testing.T) {
 // (and the server) at 12 s.
 func TestRealQueenFsyncAudit(t *testing.T) {
 	q := queentest.Cluster(t)
-	d, err := queendriver.New(queendriver.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	defer q.SetFsync(context.Background(), true)
-	audit := FsyncAudit{Topic: fmt.Sprintf("queen-audit-%d", time.Now().Unix()), LossAt: 12 * time.Second,
-		Settings: auditSettings(queenProfile, q.SetFsync), Broker: queenProfile.Name()}
+	audit := scenarios.FsyncAudit{Topic: fmt.Sprintf("queen-audit-%d", time.Now().Unix()), LossAt: 12 * time.Second,
+		Settings: scenariotest.AuditSettings(t, queen.Profile{}, q.SetFsync), Broker: queen.Profile{}.Name()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	res, err := audit.Run(ctx, runner.Config{
@@ -196,7 +197,7 @@ func TestRealQueenFsyncAudit(t *testing.T) {
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: q}, RecoveryTimeout: 2 * time.Minute},
-		Progress: testWriter{t}, ProgressEvery: 10 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 10 * time.Second,
 	}, t.Logf)
 	if err != nil {
 		t.Fatal(err)

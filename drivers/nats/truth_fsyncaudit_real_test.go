@@ -1,4 +1,4 @@
-package scenarios
+package nats_test
 
 import (
 	"fmt"
@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers/nats"
 	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/scenarios"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
 
 // TestRealNATSFsyncAudit is the fsync audit on NATS JetStream: the same
@@ -21,9 +24,9 @@ func TestRealNATSFsyncAudit(t *testing.T) {
 	n := natstest.LazyFS(t)
 	d := natsDriver(t, n)
 	defer d.Close()
-	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,
-		Settings: auditSettings(natsProfile, n.SetSyncAlways), Broker: "nats"}
-	res := runSwitchedAudit(t, switched{"sync_interval", n.SyncAlways, n.SetSyncAlways}, audit, d, faults.Local{Cluster: n}, 3, 3, "nats-fsync-audit")
+	audit := scenarios.FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,
+		Settings: scenariotest.AuditSettings(t, nats.Profile{}, n.SetSyncAlways), Broker: "nats"}
+	res := scenariotest.RunSwitchedAudit(t, scenariotest.Switched{Name: "sync_interval", Get: n.SyncAlways, Set: n.SetSyncAlways}, audit, d, faults.Local{Cluster: n}, 3, 3, "nats-fsync-audit")
 	def, always := res.Rows[0], res.Rows[1]
 	if !strings.Contains(def.AckMeaning, "sync_interval=2m0s") || !strings.Contains(always.AckMeaning, "sync_interval=always") {
 		t.Errorf("the ack meanings do not name the sync_interval read from the servers: %q / %q", def.AckMeaning, always.AckMeaning)

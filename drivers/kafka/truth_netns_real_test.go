@@ -1,4 +1,4 @@
-package scenarios
+package kafka_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -73,7 +74,7 @@ func runNetnsSchedule(t *testing.T, k *kafka.Cluster, acks string, topic drivers
 		Load:   load.Config{Rate: 300, Duration: dur, Producers: 2, MessageSize: 512, DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: 30 * time.Second},
-		Progress: testWriter{t}, ProgressEvery: 10 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -203,11 +204,11 @@ func TestRealNetnsPartitionLeaderTruth(t *testing.T) {
 	k := netnsCluster(t)
 	for _, acks := range []string{"all", "1"} {
 		t.Run("acks="+acks, func(t *testing.T) {
-			topic := drivers.TopicSpec{Name: topicName(t), Partitions: 6, ReplicationFactor: 3,
+			topic := drivers.TopicSpec{Name: scenariotest.TopicName(t), Partitions: 6, ReplicationFactor: 3,
 				Configs: map[string]string{"min.insync.replicas": "2"}}
 			schedule := fmt.Sprintf("at=8s partition most-leaders:%s; at=38s heal-network", topic.Name)
 			res, out := runNetnsSchedule(t, k, acks, topic, 50*time.Second, schedule)
-			saveSummary(t, "netns-partition-leader-acks-"+acks, res)
+			scenariotest.SaveSummary(t, "netns-partition-leader-acks-"+acks, res)
 			if len(res.Faults) != 2 || res.Faults[0].Result != faults.Applied || res.Faults[1].Result != faults.Applied {
 				t.Fatalf("faults: %+v: want the partition and its heal applied", res.Faults)
 			}
@@ -305,11 +306,11 @@ func TestRealNetnsPartitionLeaderTruth(t *testing.T) {
 // within what the old leader truncated.
 func TestRealNetnsUncleanElectionTruth(t *testing.T) {
 	k := netnsCluster(t)
-	topic := drivers.TopicSpec{Name: topicName(t), Partitions: 1, ReplicationFactor: 2,
+	topic := drivers.TopicSpec{Name: scenariotest.TopicName(t), Partitions: 1, ReplicationFactor: 2,
 		Configs: map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}}
 	schedule := fmt.Sprintf("at=5s partition follower:%[1]s/0; at=22s kill leader:%[1]s/0; at=24s heal-network; at=34s restart previous", topic.Name)
 	res, out := runNetnsSchedule(t, k, "1", topic, 45*time.Second, schedule)
-	saveSummary(t, "netns-unclean-election", res)
+	scenariotest.SaveSummary(t, "netns-unclean-election", res)
 	for _, f := range res.Faults {
 		t.Logf("fault %s %s -> node %d: %s", f.Action, f.Target, f.Node, f.Result)
 		if f.Result != faults.Applied {

@@ -1,4 +1,4 @@
-package scenarios
+package nats_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -39,7 +41,7 @@ func TestRealNATSLeaderKill(t *testing.T) {
 	d := natsDriver(t, n)
 	defer d.Close()
 	topic := fmt.Sprintf("nats-leader-kill-%d", time.Now().Unix())
-	sc := LeaderKill{Topic: topic, KillAt: 10 * time.Second, RestartAfter: 8 * time.Second}
+	sc := scenarios.LeaderKill{Topic: topic, KillAt: 10 * time.Second, RestartAfter: 8 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Config{
@@ -49,12 +51,12 @@ func TestRealNATSLeaderKill(t *testing.T) {
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
 		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: n}, RecoveryTimeout: 2 * time.Minute, Steps: sc.Steps()},
-		Progress: testWriter{t}, ProgressEvery: 10 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	saveSummary(t, "nats-leader-kill", res)
+	scenariotest.SaveSummary(t, "nats-leader-kill", res)
 	if err := n.WaitReady(ctx, time.Minute); err != nil {
 		t.Fatalf("cluster not healthy after the test: %v", err)
 	}
@@ -75,11 +77,11 @@ func TestRealNATSLeaderKill(t *testing.T) {
 	// can come before that. (In sync is the stream leaders' view, which can
 	// come before the server's own /healthz says all of its assets are
 	// current.)
-	if down := downMs(t, res); kill.SlowestFirstAckMs < 500 || kill.ReadyMs < down || kill.InSyncMs < down {
+	if down := scenariotest.DownMs(t, res); kill.SlowestFirstAckMs < 500 || kill.ReadyMs < down || kill.InSyncMs < down {
 		t.Fatalf("implausible recovery: first ack on every stream %.0f ms, ready %.0f ms, in sync %.0f ms after the kill, the restart %.0f ms after it",
 			kill.SlowestFirstAckMs, kill.ReadyMs, kill.InSyncMs, down)
 	}
-	checkAgainstNATSLog(t, n, figures(res, false), kill.KillProof.NewPID)
+	checkAgainstNATSLog(t, n, scenariotest.Figures(res, false), kill.KillProof.NewPID)
 	checkNATSProductOracle(t, n, res, kill.KillProof.NewPID)
 	t.Logf("nats leader kill: acked %d, lost %d, reordered %d, longest without acks %.0f ms, slowest stream's first ack %.0f ms after the kill, ready %.0f ms, in sync %.0f ms",
 		res.Acked, res.Lost, res.Reordered, res.LongestNoAckMs, kill.SlowestFirstAckMs, kill.ReadyMs, kill.InSyncMs)

@@ -1,4 +1,4 @@
-package scenarios
+package kafka_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,7 +43,7 @@ func TestRealFsyncAudit(t *testing.T) {
 		dir = filepath.Join(rd, "fsync-audit")
 		os.RemoveAll(dir)
 	}
-	audit := FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: auditSettings(kafkaProfile, nil)}
+	audit := scenarios.FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: scenariotest.AuditSettings(t, kafka.Profile{}, nil)}
 	base := auditBase(t, k, d, dir, 16*time.Second, 512)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -79,7 +81,7 @@ func TestRealFsyncAudit(t *testing.T) {
 					next = o.LossAt
 				}
 			}
-			checkAgainstKafkaLogs(t, k, r.Topic, killFigures{Nodes: r.LossNodes, At: r.LossAt, ReadyMs: r.ReadyMs, InSyncMs: r.InSyncMs, Until: next})
+			checkAgainstKafkaLogs(t, k, r.Topic, scenariotest.KillFigures{Nodes: r.LossNodes, At: r.LossAt, ReadyMs: r.ReadyMs, InSyncMs: r.InSyncMs, Until: next})
 		}
 		if r.SteadyPublish.Count == 0 {
 			t.Errorf("%s: no latency before the loss", r.Setting.Name)
@@ -119,7 +121,7 @@ func TestRealFsyncAuditUnfinishedReadBack(t *testing.T) {
 	}
 	defer d.Close()
 	dir := t.TempDir()
-	audit := FsyncAudit{Topic: fmt.Sprintf("audit-unread-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: auditSettings(kafkaProfile, nil)}
+	audit := scenarios.FsyncAudit{Topic: fmt.Sprintf("audit-unread-%d", time.Now().Unix()), LossAt: 6 * time.Second, Settings: scenariotest.AuditSettings(t, kafka.Profile{}, nil)}
 	base := auditBase(t, k, d, dir, 12*time.Second, 8192)
 	base.ReadIdleTimeout = time.Nanosecond
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -145,12 +147,12 @@ func TestRealFsyncAuditUnfinishedReadBack(t *testing.T) {
 	}
 
 	// The same run, read back to the end.
-	full, err := runner.Verify(ctx, out, d, verifier.Options{}, time.Minute, testWriter{t})
+	full, err := runner.Verify(ctx, out, d, verifier.Options{}, time.Minute, scenariotest.Progress(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if full.LostUnread != 0 {
-		t.Fatalf("the full re-read left %d unread: %v", full.LostUnread, full.Reasons)
+	if full.Unread != 0 {
+		t.Fatalf("the full re-read left %d unread: %v", full.Unread, full.Reasons)
 	}
 	t.Logf("full re-read: acked %d, lost %d, verdict %s", full.Acked, full.Lost, full.Verdict)
 	if row.Lost > full.Lost {
@@ -196,6 +198,6 @@ func auditBase(t *testing.T, k *kafka.Cluster, d drivers.Driver, dir string, dur
 		Load:            load.Config{Rate: 300, Duration: duration, Producers: 2, MessageSize: size, LiveRead: true},
 		ReadIdleTimeout: time.Minute,
 		Faults:          &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, RecoveryTimeout: 90 * time.Second},
-		Progress:        testWriter{t}, ProgressEvery: 5 * time.Second,
+		Progress:        scenariotest.Progress(t), ProgressEvery: 5 * time.Second,
 	}
 }

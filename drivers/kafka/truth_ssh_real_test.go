@@ -1,4 +1,4 @@
-package main
+package kafka_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/remote/sshdtest"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
 
 // These tests drive the real local Kafka cluster (ACKCHECK_KAFKA_CLUSTER_DIR)
@@ -29,7 +30,7 @@ type sshRig struct {
 func newSSHRig(t *testing.T) *sshRig {
 	t.Helper()
 	k := kafkatest.Cluster(t)
-	r := &sshRig{bin: binary(t), dir: k.Dir(), srv: sshdtest.Start(t), k: k}
+	r := &sshRig{bin: ackcheck.Path(t), dir: k.Dir(), srv: sshdtest.Start(t), k: k}
 	r.clusterFile = r.writeClusterFile(t, r.srv.User, r.srv.KeyFile, r.srv.KnownHosts)
 	return r
 }
@@ -107,7 +108,7 @@ func TestRealSSHLeaderKillAndFsync(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	res := readResult(t, out)
+	res := scenariotest.ReadResult(t, out)
 	if res.Lost != 0 || res.Verdict != "pass" || len(res.Faults) != 4 {
 		t.Fatalf("lost %d verdict %s faults %d", res.Lost, res.Verdict, len(res.Faults))
 	}
@@ -171,7 +172,7 @@ func TestRealSSHBrokerFsyncRollingRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	res := readResult(t, out)
+	res := scenariotest.ReadResult(t, out)
 	if res.Lost != 0 || res.Verdict != "pass" || res.Faults[0].Result != "applied" {
 		t.Fatalf("lost %d verdict %s fault %+v", res.Lost, res.Verdict, res.Faults[0].Record)
 	}
@@ -207,7 +208,7 @@ func TestRealSSHBadCredentials(t *testing.T) {
 				"--fault", "at=1s pause node:1")
 			output, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != exitError || !strings.Contains(string(output), tc.want) {
+			if !ok || ee.ExitCode() != 2 /* ackcheck's exit code for an error */ || !strings.Contains(string(output), tc.want) {
 				t.Fatalf("exit %v, output %q; want exit 2 mentioning %q", err, output, tc.want)
 			}
 			if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -232,7 +233,7 @@ func TestRealSSHInterruptAndHeal(t *testing.T) {
 			cmd := exec.Command(r.bin, "run", "--cluster-file", r.clusterFile, "--topic", topic, "--partitions", "4",
 				"--rate", "200", "--duration", "60s", "--progress-interval", "1s", "--out", out,
 				"--fault", "at=1s fsync-on topic:"+topic+"; at=2s pause node:2")
-			buf := startUntil(t, cmd, "fault pause", 40*time.Second)
+			buf := scenariotest.StartUntil(t, cmd, "fault pause", 40*time.Second)
 			if !r.stopped(t, 2) || r.topicFlush(t, topic) == nil {
 				cmd.Process.Kill()
 				t.Fatal("the faults did not apply")

@@ -1,4 +1,4 @@
-package main
+package nats_test
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/internal/mdcheck"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
 
 // TestRealNATSOracleThroughClusterFile runs ackcheck as a user would on
@@ -23,7 +24,7 @@ import (
 // bounds, and report.md's tables still parse.
 func TestRealNATSOracleThroughClusterFile(t *testing.T) {
 	n := natstest.Cluster(t)
-	bin := binary(t)
+	bin := ackcheck.Path(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "broker: nats\nbrokers: [%s]\nnodes:\n", strings.Join(n.Servers(), ", "))
 	for _, id := range n.Nodes() {
@@ -43,7 +44,7 @@ func TestRealNATSOracleThroughClusterFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	res := readResult(t, out)
+	res := scenariotest.ReadResult(t, out)
 	if res.Verdict != "pass" || len(res.Faults) == 0 {
 		t.Fatalf("verdict %s, faults %+v", res.Verdict, res.Faults)
 	}

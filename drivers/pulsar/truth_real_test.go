@@ -1,4 +1,4 @@
-package scenarios
+package pulsar_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -55,12 +56,12 @@ func TestRealPulsarKill(t *testing.T) {
 				{At: 10 * time.Second, Action: faults.Kill, Target: faults.Target{Kind: faults.Node, Node: 1}},
 				{At: 15 * time.Second, Action: faults.Restart, Target: faults.Target{Kind: faults.Previous}},
 			}},
-		Progress: testWriter{t}, ProgressEvery: 10 * time.Second,
+		Progress: scenariotest.Progress(t), ProgressEvery: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	saveSummary(t, "pulsar-kill", res)
+	scenariotest.SaveSummary(t, "pulsar-kill", res)
 	if err := p.WaitReady(ctx, 2*time.Minute); err != nil {
 		t.Fatalf("standalone not back after the test: %v", err)
 	}

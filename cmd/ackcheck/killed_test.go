@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/message"
+	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// killedRun runs the binary against c for rate msg/s, 60 s scheduled,
+// and SIGKILLs it after 2 s: a run directory whose ledger ends in a crash.
+func killedRun(t *testing.T, c *kfake.Cluster, rate int) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(binary(t), "run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out, "--partitions", "2",
+		"--rate", strconv.Itoa(rate), "--duration", "60s")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	return out
+}
+
+// Issue 35, point 2: a forged record of a killed run, far past its
+// schedule (sequence 100,000 where the schedule had 12,000 per producer,
+// sent an hour after the run), is a phantom and fails the verdict. It was
+// "unrecorded" and the verdict passed: no bound held unrecorded reads.
+func TestForgedRecordAfterAKilledRun(t *testing.T) {
+	c := kfakeCluster(t)
+	out := killedRun(t, c, 400)
+	s, err := runner.ReadSettings(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID, err := strconv.ParseUint(s.RunID, 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	forged := message.Encode(nil, message.ID{Run: runID, Producer: 0, Seq: 100_000}, time.Now().Add(time.Hour), 1024)
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: s.Topic.Name, Partition: 0, Value: forged}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"verify", "--out", out}, &stdout, &stderr)
+	r := readResult(t, out)
+	if code != exitFail || r.Verdict != verifier.Fail || r.Phantom != 1 || r.Unrecorded > 20 {
+		t.Fatalf("verify: exit %d, verdict %s, phantom %d, unrecorded %d; want exit %d, fail, 1 phantom\n%s%s",
+			code, r.Verdict, r.Phantom, r.Unrecorded, exitFail, stdout.String(), stderr.String())
+	}
+	if len(r.Samples["phantom"]) != 1 || !strings.HasSuffix(r.Samples["phantom"][0].ID, "-0-100000") {
+		t.Fatalf("phantom samples %+v", r.Samples["phantom"])
+	}
+}
