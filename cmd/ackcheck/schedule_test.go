@@ -211,3 +211,34 @@ func TestFaultHelpFromTheTable(t *testing.T) {
 		}
 	}
 }
+
+// No command reads a schedule without the brokers' words: outside
+// package faults, no code but its tests calls faults.ParseSchedule or
+// faults.ParseTarget (each command goes through readSchedule).
+func TestNoScheduleReadWithoutTheBrokersWords(t *testing.T) {
+	root := "../.."
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || path == filepath.Join(root, "faults")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, call := range []string{"faults.ParseSchedule(", "faults.ParseTarget("} {
+			if strings.Contains(string(src), call) {
+				t.Errorf("%s calls %s: read schedules with readSchedule (the brokers' words and the load's length)", path, call)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
