@@ -34,6 +34,12 @@ import (
 // sequence j was meant for no earlier than its j-th slot, and a send
 // recorded after the crash window's end never reached the broker.
 
+// scheduleSlack is how far outside the schedule's span a send time may
+// lie and still be the schedule's: a paced send may go a pacing window
+// early and is then timed from its send. A send time further out is no
+// send of this run's load.
+const scheduleSlack = time.Second
+
 // windowClass is what a read without a recorded send is.
 type windowClass int
 
@@ -108,13 +114,13 @@ func (s crashSegment) place(k uint32, seq, sentThru uint64, intendedNs int64) wi
 		// of producer k for slot k+n*seq or a later one (shed slots take
 		// no sequence number).
 		interval := float64(time.Second) / p.Rate
-		if t.Before(s.start) || !t.Before(s.start.Add(p.Duration)) {
+		if t.Before(s.start.Add(-scheduleSlack)) || t.After(s.start.Add(p.Duration+scheduleSlack)) {
 			return beyondSchedule
 		}
 		if slot := s.start.Add(time.Duration(float64(uint64(k)+n*seq) * interval)); slot.After(earliest) {
 			earliest = slot
 		}
-	} else if t.Before(s.start) {
+	} else if t.Before(s.start.Add(-scheduleSlack)) {
 		return beyondSchedule
 	}
 	if !s.end.IsZero() && earliest.After(s.end) {

@@ -44,7 +44,8 @@ func TestCrashWindowBoundsUnrecorded(t *testing.T) {
 		{"the producer's last scheduled sequence", 1, 999, at(9995 * time.Millisecond), false, true, inWindow},
 		{"one past its last", 1, 1000, at(9995 * time.Millisecond), false, true, beyondSchedule},
 		{"sent an hour after the run", 1, 400, at(time.Hour + 10*time.Second), false, false, beyondSchedule},
-		{"sent before the run", 1, 400, at(-time.Second), false, false, beyondSchedule},
+		{"sent before the run", 1, 400, at(-2 * time.Second), false, false, beyondSchedule},
+		{"sent a pacing window early", 0, 400, at(-time.Millisecond), false, true, inWindow},
 		{"below the ledger's committed sends", 1, 399, at(3995 * time.Millisecond), false, false, beyondSchedule},
 		{"a producer the run did not have", 2, 400, at(4005 * time.Millisecond), false, false, beyondSchedule},
 		{"a clean ledger lacks nothing", 1, 400, at(4005 * time.Millisecond), true, false, beyondSchedule},
@@ -68,7 +69,7 @@ func TestCrashWindowBoundsUnrecorded(t *testing.T) {
 	for _, c := range []struct {
 		intended int64
 		want     windowClass
-	}{{at(4100 * time.Millisecond), inWindow}, {at(4200 * time.Millisecond), pastWindow}, {at(-time.Millisecond), beyondSchedule}} {
+	}{{at(4100 * time.Millisecond), inWindow}, {at(4200 * time.Millisecond), pastWindow}, {at(-1100 * time.Millisecond), beyondSchedule}} {
 		if got := w.place(1, 430, sentThru, c.intended); got != c.want {
 			t.Errorf("unpaced, sent at %v: place = %d, want %d", time.Unix(0, c.intended).Sub(start), got, c.want)
 		}
