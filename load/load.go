@@ -5,7 +5,10 @@
 // due at Start + i/Rate. A send that goes out late keeps its scheduled time
 // as its intended time, so every latency is measured from the schedule and a
 // stalled broker cannot hide its stall by slowing the load (no coordinated
-// omission). Producer k owns the messages i with i mod Producers == k; an
+// omission). A send may go up to PacingWindow (1 ms) early, so that a
+// producer wakes once per window rather than once per message; it then
+// takes its send time as its intended time: a latency is never measured
+// from before its message went. Producer k owns the messages i with i mod Producers == k; an
 // unkeyed message goes to partition i mod len(Partitions), which makes the
 // round-robin exact across producers.
 //
@@ -77,11 +80,25 @@ type Config struct {
 	// read-back tells which shard wrote a message. Default 0.
 	ProducerBase uint32
 
+	// PacingWindow is how early a paced send may go: a producer sends
+	// every message due within it and sleeps only when its next message
+	// is further ahead, so that it wakes at most about once per window
+	// instead of once per message (a timer and a scheduler switch each:
+	// most of a paced load's own CPU). A send that goes early takes its
+	// send time as its intended time, so no latency is ever measured from
+	// a time before the message went; a late one keeps its scheduled
+	// time. Zero: DefaultPacingWindow; negative: none (a timer per message
+	// not yet due, for comparisons).
+	PacingWindow time.Duration
+
 	// TimerKick is the period of the scheduler's wake-ups in a paced load
-	// (timerKickPeriod); negative: none; zero: the default. For measuring
+	// (timerKickPeriod); negative: none; zero: none with a PacingWindow,
+	// timerKickPeriod without one (a timer per message). For measuring
 	// what the kick costs and buys only (BenchmarkPacing50k,
-	// BenchmarkShardCPU): without it a paced send is up to a millisecond
-	// late, and that lateness is in every latency reported.
+	// BenchmarkShardCPU): with a timer per message and no kick a paced
+	// send is up to a millisecond late. With the window only the first
+	// message of a wake can be late, as with the reference pacer, which
+	// has no kick either.
 	TimerKick time.Duration
 }
 
@@ -316,7 +333,10 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		sweep(cfg, fls, l, stats, sweepStop)
 	}()
 	kickCtx, stopKick := context.WithCancel(ctx)
-	kick := cmp.Or(cfg.TimerKick, timerKickPeriod)
+	kick := cfg.TimerKick
+	if kick == 0 && cfg.PacingWindow < 0 {
+		kick = timerKickPeriod // a timer per message: make it fire on time
+	}
 	if cfg.Unpaced {
 		kick = 0 // nothing sleeps to a schedule
 	}
@@ -434,6 +454,15 @@ type sender struct {
 // clock's (parts per million).
 func (s *sender) now() int64 { return s.startNs + int64(time.Since(s.start)) }
 
+// DefaultPacingWindow is Config.PacingWindow's default. At 50,000 msg/s
+// from 4 producers a producer's next message is 80 µs ahead: a timer per
+// message woke each producer 12,500 times a second. With the window it
+// wakes about once per millisecond and sends some 12 messages, the first
+// up to a wake-up's lateness late and the rest early: the precision of the
+// cheapest bare pacer (drivers.PaceWindow), the reference bench --peer
+// measures ackcheck against.
+const DefaultPacingWindow = time.Millisecond
+
 // producerState is one producer of the load and what it measures.
 type producerState struct {
 	k  uint32
@@ -454,6 +483,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 	nparts := uint64(len(cfg.Partitions))
 	interval := float64(time.Second) / cfg.Rate
 	total := uint64(cfg.Rate * cfg.Duration.Seconds())
+	window := int64(cmp.Or(cfg.PacingWindow, DefaultPacingWindow))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var seq uint64
@@ -468,8 +498,10 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		sentAt := s.now()
 		if cfg.Unpaced {
 			intended = sentAt
-		} else if wait := time.Duration(intended - sentAt); wait > 0 {
-			timer.Reset(wait)
+		} else if ahead := intended - sentAt; ahead > max(window, 0) {
+			// Sleep to its time; the messages due within the window
+			// after it go with it when it wakes.
+			timer.Reset(time.Duration(ahead))
 			select {
 			case <-ctx.Done():
 				return nil
@@ -479,6 +511,9 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		} else if ctx.Err() != nil {
 			return nil
 		}
+		// Early (within the window): timed from its send, never from a
+		// time before it went.
+		intended = min(intended, sentAt)
 		if !cfg.Unpaced && s.stats.InFlight.Add(1) > int64(cfg.MaxInFlight) {
 			s.stats.InFlight.Add(-1)
 			s.stats.Shed.Add(1)
