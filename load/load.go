@@ -13,7 +13,9 @@
 // round-robin exact across producers.
 //
 // In-flight sends are bounded by MaxInFlight. A send due while the bound is
-// reached is shed: counted, never sent, and it consumes no sequence number.
+// reached waits for a place, as a client library's full buffer makes a
+// send wait, but no longer than ShedAfter past its scheduled time; then it
+// is shed: counted, never sent, and it consumes no sequence number.
 // So a stall shows up twice, as the latency of the sends caught in it and as
 // sends shed, and never as a crash or a silent drop in offered rate.
 package load
@@ -47,6 +49,15 @@ type Config struct {
 	MessageSize int           // bytes per value, at least message.MinSize
 	Keys        int           // > 0: spread messages over this many keys
 	MaxInFlight int           // 0: Defaults().MaxInFlight
+	// ShedAfter is how long past its scheduled time a paced send waits
+	// for a place under MaxInFlight before it is shed; the wait is in its
+	// pacing lag and its latency. A client library blocks its caller at
+	// its own buffer's bound instead, and a burst of acks late by a few
+	// tens of milliseconds (a GC pause, a batch to a slow leader) then
+	// costs nothing; shed at once, the same burst lost sends the bare
+	// client made (bench --peer --rates). A stall longer than this still
+	// sheds. 0: DefaultShedAfter; negative: shed at once.
+	ShedAfter time.Duration
 	// DrainTimeout bounds the wait for outstanding outcomes after the last
 	// send; what is still outstanding then is recorded Unknown. 0:
 	// Defaults().DrainTimeout.
@@ -484,6 +495,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 	interval := float64(time.Second) / cfg.Rate
 	total := uint64(cfg.Rate * cfg.Duration.Seconds())
 	window := int64(cmp.Or(cfg.PacingWindow, DefaultPacingWindow))
+	shedAfter := int64(max(cmp.Or(cfg.ShedAfter, DefaultShedAfter), 0))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var seq uint64
@@ -516,8 +528,11 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		intended = min(intended, sentAt)
 		if !cfg.Unpaced && s.stats.InFlight.Add(1) > int64(cfg.MaxInFlight) {
 			s.stats.InFlight.Add(-1)
-			s.stats.Shed.Add(1)
-			continue
+			if !s.waitForPlaceUntil(ctx, intended+shedAfter) {
+				s.stats.Shed.Add(1)
+				continue
+			}
+			sentAt = s.now() // the wait is in its lag
 		}
 		id := message.ID{Run: cfg.RunID, Producer: cfg.ProducerBase + ps.k, Seq: seq}
 		seq++
@@ -541,6 +556,31 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		}
 	}
 	return nil
+}
+
+// DefaultShedAfter is Config.ShedAfter's default.
+const DefaultShedAfter = 100 * time.Millisecond
+
+// shedPoll is how often a paced send waiting at the bound looks for a
+// place: the wait is rare (the bound reached), and an outcome does not
+// signal it, which would cost every outcome of a paced load a channel send.
+const shedPoll = time.Millisecond
+
+// waitForPlaceUntil takes a place in flight for a paced send, waiting at
+// the bound until deadline (Unix ns, the load's clock). It is false when
+// the deadline passed or ctx ended without a place.
+func (s *sender) waitForPlaceUntil(ctx context.Context, deadline int64) bool {
+	for {
+		left := time.Duration(deadline - s.now())
+		if left <= 0 || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(min(left, shedPoll))
+		if s.stats.InFlight.Add(1) <= int64(s.cfg.MaxInFlight) {
+			return true
+		}
+		s.stats.InFlight.Add(-1)
+	}
 }
 
 // waitForPlace takes a place in flight for an unpaced load, waiting at

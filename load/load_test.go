@@ -574,3 +574,52 @@ func TestPacingWindowSendsEarlyAndTimesFromTheSend(t *testing.T) {
 		})
 	}
 }
+
+// ShedAfter: at the in-flight bound a paced send waits for a place up to
+// ShedAfter past its time. A stall shorter than that sheds nothing (its
+// sends carry it as lag); shedding at once (negative) sheds in the same
+// stall; a stall longer than the wait still sheds. The bound holds
+// throughout, and every scheduled send is sent or shed.
+func TestShedAfterWaitsAtTheBound(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		shedAfter time.Duration
+		stall     time.Duration
+		wantShed  bool
+	}{
+		{"short stall waited out", 500 * time.Millisecond, 50 * time.Millisecond, false},
+		{"shed at once", -1, 50 * time.Millisecond, true},
+		{"long stall sheds", 50 * time.Millisecond, 400 * time.Millisecond, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := ledger.Open(t.TempDir(), ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			// 20 in flight at 1,000 msg/s: the bound is reached 20 ms
+			// into the stall.
+			d := &stallDriver{stallUntil: time.Now().Add(c.stall)}
+			stats := &Stats{}
+			res, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 1000, Duration: 600 * time.Millisecond,
+				Producers: 1, MessageSize: 100, MaxInFlight: 20, ShedAfter: c.shedAfter}, d, l, stats)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent, shed := stats.Sent.Load(), stats.Shed.Load()
+			if sent+shed != 600 {
+				t.Fatalf("%d sent + %d shed, want the 600 scheduled", sent, shed)
+			}
+			if p := d.peak.Load(); p > 20 {
+				t.Fatalf("%d in flight at the peak, over the bound of 20", p)
+			}
+			if (shed > 0) != c.wantShed {
+				t.Fatalf("%d shed in a %s stall with ShedAfter %s; want some: %v", shed, c.stall, c.shedAfter, c.wantShed)
+			}
+			if !c.wantShed && time.Duration(res.PacingLag.Max())*time.Microsecond < c.stall/2 {
+				t.Fatalf("pacing lag max %d µs: the wait at the bound is not in the lag", res.PacingLag.Max())
+			}
+			t.Logf("sent %d shed %d, lag max %d µs", sent, shed, res.PacingLag.Max())
+		})
+	}
+}

@@ -122,15 +122,24 @@ func deleteTopics(ctx context.Context, brokers []string, names []string) error {
 func bareProduce(ctx context.Context, brokers []string, w drivers.PeerWork) (drivers.PeerProduced, error) {
 	var acked, failed atomic.Int64
 	var wg sync.WaitGroup
-	start := time.Now()
-	pacers := make([]*drivers.PeerPacer, w.Producers)
-	for k := range w.Producers {
+	// The clients first, then the schedule's start, as ackcheck's load
+	// starts its schedule once its producers exist.
+	clients := make([]*kgo.Client, w.Producers)
+	for k := range clients {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(w.Linger), kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.MaxBufferedRecords(max(1, w.MaxInFlight/w.Producers)))
 		if err != nil {
+			for _, c := range clients[:k] {
+				c.Close()
+			}
 			return drivers.PeerProduced{}, err
 		}
+		clients[k] = cl
+	}
+	start := time.Now()
+	pacers := make([]*drivers.PeerPacer, w.Producers)
+	for k, cl := range clients {
 		pacer := &drivers.PeerPacer{Start: start, Rate: w.Rate, Pacing: w.Pacing}
 		pacers[k] = pacer
 		wg.Add(1)
