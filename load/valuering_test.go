@@ -100,3 +100,47 @@ func BenchmarkValueWriteOrder(b *testing.B) {
 		})
 	}
 }
+
+// A ring grown by a burst goes back to its first chunk once that is free:
+// after 10 chunks' worth in flight, all freed, the next values come from
+// the first two chunks, again and again, not round all ten.
+func TestValueRingShrinksItsWorkingSetAfterABurst(t *testing.T) {
+	r := newValueRing(1024)
+	per := r.slotsPerChunk()
+	var held []*atomic.Bool
+	for range 10 * per {
+		_, f := r.get()
+		held = append(held, f)
+	}
+	if len(r.chunks) != 10 {
+		t.Fatalf("%d chunks for 10 chunks' worth in flight", len(r.chunks))
+	}
+	for _, f := range held {
+		f.Store(false)
+	}
+	inChunk := func(b []byte) int {
+		for c := range r.chunks {
+			lo := addr(r.chunks[c].mem)
+			if a := addr(b); a >= lo && a < lo+uintptr(len(r.chunks[c].mem)) {
+				return c
+			}
+		}
+		return -1
+	}
+	// A few values in flight at a time, as a steady paced load has.
+	var window []*atomic.Bool
+	for i := range 8 * per {
+		b, f := r.get()
+		if c := inChunk(b); c > 1 {
+			t.Fatalf("value %d from chunk %d: the ring is written round all its %d chunks, not the first two", i, c, len(r.chunks))
+		}
+		window = append(window, f)
+		if len(window) > 100 {
+			window[0].Store(false)
+			window = window[1:]
+		}
+	}
+	if len(r.chunks) != 10 {
+		t.Fatalf("the ring grew to %d chunks", len(r.chunks))
+	}
+}
