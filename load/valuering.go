@@ -22,14 +22,6 @@ import "sync/atomic"
 // bench --peer run at the default bound of 100,000, the four producers'
 // rings held 219,136 slots.
 //
-// The cursor goes back to the first chunk, rather than on to the next,
-// whenever it leaves a chunk and the first is wholly free: the slots it
-// then writes are the ones it wrote one in-flight window ago, not the
-// ring's whole size ago. A ring grown by a burst (a cold start, a stall)
-// would otherwise be written round all of it for the rest of the run,
-// each value a cache miss: in a paced run whose start had 17,000 values in
-// flight, encoding a value took a ninth of ackcheck's CPU.
-//
 // get is called by the producer's goroutine only; a slot's free flag is
 // set by whichever goroutine the driver calls done on, after the driver is
 // done with the value (drivers.ValueReuser).
@@ -75,26 +67,11 @@ func (r *valueRing) get() ([]byte, *atomic.Bool) {
 
 func (r *valueRing) slots() int { return len(r.chunks) * r.slotsPerChunk() }
 
-// advance moves the cursor to the next slot, chunk by chunk, round, and
-// back to the first chunk when that is wholly free.
+// advance moves the cursor to the next slot, chunk by chunk, round.
 func (r *valueRing) advance() {
 	r.slot++
 	if r.slot == r.slotsPerChunk() {
 		r.slot = 0
 		r.chunk = (r.chunk + 1) % len(r.chunks)
-		if r.chunk != 0 && r.chunkFree(0) {
-			r.chunk = 0
-		}
 	}
-}
-
-// chunkFree says whether no value of chunk c is in flight: a load per
-// slot, once per chunk the cursor leaves (one per get).
-func (r *valueRing) chunkFree(c int) bool {
-	for i := range r.chunks[c].busy {
-		if r.chunks[c].busy[i].Load() {
-			return false
-		}
-	}
-	return true
 }
