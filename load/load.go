@@ -8,9 +8,10 @@
 // omission). A send may go up to PacingWindow (1 ms) early, so that a
 // producer wakes once per window rather than once per message; it then
 // takes its send time as its intended time: a latency is never measured
-// from before its message went. Producer k owns the messages i with i mod Producers == k; an
-// unkeyed message goes to partition i mod len(Partitions), which makes the
-// round-robin exact across producers.
+// from before its message went. Producer k owns the messages i with
+// i mod Producers == k; an unkeyed message goes to partition
+// i mod len(Partitions), which makes the round-robin exact across
+// producers.
 //
 // In-flight sends are bounded by MaxInFlight. A send due while the bound is
 // reached waits for a place, as a client library's full buffer makes a

@@ -107,3 +107,39 @@ func TestPeerTopicNames(t *testing.T) {
 		t.Fatalf("the topics of three workloads, two of them sharing one: %v", names)
 	}
 }
+
+// bench --peer --rates offers each rate to the bare client's window pacer
+// and to ackcheck, and prints for each its lag, what ackcheck shed, the
+// cores used and whether it kept (lag p99 < 1 ms, nothing shed), then
+// each one's ceiling, or that none of the rates kept.
+func TestBenchPeerCeiling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four child processes against kfake")
+	}
+	out, err := exec.Command(binary(t), "bench", "--peer", "--rates", "4000,2000", "--rate-seconds", "1", "--dir", t.TempDir()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench --peer --rates: %v\n%s", err, out)
+	}
+	text := string(out)
+	line := regexp.MustCompile(`(?m)^ +([0-9]+) msg/s  (bare-produce-paced|ackcheck-produce-paced) +lag p50 +[0-9.]+ p99 +([0-9.]+) max +[0-9.]+ ms  shed +([0-9]+)  [0-9.]+ cores +[0-9.]+ CPU-s per 1M  kept (true|false) +load [0-9.]+$`)
+	lines := line.FindAllStringSubmatch(text, -1)
+	if len(lines) != 4 {
+		t.Fatalf("%d rate lines, want 4 (two rates, two workloads each)\n%s", len(lines), text)
+	}
+	// In ascending order of rate, bare client first.
+	if lines[0][1] != "2000" || lines[0][2] != "bare-produce-paced" || lines[3][1] != "4000" || lines[3][2] != "ackcheck-produce-paced" {
+		t.Errorf("rates not in ascending order, bare first\n%s", text)
+	}
+	for _, l := range lines {
+		p99, _ := strconv.ParseFloat(l[3], 64)
+		shed, _ := strconv.Atoi(l[4])
+		if want := p99 < 1 && shed == 0; (l[5] == "true") != want {
+			t.Errorf("%s at %s msg/s: kept %s with lag p99 %.3f ms and %d shed", l[2], l[1], l[5], p99, shed)
+		}
+	}
+	for _, kind := range []string{"bare-produce-paced", "ackcheck-produce-paced"} {
+		if !regexp.MustCompile(`(?m)^ceiling of ` + kind + `: ([0-9]+ msg/s with lag p99 < 1 ms and nothing shed, [0-9]+ msg/s per core it used|none of the rates kept lag p99 < 1 ms with nothing shed)$`).MatchString(text) {
+			t.Errorf("no ceiling line for %s\n%s", kind, text)
+		}
+	}
+}
