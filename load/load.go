@@ -5,12 +5,18 @@
 // due at Start + i/Rate. A send that goes out late keeps its scheduled time
 // as its intended time, so every latency is measured from the schedule and a
 // stalled broker cannot hide its stall by slowing the load (no coordinated
-// omission). Producer k owns the messages i with i mod Producers == k; an
-// unkeyed message goes to partition i mod len(Partitions), which makes the
-// round-robin exact across producers.
+// omission). A send may go up to PacingWindow (1 ms) early, so that a
+// producer wakes once per window rather than once per message; it then
+// takes its send time as its intended time: a latency is never measured
+// from before its message went. Producer k owns the messages i with
+// i mod Producers == k; an unkeyed message goes to partition
+// i mod len(Partitions), which makes the round-robin exact across
+// producers.
 //
 // In-flight sends are bounded by MaxInFlight. A send due while the bound is
-// reached is shed: counted, never sent, and it consumes no sequence number.
+// reached waits for a place, as a client library's full buffer makes a
+// send wait, but no longer than ShedAfter past its scheduled time; then it
+// is shed: counted, never sent, and it consumes no sequence number.
 // So a stall shows up twice, as the latency of the sends caught in it and as
 // sends shed, and never as a crash or a silent drop in offered rate.
 package load
@@ -44,6 +50,15 @@ type Config struct {
 	MessageSize int           // bytes per value, at least message.MinSize
 	Keys        int           // > 0: spread messages over this many keys
 	MaxInFlight int           // 0: Defaults().MaxInFlight
+	// ShedAfter is how long past its scheduled time a paced send waits
+	// for a place under MaxInFlight before it is shed; the wait is in its
+	// pacing lag and its latency. A client library blocks its caller at
+	// its own buffer's bound instead, and a burst of acks late by a few
+	// tens of milliseconds (a GC pause, a batch to a slow leader) then
+	// costs nothing; shed at once, the same burst lost sends the bare
+	// client made (bench --peer --rates). A stall longer than this still
+	// sheds. 0: DefaultShedAfter; negative: shed at once.
+	ShedAfter time.Duration
 	// DrainTimeout bounds the wait for outstanding outcomes after the last
 	// send; what is still outstanding then is recorded Unknown. 0:
 	// Defaults().DrainTimeout.
@@ -77,11 +92,25 @@ type Config struct {
 	// read-back tells which shard wrote a message. Default 0.
 	ProducerBase uint32
 
+	// PacingWindow is how early a paced send may go: a producer sends
+	// every message due within it and sleeps only when its next message
+	// is further ahead, so that it wakes at most about once per window
+	// instead of once per message (a timer and a scheduler switch each:
+	// most of a paced load's own CPU). A send that goes early takes its
+	// send time as its intended time, so no latency is ever measured from
+	// a time before the message went; a late one keeps its scheduled
+	// time. Zero: DefaultPacingWindow; negative: none (a timer per message
+	// not yet due, for comparisons).
+	PacingWindow time.Duration
+
 	// TimerKick is the period of the scheduler's wake-ups in a paced load
-	// (timerKickPeriod); negative: none; zero: the default. For measuring
+	// (timerKickPeriod); negative: none; zero: none with a PacingWindow,
+	// timerKickPeriod without one (a timer per message). For measuring
 	// what the kick costs and buys only (BenchmarkPacing50k,
-	// BenchmarkShardCPU): without it a paced send is up to a millisecond
-	// late, and that lateness is in every latency reported.
+	// BenchmarkShardCPU): with a timer per message and no kick a paced
+	// send is up to a millisecond late. With the window only the first
+	// message of a wake can be late, as with the reference pacer, which
+	// has no kick either.
 	TimerKick time.Duration
 }
 
@@ -319,7 +348,10 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		sweep(cfg, fls, l, stats, sweepStop)
 	}()
 	kickCtx, stopKick := context.WithCancel(ctx)
-	kick := cmp.Or(cfg.TimerKick, timerKickPeriod)
+	kick := cfg.TimerKick
+	if kick == 0 && cfg.PacingWindow < 0 {
+		kick = timerKickPeriod // a timer per message: make it fire on time
+	}
 	if cfg.Unpaced {
 		kick = 0 // nothing sleeps to a schedule
 	}
@@ -437,6 +469,15 @@ type sender struct {
 // clock's (parts per million).
 func (s *sender) now() int64 { return s.startNs + int64(time.Since(s.start)) }
 
+// DefaultPacingWindow is Config.PacingWindow's default. At 50,000 msg/s
+// from 4 producers a producer's next message is 80 µs ahead: a timer per
+// message woke each producer 12,500 times a second. With the window it
+// wakes about once per millisecond and sends some 12 messages, the first
+// up to a wake-up's lateness late and the rest early: the precision of the
+// cheapest bare pacer (drivers.PaceWindow), the reference bench --peer
+// measures ackcheck against.
+const DefaultPacingWindow = time.Millisecond
+
 // producerState is one producer of the load and what it measures.
 type producerState struct {
 	k  uint32
@@ -457,6 +498,8 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 	nparts := uint64(len(cfg.Partitions))
 	interval := float64(time.Second) / cfg.Rate
 	total := uint64(cfg.Rate * cfg.Duration.Seconds())
+	window := int64(cmp.Or(cfg.PacingWindow, DefaultPacingWindow))
+	shedAfter := int64(max(cmp.Or(cfg.ShedAfter, DefaultShedAfter), 0))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var seq uint64
@@ -471,8 +514,10 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		sentAt := s.now()
 		if cfg.Unpaced {
 			intended = sentAt
-		} else if wait := time.Duration(intended - sentAt); wait > 0 {
-			timer.Reset(wait)
+		} else if ahead := intended - sentAt; ahead > max(window, 0) {
+			// Sleep to its time; the messages due within the window
+			// after it go with it when it wakes.
+			timer.Reset(time.Duration(ahead))
 			select {
 			case <-ctx.Done():
 				return nil
@@ -482,10 +527,16 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		} else if ctx.Err() != nil {
 			return nil
 		}
+		// Early (within the window): timed from its send, never from a
+		// time before it went.
+		intended = min(intended, sentAt)
 		if !cfg.Unpaced && s.stats.InFlight.Add(1) > int64(cfg.MaxInFlight) {
 			s.stats.InFlight.Add(-1)
-			s.stats.Shed.Add(1)
-			continue
+			if !s.waitForPlaceUntil(ctx, intended+shedAfter) {
+				s.stats.Shed.Add(1)
+				continue
+			}
+			sentAt = s.now() // the wait is in its lag
 		}
 		id := message.ID{Run: cfg.RunID, Producer: cfg.ProducerBase + ps.k, Seq: seq}
 		seq++
@@ -509,6 +560,31 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		}
 	}
 	return nil
+}
+
+// DefaultShedAfter is Config.ShedAfter's default.
+const DefaultShedAfter = 100 * time.Millisecond
+
+// shedPoll is how often a paced send waiting at the bound looks for a
+// place: the wait is rare (the bound reached), and an outcome does not
+// signal it, which would cost every outcome of a paced load a channel send.
+const shedPoll = time.Millisecond
+
+// waitForPlaceUntil takes a place in flight for a paced send, waiting at
+// the bound until deadline (Unix ns, the load's clock). It is false when
+// the deadline passed or ctx ended without a place.
+func (s *sender) waitForPlaceUntil(ctx context.Context, deadline int64) bool {
+	for {
+		left := time.Duration(deadline - s.now())
+		if left <= 0 || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(min(left, shedPoll))
+		if s.stats.InFlight.Add(1) <= int64(s.cfg.MaxInFlight) {
+			return true
+		}
+		s.stats.InFlight.Add(-1)
+	}
 }
 
 // waitForPlace takes a place in flight for an unpaced load, waiting at

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/message"
 )
 
 // stallDriver acks every publish after 1 ms, except while stalled: then it
@@ -95,9 +96,11 @@ func TestStallShowsAsLatencyAndShedNotLowerRate(t *testing.T) {
 	}
 }
 
-// Intended send times follow the schedule exactly: producer k's j-th
-// message is global message j*P+k, due at start + (j*P+k)/rate, and goes
-// round-robin to partition (j*P+k) mod partitions.
+// Intended send times follow the schedule: producer k's j-th message is
+// global message j*P+k, due at start + (j*P+k)/rate, and goes round-robin
+// to partition (j*P+k) mod partitions. A send within the pacing window
+// before its time goes early and is timed from its send: its intended
+// time is never after its due time nor more than the window before it.
 func TestScheduleIsExact(t *testing.T) {
 	d := &stallDriver{}
 	l, err := ledger.Open(t.TempDir(), ledger.Options{})
@@ -113,7 +116,7 @@ func TestScheduleIsExact(t *testing.T) {
 	l.Flush()
 	c, _ := l.Scan(ledger.Send)
 	defer c.Close()
-	n := 0
+	n, onTime := 0, 0
 	for {
 		e, ok := c.Next()
 		if !ok {
@@ -122,8 +125,11 @@ func TestScheduleIsExact(t *testing.T) {
 		n++
 		i := int64(e.Seq)*3 + int64(e.Producer)
 		want := res.Start.Add(time.Duration(i) * time.Second / 2000).UnixNano()
-		if d := e.Time - want; d < -1000 || d > 1000 {
-			t.Fatalf("message %d intended at %d, want %d", i, e.Time, want)
+		if d := e.Time - want; d < -int64(DefaultPacingWindow)-1000 || d > 1000 {
+			t.Fatalf("message %d intended at %d, want %d, or up to %s earlier", i, e.Time, want, DefaultPacingWindow)
+		}
+		if e.Time == want {
+			onTime++
 		}
 		if e.Partition != int32(i%5) {
 			t.Fatalf("message %d to partition %d, want %d", i, e.Partition, i%5)
@@ -131,6 +137,12 @@ func TestScheduleIsExact(t *testing.T) {
 	}
 	if n != 2000 {
 		t.Fatalf("%d sends, want 2000", n)
+	}
+	// At 2,000 msg/s a message is due every 500 µs: a producer sleeps to
+	// one and sends the next within the window early, so some go at
+	// their time exactly.
+	if onTime == 0 {
+		t.Fatalf("no send intended at its scheduled time: every one went early")
 	}
 }
 
@@ -482,5 +494,132 @@ func TestProgressFiguresFromEveryProducer(t *testing.T) {
 	got := stats.PartitionLastAck()
 	for _, p := range parts {
 		near(fmt.Sprintf("partition %d", p), got[p], d.byPart[p])
+	}
+}
+
+// timingDriver acks at once and keeps, per send, when it was handed over
+// and the intended time its value carries.
+type timingDriver struct {
+	drivers.Driver
+	mu    sync.Mutex
+	sends []timedSend
+}
+
+type timedSend struct {
+	id             message.ID
+	handed, intent time.Time
+}
+
+func (d *timingDriver) NewProducer(context.Context, string, uint32) (drivers.Producer, error) {
+	return timingProducer{d}, nil
+}
+
+type timingProducer struct{ d *timingDriver }
+
+func (p timingProducer) Publish(_ context.Context, m drivers.Message, done func(drivers.Outcome)) {
+	now := time.Now()
+	dm := message.Decode(m.Value, 1)
+	p.d.mu.Lock()
+	p.d.sends = append(p.d.sends, timedSend{id: dm.ID, handed: now, intent: dm.Intended})
+	p.d.mu.Unlock()
+	done(drivers.Outcome{Status: drivers.Acked, Pos: drivers.Position{Partition: m.Partition}})
+}
+
+func (timingProducer) Close(context.Context) error { return nil }
+
+// The pacing window: with it, sends go up to the window before their
+// time, and each such send carries its send time as its intended time, so
+// that no latency is measured from before its message went; without it
+// (PacingWindow < 0) none goes early. Every intended time is at most the
+// window before the schedule's and never after the send.
+func TestPacingWindowSendsEarlyAndTimesFromTheSend(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		window    time.Duration
+		wantEarly bool
+	}{{"window", 0, true}, {"none", -1, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := &timingDriver{}
+			l, err := ledger.Open(t.TempDir(), ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			const rate, producers = 4000, 2
+			res, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: rate, Duration: 500 * time.Millisecond,
+				Producers: producers, MessageSize: 64, PacingWindow: c.window}, d, l, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			early := 0
+			for _, s := range d.sends {
+				due := res.Start.Add(time.Duration(int64(s.id.Seq)*producers+int64(s.id.Producer)) * time.Second / rate)
+				if s.intent.After(s.handed) {
+					t.Fatalf("send %+v intended at %s, after it was handed over at %s", s.id, s.intent, s.handed)
+				}
+				if s.intent.Before(due.Add(-DefaultPacingWindow - time.Microsecond)) {
+					t.Fatalf("send %+v intended %s before its time: more than the window", s.id, due.Sub(s.intent))
+				}
+				if s.handed.Before(due) {
+					early++
+				}
+			}
+			if len(d.sends) != rate/2 {
+				t.Fatalf("%d sends, want %d", len(d.sends), rate/2)
+			}
+			if (early > 0) != c.wantEarly {
+				t.Fatalf("%d of %d sends went before their time; want some: %v", early, len(d.sends), c.wantEarly)
+			}
+			t.Logf("%d of %d sends early", early, len(d.sends))
+		})
+	}
+}
+
+// ShedAfter: at the in-flight bound a paced send waits for a place up to
+// ShedAfter past its time. A stall shorter than that sheds nothing (its
+// sends carry it as lag); shedding at once (negative) sheds in the same
+// stall; a stall longer than the wait still sheds. The bound holds
+// throughout, and every scheduled send is sent or shed.
+func TestShedAfterWaitsAtTheBound(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		shedAfter time.Duration
+		stall     time.Duration
+		wantShed  bool
+	}{
+		{"short stall waited out", 500 * time.Millisecond, 50 * time.Millisecond, false},
+		{"shed at once", -1, 50 * time.Millisecond, true},
+		{"long stall sheds", 50 * time.Millisecond, 400 * time.Millisecond, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := ledger.Open(t.TempDir(), ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			// 20 in flight at 1,000 msg/s: the bound is reached 20 ms
+			// into the stall.
+			d := &stallDriver{stallUntil: time.Now().Add(c.stall)}
+			stats := &Stats{}
+			res, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0}, Rate: 1000, Duration: 600 * time.Millisecond,
+				Producers: 1, MessageSize: 100, MaxInFlight: 20, ShedAfter: c.shedAfter}, d, l, stats)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent, shed := stats.Sent.Load(), stats.Shed.Load()
+			if sent+shed != 600 {
+				t.Fatalf("%d sent + %d shed, want the 600 scheduled", sent, shed)
+			}
+			if p := d.peak.Load(); p > 20 {
+				t.Fatalf("%d in flight at the peak, over the bound of 20", p)
+			}
+			if (shed > 0) != c.wantShed {
+				t.Fatalf("%d shed in a %s stall with ShedAfter %s; want some: %v", shed, c.stall, c.shedAfter, c.wantShed)
+			}
+			if !c.wantShed && time.Duration(res.PacingLag.Max())*time.Microsecond < c.stall/2 {
+				t.Fatalf("pacing lag max %d µs: the wait at the bound is not in the lag", res.PacingLag.Max())
+			}
+			t.Logf("sent %d shed %d, lag max %d µs", sent, shed, res.PacingLag.Max())
+		})
 	}
 }

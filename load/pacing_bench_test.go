@@ -33,9 +33,9 @@ func (ackProducer) Close(context.Context) error { return nil }
 // Figures: see timerKickPeriod.
 func BenchmarkPacing50k(b *testing.B) {
 	for _, bc := range []struct {
-		name string
-		kick time.Duration
-	}{{"kick", 0}, {"no-kick", -1}} {
+		name         string
+		window, kick time.Duration
+	}{{"window", 0, 0}, {"window-kick", 0, timerKickPeriod}, {"per-message-kick", -1, 0}, {"per-message-no-kick", -1, -1}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				l, err := ledger.Open(b.TempDir(), ledger.Options{})
@@ -44,7 +44,7 @@ func BenchmarkPacing50k(b *testing.B) {
 				}
 				cpu0 := processCPU()
 				res, err := Run(context.Background(), Config{RunID: 1, Topic: "t", Partitions: []int32{0, 1, 2, 3},
-					Rate: 50_000, Duration: 2 * time.Second, Producers: 4, MessageSize: 1024, TimerKick: bc.kick}, ackDriver{}, l, &Stats{})
+					Rate: 50_000, Duration: 2 * time.Second, Producers: 4, MessageSize: 1024, PacingWindow: bc.window, TimerKick: bc.kick}, ackDriver{}, l, &Stats{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -900,6 +900,10 @@ func sentCount(l *ledger.Ledger) int64 {
 	return sent
 }
 
+// stagedFlushInterval is how often a staged read-back's ledger flushes
+// (see freshLedger); a shard still flushes early at FlushEvents.
+const stagedFlushInterval = time.Second
+
 // stagedReadsDir is where verify records a read-back until it has
 // finished: only a read-back that ran to its end (complete or not, its
 // ReadBackReport written) replaces ReadsDir (replaceReads).
@@ -908,11 +912,22 @@ func stagedReadsDir(out string) string { return ReadsDir(out) + ".new" }
 // freshLedger makes an empty ledger at dir, removing what was there (the
 // staged read-back of a verify that was killed).
 // expected sizes it (ledger.Options.ExpectedMessages).
+//
+// It flushes every stagedFlushInterval, not every 50 ms: a staged
+// read-back is used only once it has run to its end and its ledger is
+// closed (Close flushes and syncs what is left), and a verify killed
+// before that loses it whole whatever was flushed, so the run ledger's
+// short window buys nothing here. What the interval does cost: each flush
+// writes every producer's reads of that interval as fragments sorted
+// among themselves, and partitions read at different speeds make one
+// flush's fragments overlap the next's, so the verdict's merge reads a
+// few events at a time through a heap (verifier.CheckLedgers was an
+// eighth of the verify child's CPU in bench --peer's profile).
 func freshLedger(dir string, expected int64) (*ledger.Ledger, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("remove %s: %w", dir, err)
 	}
-	l, err := ledger.Open(dir, ledger.Options{ExpectedMessages: expected})
+	l, err := ledger.Open(dir, ledger.Options{ExpectedMessages: expected, FlushInterval: stagedFlushInterval})
 	if err != nil {
 		return nil, fmt.Errorf("ledger for the read-back: %w", err)
 	}

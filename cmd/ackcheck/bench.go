@@ -28,6 +28,8 @@ func newBenchCmd() *cobra.Command {
 		peerShapeJSON string
 		repeat        int
 		pairs         []string
+		rates         []float64
+		rateSeconds   float64
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -59,7 +61,7 @@ func newBenchCmd() *cobra.Command {
 				dir = d
 			}
 			if peer {
-				return runBenchPeer(cmd, shape, dir, repeat, pairs)
+				return runBenchPeer(cmd, shape, dir, repeat, pairs, rates, rateSeconds)
 			}
 			return runBench(cmd, dir, ids)
 		},
@@ -79,6 +81,9 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&shape.Rate, "rate", 50_000, "with --peer: the paced workloads' rate")
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "with --peer: rounds of every workload; the table gives each figure's median")
 	cmd.Flags().StringSliceVar(&pairs, "pairs", []string{"unpaced", "paced", "read"}, "with --peer: the comparisons to run (read needs unpaced)")
+	cmd.Flags().Float64SliceVar(&rates, "rates", nil, "with --peer: instead of the pairs, find each one's ceiling: offer each rate, paced, to the bare client and to ackcheck, and give the highest at which pacing lag p99 < 1 ms and nothing is shed")
+	cmd.Flags().Float64Var(&rateSeconds, "rate-seconds", 4, "with --rates: seconds each rate is offered")
+	cmd.Flags().StringVar(&shape.Driver, "driver", "", "with --peer: the broker whose bare client ackcheck is measured against (default: the first that has one)")
 	cmd.Flags().StringVar(&peerChild, "peer-child", "", "internal: run one peer workload")
 	cmd.Flags().StringVar(&peerShapeJSON, "peer-shape", "", "internal: the peer workload's shape")
 	cmd.Flags().MarkHidden("peer-child")

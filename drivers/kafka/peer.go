@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/latency"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -16,20 +18,50 @@ import (
 // --peer`, which measures ackcheck against it: the same messages, clients,
 // partitions and pacing, with none of ackcheck's ledger or checks.
 
-// PeerWork is the shape of one bench workload.
-type PeerWork struct {
-	Brokers     []string
-	Topic       string
-	Messages    int
-	Size        int
-	Producers   int
-	Partitions  int
-	MaxInFlight int
-	Linger      time.Duration
-	Rate        float64 // 0: unpaced
+// Peer implements drivers.PeerBencher: bare franz-go against the cluster
+// at addrs; embedded, when it is this package's kfake, has every topic
+// CreateTopics makes placed alike.
+func (Profile) Peer(addrs []string, embedded drivers.Embedded) (drivers.Peer, error) {
+	fake, _ := embedded.(*Embedded)
+	return &peer{brokers: addrs, fake: fake}, nil
 }
 
-// CreatePeerTopics creates a round's topics, ackcheck's too (its run then
+var _ drivers.PeerBencher = Profile{}
+
+// peer is bare franz-go for bench --peer.
+type peer struct {
+	brokers []string
+	fake    *Embedded // nil: a real cluster, placed as it places
+}
+
+func (p *peer) CreateTopics(ctx context.Context, partitions int, names []string) error {
+	return createPeerTopics(ctx, p.brokers, partitions, p.fake, names)
+}
+
+func (p *peer) DeleteTopics(ctx context.Context, names []string) error {
+	return deleteTopics(ctx, p.brokers, names)
+}
+
+func (p *peer) Produce(ctx context.Context, w drivers.PeerWork) (drivers.PeerProduced, error) {
+	return bareProduce(ctx, p.brokers, w)
+}
+
+func (p *peer) Consume(ctx context.Context, topic string) (int64, error) {
+	return bareConsume(ctx, p.brokers, topic)
+}
+
+// Driver opens ackcheck's Kafka driver with the bare producer's linger and
+// otherwise the defaults the bare client has too (acks=all, idempotent, no
+// compression).
+func (p *peer) Driver(w drivers.PeerWork) (drivers.Driver, any, error) {
+	d, err := New(Config{Brokers: p.brokers, Linger: w.Linger})
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, d.Config(), nil
+}
+
+// createPeerTopics creates a round's topics, ackcheck's too (its run then
 // finds the topic there and uses it as it is), all alike. In kfake, which
 // gives each partition a leader at random, partition p of every topic is
 // then led by broker p mod 3. A producer sends one request per leader, so
@@ -38,7 +70,7 @@ type PeerWork struct {
 // broker. With the code unchanged, bare franz-go took 1.7-2.0 CPU-s per 1M
 // in one invocation and 2.5-2.9 in the next; the placement is one cause
 // of such swings this removes, not shown to be the only one.
-func CreatePeerTopics(ctx context.Context, brokers []string, partitions int, fake *Embedded, names []string) error {
+func createPeerTopics(ctx context.Context, brokers []string, partitions int, fake *Embedded, names []string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return err
@@ -68,9 +100,9 @@ func CreatePeerTopics(ctx context.Context, brokers []string, partitions int, fak
 	return nil
 }
 
-// DeleteTopics removes topics (bench --peer: kfake keeps every record in memory, and
+// deleteTopics removes topics (bench --peer: kfake keeps every record in memory, and
 // three rounds of four 1 GiB topics filled this machine).
-func DeleteTopics(ctx context.Context, brokers []string, names []string) error {
+func deleteTopics(ctx context.Context, brokers []string, names []string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return err
@@ -80,43 +112,48 @@ func DeleteTopics(ctx context.Context, brokers []string, names []string) error {
 	return err
 }
 
-// BareProduce is franz-go doing what ackcheck's load does, and nothing
-// else (a value of its own per record, its index in the first bytes): Producers clients, producer k sending messages i = k mod
-// Producers to partition i mod Partitions (the manual partitioner), linger,
-// acks=all (idempotent, as kgo's default), no compression, the in-flight
-// bound split over the clients, paced at Rate when Rate > 0 the way
-// ackcheck paces (message i due at start + i/Rate).
-func BareProduce(ctx context.Context, s PeerWork) (int64, error) {
-	linger := s.Linger
+// bareProduce is franz-go doing what ackcheck's load does, and nothing
+// else (a value of its own per record, its index in the first bytes):
+// Producers clients, producer k sending messages i = k mod Producers to
+// partition i mod Partitions (the manual partitioner), linger, acks=all
+// (idempotent, as kgo's default), no compression, the in-flight bound
+// split over the clients, paced at Rate when Rate > 0 by w.Pacing
+// (drivers.PeerPacer: message i due at start + i/Rate).
+func bareProduce(ctx context.Context, brokers []string, w drivers.PeerWork) (drivers.PeerProduced, error) {
 	var acked, failed atomic.Int64
 	var wg sync.WaitGroup
-	start := time.Now()
-	for k := 0; k < s.Producers; k++ {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(s.Brokers...), kgo.ProducerLinger(linger), kgo.RequiredAcks(kgo.AllISRAcks()),
+	// The clients first, then the schedule's start, as ackcheck's load
+	// starts its schedule once its producers exist.
+	clients := make([]*kgo.Client, w.Producers)
+	for k := range clients {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(w.Linger), kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.MaxBufferedRecords(max(1, s.MaxInFlight/s.Producers)))
+			kgo.MaxBufferedRecords(max(1, w.MaxInFlight/w.Producers)))
 		if err != nil {
-			return 0, err
+			for _, c := range clients[:k] {
+				c.Close()
+			}
+			return drivers.PeerProduced{}, err
 		}
+		clients[k] = cl
+	}
+	start := time.Now()
+	pacers := make([]*drivers.PeerPacer, w.Producers)
+	for k, cl := range clients {
+		pacer := &drivers.PeerPacer{Start: start, Rate: w.Rate, Pacing: w.Pacing}
+		pacers[k] = pacer
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer cl.Close()
-			timer := time.NewTimer(time.Hour)
-			defer timer.Stop()
-			for i := k; i < s.Messages; i += s.Producers {
-				if s.Rate > 0 {
-					if wait := time.Until(start.Add(time.Duration(float64(i) * float64(time.Second) / s.Rate))); wait > 0 {
-						timer.Reset(wait)
-						<-timer.C
-					}
-				}
+			for i := k; i < w.Messages; i += w.Producers {
+				pacer.Wait(ctx, i)
 				// A value of its own per record, as any producer's
 				// messages are: one shared slice would hold 1 KiB where
 				// ackcheck (and every real producer) holds the bound x 1 KiB.
-				value := make([]byte, s.Size)
+				value := make([]byte, w.Size)
 				binenc.LittleEndian.PutUint64(value, uint64(i))
-				r := &kgo.Record{Topic: s.Topic, Value: value, Partition: int32(i % s.Partitions)}
+				r := &kgo.Record{Topic: w.Topic, Value: value, Partition: int32(i % w.Partitions)}
 				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 					if err != nil {
 						failed.Add(1)
@@ -129,15 +166,24 @@ func BareProduce(ctx context.Context, s PeerWork) (int64, error) {
 		}()
 	}
 	wg.Wait()
-	if n := failed.Load(); n > 0 {
-		return acked.Load(), fmt.Errorf("bare produce: %d records failed", n)
+	res := drivers.PeerProduced{Acked: acked.Load()}
+	for _, p := range pacers {
+		if l := p.Lag(); l != nil {
+			if res.Lag == nil {
+				res.Lag = latency.New(3)
+			}
+			res.Lag.Merge(l)
+		}
 	}
-	return acked.Load(), nil
+	if n := failed.Load(); n > 0 {
+		return res, fmt.Errorf("bare produce: %d records failed", n)
+	}
+	return res, nil
 }
 
-// BareConsume reads the topic from its start to its end offsets with one
+// bareConsume reads the topic from its start to its end offsets with one
 // franz-go client, touching every value once, as a plain consumer would.
-func BareConsume(ctx context.Context, brokers []string, topic string) (int64, error) {
+func bareConsume(ctx context.Context, brokers []string, topic string) (int64, error) {
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return 0, err

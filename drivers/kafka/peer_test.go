@@ -12,7 +12,7 @@ func TestPeerTopicsAreLedAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fake.Close()
-	if err := CreatePeerTopics(t.Context(), fake.Addrs(), 16, fake, []string{"a", "b"}); err != nil {
+	if err := createPeerTopics(t.Context(), fake.Addrs(), 16, fake, []string{"a", "b"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, topic := range []string{"a", "b"} {
