@@ -22,11 +22,8 @@ var brokerNeutral = []string{module + "/drivers", module + "/drivers/brokers", m
 // brokerImportExempt are files of cmd/ackcheck allowed, for now, to
 // import a broker's package, each with why. The check fails once an entry
 // no longer does, or is gone, so that the entry goes with the import.
-var brokerImportExempt = map[string]string{
-	// bench --peer measures ackcheck against bare franz-go; issue 41 moves
-	// its client behind the driver on another branch.
-	"benchpeer.go": "bench --peer's bare franz-go client",
-}
+// None is left: bench --peer takes its bare client through the profile.
+var brokerImportExempt = map[string]string{}
 
 // brokerLayout reports each way the Go files under root (every file,
 // tests too, in every directory below it) break the rule that a broker is
