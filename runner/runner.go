@@ -200,27 +200,10 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		}
 	}()
 	runID := newRunID(cfg)
-	// run.json first: a disk that cannot hold it fails the run before the
-	// topic is made.
-	if err := writeSettings(cfg, defaults, runID, totalRate); err != nil {
-		return nil, err
-	}
-	info, lc, err := prepareLoad(ctx, cfg, runID)
+	info, lc, startOffsets, err := prepareRun(ctx, cfg, defaults, runID, totalRate)
 	if err != nil {
 		return nil, err
 	}
-	// Every partition's start offset is the run's, for the read-back;
-	// a shard's load may write and tail fewer (shardPartitions).
-	startOffsets := lc.StartOffsets
-	shardPartitions(cfg, &lc)
-	if cfg.Shard != nil {
-		// Checked before the ledger holds the run too: a shard too late
-		// leaves no directory, and the merged verify reports it missing.
-		if _, err := waitForStart(cfg.Shard); err != nil {
-			return nil, err
-		}
-	}
-
 	l, run, err := openRunLedger(cfg, defaults, runID, info.Name, lc, startOffsets)
 	if err != nil {
 		return nil, err
@@ -229,19 +212,8 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	defer closeLedger()
 	claimed = true // the ledger holds the run: the directory is the run's
 	cfg.logf("run %016x: %.0f msg/s for %s, %s messages, %d producers -> %s", runID, lc.Rate, drivers.HumanDuration(lc.Duration), drivers.HumanBytes(int64(lc.MessageSize)), run.Producers, cfg.Out)
-	tw, err := startTimeline(cfg, runID, info.Name)
+	tw, inj, closeJournal, err := startRunFaults(ctx, cfg, runID, info.Name, l, &run)
 	if err != nil {
-		return nil, err
-	}
-	var hook func(*faults.Injector)
-	if tw != nil {
-		hook = tw.hook
-	}
-	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run, hook)
-	if err != nil {
-		if tw != nil {
-			tw.write(false, err.Error())
-		}
 		return nil, err
 	}
 	defer closeJournal()
@@ -271,6 +243,57 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		return nil, err
 	}
 	return judgeRun(ctx, cfg, lres)
+}
+
+// prepareRun writes run.json, then prepares the topic and the load
+// (prepareLoad) and narrows it to a shard's partitions, returning every
+// partition's start offset, the run's for the read-back. Nothing it
+// makes holds the run yet: on error, Run releases the directory.
+func prepareRun(ctx context.Context, cfg Config, defaults load.Config, runID uint64, totalRate float64) (drivers.TopicInfo, load.Config, map[int32]int64, error) {
+	// run.json first: a disk that cannot hold it fails the run before the
+	// topic is made.
+	if err := writeSettings(cfg, defaults, runID, totalRate); err != nil {
+		return drivers.TopicInfo{}, load.Config{}, nil, err
+	}
+	info, lc, err := prepareLoad(ctx, cfg, runID)
+	if err != nil {
+		return drivers.TopicInfo{}, load.Config{}, nil, err
+	}
+	// Every partition's start offset is the run's, for the read-back;
+	// a shard's load may write and tail fewer (shardPartitions).
+	startOffsets := lc.StartOffsets
+	shardPartitions(cfg, &lc)
+	if cfg.Shard != nil {
+		// Checked before the ledger holds the run too: a shard too late
+		// leaves no directory, and the merged verify reports it missing.
+		if _, err := waitForStart(cfg.Shard); err != nil {
+			return drivers.TopicInfo{}, load.Config{}, nil, err
+		}
+	}
+	return info, lc, startOffsets, nil
+}
+
+// startRunFaults starts the run's fault timeline (a sharded load's) and
+// its faults (startFaults), which the timeline records; a failure to
+// start the faults is written to the timeline. The caller closes the
+// heal journal with closeJournal.
+func startRunFaults(ctx context.Context, cfg Config, runID uint64, topic string, l *ledger.Ledger, run *ledger.RunInfo) (*timelineWriter, *faults.Injector, func(), error) {
+	tw, err := startTimeline(cfg, runID, topic)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var hook func(*faults.Injector)
+	if tw != nil {
+		hook = tw.hook
+	}
+	inj, closeJournal, err := startFaults(ctx, cfg, topic, l, run, hook)
+	if err != nil {
+		if tw != nil {
+			tw.write(false, err.Error())
+		}
+		return nil, nil, nil, err
+	}
+	return tw, inj, closeJournal, nil
 }
 
 // newRunID is the run's identity in its ledger and messages: random for a
