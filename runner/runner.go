@@ -859,11 +859,7 @@ func sameChecks(out string, s Settings, run ledger.RunInfo) error {
 }
 
 func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
-	logf := func(format string, args ...any) {
-		if progress != nil {
-			fmt.Fprintf(progress, format+"\n", args...)
-		}
-	}
+	logf := progressf(progress)
 	if !run.Clean {
 		logf("note: this run's ackcheck did not finish its load; up to the last %s of its ledger may be missing (see the ledger package doc)", ledger.Options{}.FlushIntervalOrDefault())
 	}
@@ -876,7 +872,32 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 		o.ListDir = listDir // lost.jsonl, unread.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
 		return verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, o)
 	}
-	reads, err := readBack(ctx, out, d, run, idle, sentCount(l), logf, judge)
+	res, err := readBackAndJudge(ctx, out, d, run, idle, sentCount(l), "ackcheck verify --out "+shellQuote(out), logf, judge)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeOutputs(out, res, run); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// progressf prints a line of progress to w; nil prints nothing.
+func progressf(w io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if w != nil {
+			fmt.Fprintf(w, format+"\n", args...)
+		}
+	}
+}
+
+// readBackAndJudge reads the run's topic back (readBack, sized for sent
+// messages), judges the read-back with judge, its lists written into out,
+// and says how to finish a read-back the broker left unsettled (resume:
+// the command that reads again, see settleWith). The read-back's ledger
+// is closed on return.
+func readBackAndJudge(ctx context.Context, out string, d drivers.Driver, run ledger.RunInfo, idle time.Duration, sent int64, resume string, logf func(string, ...any), judge judgeFunc) (*verifier.Result, error) {
+	reads, err := readBack(ctx, out, d, run, idle, sent, logf, judge)
 	if err != nil {
 		return nil, err
 	}
@@ -885,10 +906,7 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if err != nil {
 		return nil, err
 	}
-	settle(out, res, logf)
-	if err := writeOutputs(out, res, run); err != nil {
-		return nil, err
-	}
+	settleWith(resume, res, logf)
 	return res, nil
 }
 

@@ -269,11 +269,7 @@ func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driv
 // load's fault timeline (TimelinePath) given: "" takes the shared start
 // directory the shards recorded (see mergedTimeline).
 func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timelineDir string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
-	logf := func(format string, args ...any) {
-		if progress != nil {
-			fmt.Fprintf(progress, format+"\n", args...)
-		}
-	}
+	logf := progressf(progress)
 	if err := makeMergedOut(out, dirs); err != nil {
 		return nil, err
 	}
@@ -311,16 +307,10 @@ func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timeli
 		o.ListDir = listDir
 		return verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards, Timeline: timeline}, o)
 	}
-	reads, err := readBack(ctx, out, d, run, idle, sent, logf, judge)
+	res, err := readBackAndJudge(ctx, out, d, run, idle, sent, "ackcheck verify --out "+shellQuote(out)+shardDirArgs(dirs), logf, judge)
 	if err != nil {
 		return nil, err
 	}
-	defer reads.Close()
-	res, err := judge(reads, out)
-	if err != nil {
-		return nil, err
-	}
-	settleWith("ackcheck verify --out "+shellQuote(out)+shardDirArgs(dirs), res, logf)
 	var opened []string // the shards judged: the others have no logs to merge
 	for _, sh := range shards {
 		if sh.Ledger != nil {
