@@ -530,10 +530,7 @@ func (l *Ledger) Flush() (err error) {
 	if l.readOnly {
 		return nil // Record refused every event: nothing is buffered
 	}
-	if err := l.failed(); err != nil {
-		return err
-	}
-	if err := l.roomToFlush(); err != nil {
+	if err := l.mayCommit(); err != nil {
 		return err
 	}
 	defer l.catch(&err)
@@ -772,10 +769,7 @@ func (l *Ledger) PutMeta(name string, v any) (err error) {
 	if l.readOnly {
 		return ErrReadOnly
 	}
-	if err := l.failed(); err != nil {
-		return err
-	}
-	if err := l.roomToFlush(); err != nil {
+	if err := l.mayCommit(); err != nil {
 		return err
 	}
 	defer l.catch(&err)
@@ -953,6 +947,16 @@ func Reserve(n int64) uint64 { return reserveFor(memTableFor(n)) }
 func reserveFor(memTable uint64) uint64 { return memTable + 1<<20 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// mayCommit says why the ledger may not commit now: an earlier commit
+// failed (failed), or the disk lacks the room a commit needs
+// (roomToFlush); nil: it may.
+func (l *Ledger) mayCommit() error {
+	if err := l.failed(); err != nil {
+		return err
+	}
+	return l.roomToFlush()
+}
 
 // failed is the error of the first commit that failed, or nil.
 func (l *Ledger) failed() error {
