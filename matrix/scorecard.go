@@ -137,6 +137,22 @@ func killFault(r *verifier.Result) *verifier.FaultReport {
 	return nil
 }
 
+// msAfterKill is a figure of the run's kill, of(f): its ms after the kill
+// (below 0: not observed) and the note that goes with it.
+func msAfterKill(r *runData, of func(f *verifier.FaultReport) (msAfter float64, note string)) Point {
+	f := killFault(&r.res)
+	if f == nil {
+		return Point{Text: "no kill"}
+	}
+	v, note := of(f)
+	if v < 0 {
+		return Point{Text: "not observed", Note: note}
+	}
+	p := num(v, ms(v))
+	p.Note = note
+	return p
+}
+
 // KillProofHolds is the kill proof's own facts, all true: the process
 // changed, the data dir is the same inode, the other nodes were untouched.
 func KillProofHolds(kp *verifier.KillProof) bool {
@@ -152,26 +168,10 @@ var measures = []measure{
 		return num(r.res.LongestNoAckMs, ms(r.res.LongestNoAckMs))
 	}},
 	{name: "killed server ready", unit: "ms after the kill", better: "lower", get: func(r *runData) Point {
-		f := killFault(&r.res)
-		switch {
-		case f == nil:
-			return Point{Text: "no kill"}
-		case f.ReadyMs < 0:
-			return Point{Text: "not observed"}
-		}
-		return num(f.ReadyMs, ms(f.ReadyMs))
+		return msAfterKill(r, func(f *verifier.FaultReport) (float64, string) { return f.ReadyMs, "" })
 	}},
 	{name: "all replicas in sync", unit: "ms after the kill", better: "lower", get: func(r *runData) Point {
-		f := killFault(&r.res)
-		switch {
-		case f == nil:
-			return Point{Text: "no kill"}
-		case f.InSyncMs < 0:
-			return Point{Text: "not observed", Note: f.InSyncEvidence}
-		}
-		p := num(f.InSyncMs, ms(f.InSyncMs))
-		p.Note = f.InSyncEvidence
-		return p
+		return msAfterKill(r, func(f *verifier.FaultReport) (float64, string) { return f.InSyncMs, f.InSyncEvidence })
 	}},
 	{name: "all replicas in sync, by the brokers' logs", unit: "ms after the kill", better: "lower", get: func(r *runData) Point {
 		// The run's own cross-check, read from the brokers' logs when the
