@@ -50,11 +50,7 @@ what it left applied.`,
 			if rf.out == "" {
 				rf.out = filepath.Join(startDir, "faults")
 			}
-			words, err := profiles().targetWords()
-			if err != nil {
-				return err
-			}
-			steps, err := words.ParseSchedule(schedule)
+			steps, err := parseSchedule(schedule)
 			if err != nil {
 				return err
 			}

@@ -118,6 +118,16 @@ func newDriver(name string, fs *pflag.FlagSet, kf *driverFlags, saved json.RawMe
 	return kf.byDriver[p.Name()].Open(fs, saved)
 }
 
+// parseSchedule reads a --fault schedule, its targets in the words every
+// broker declares (targetWords).
+func parseSchedule(schedule string) ([]faults.Step, error) {
+	words, err := profiles().targetWords()
+	if err != nil {
+		return nil, err
+	}
+	return words.ParseSchedule(schedule)
+}
+
 // targetWords are the words for fault targets that the brokers declare
 // (drivers.TargetWords), for every schedule.
 func (l brokerList) targetWords() (faults.Aliases, error) {

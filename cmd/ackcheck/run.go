@@ -370,11 +370,7 @@ func newRunCmd() *cobra.Command {
 			if err := rf.applyFiles(cmd); err != nil {
 				return err
 			}
-			words, err := profiles().targetWords()
-			if err != nil {
-				return err
-			}
-			steps, err := words.ParseSchedule(schedule)
+			steps, err := parseSchedule(schedule)
 			if err != nil {
 				return err
 			}
