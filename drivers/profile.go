@@ -137,3 +137,26 @@ type Embedded interface {
 type TargetWords interface {
 	TargetWords() map[string]string
 }
+
+// NodeFault is what a fault does to one of a broker's nodes, in the words
+// a profile describes its broker's answer with (FaultExpecter). Package
+// faults gives each of its actions that acts on a node's process one of
+// these (its action table), so that a profile says what its broker does
+// without importing the fault machinery, which sits above drivers.
+type NodeFault string
+
+const (
+	NodeKilled    NodeFault = "killed"     // SIGKILL
+	NodeStopped   NodeFault = "stopped"    // SIGTERM, a clean shutdown
+	NodeRestarted NodeFault = "restarted"  // started again on its own data
+	NodePaused    NodeFault = "paused"     // SIGSTOP
+	NodeResumed   NodeFault = "resumed"    // SIGCONT
+	NodePowerLost NodeFault = "power-lost" // unsynced writes lost, killed, started again
+)
+
+// FaultExpecter is implemented by a profile that says, in its broker's own
+// terms and under the settings of d, what a fault does to a node. "" keeps
+// the fault's generic expectation.
+type FaultExpecter interface {
+	ExpectFault(f NodeFault, d Driver) string
+}

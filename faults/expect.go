@@ -2,22 +2,20 @@ package faults
 
 import "github.com/ackcheck/ackcheck/drivers"
 
-// ActionExpecter is implemented by a broker's profile (drivers/<broker>)
-// that says, in its broker's own terms and under the settings of d, what
-// an action does to it. "" leaves the generic expectation
-// (Action.Expectation). The action is typed: a profile matches it
-// against this package's constants, never against its name.
-type ActionExpecter interface {
-	ExpectAction(a Action, d drivers.Driver) string
-}
-
 // ExpectFrom is Injector.Expect for a broker's profile p and the run's
-// driver d: p's own expectations when it has any (ActionExpecter), else
-// nil, which leaves every action its generic expectation.
+// driver d: p's own expectation of an action that acts on a node's
+// process, when p has one (drivers.FaultExpecter, asked with the action's
+// drivers.NodeFault from actionTable), else "", which leaves the action's
+// generic expectation (Action.Expectation). nil when p has none at all.
 func ExpectFrom(p any, d drivers.Driver) func(Action) string {
-	ae, ok := p.(ActionExpecter)
+	fe, ok := p.(drivers.FaultExpecter)
 	if !ok {
 		return nil
 	}
-	return func(a Action) string { return ae.ExpectAction(a, d) }
+	return func(a Action) string {
+		if sp, ok := specOf(a); ok && sp.node != "" {
+			return fe.ExpectFault(sp.node, d)
+		}
+		return ""
+	}
 }

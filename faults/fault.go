@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // fault is one action applied to one kind of target, in the manner of
@@ -36,72 +37,29 @@ type undoer interface {
 	undo(ctx context.Context, w *world, u Undo) error
 }
 
-// faultOf is the fault a step schedules.
+// faultOf is the fault a step schedules: its action's entry's
+// constructor (actionTable).
 func faultOf(st Step) (fault, error) {
-	switch st.Action {
-	case Kill:
-		return onNode{kill{}}, nil
-	case Stop:
-		return onNode{stop{}}, nil
-	case Pause:
-		return onNode{pause{}}, nil
-	case Resume:
-		return onNode{resume{}}, nil
-	case Restart:
-		return onNode{restart{}}, nil
-	case PowerLoss:
-		if st.Target.Kind == All {
-			return powerLossAll{}, nil
-		}
-		return onNode{powerLossNode{}}, nil
-	case FsyncOn, FsyncOff:
-		switch st.Target.Kind {
-		case Topic:
-			return fsyncTopic{}, nil
-		case Brokers:
-			return fsyncBrokers{}, nil
-		}
-		return nil, fmt.Errorf("%s takes topic:<topic> or brokers, not %s", st.Action, st.Target)
-	case Partition:
-		switch st.Target.Kind {
-		case Split, Minority, Majority:
-			return onNet{splitCut{}}, nil
-		case OneWayPath:
-			return onNet{oneWayCut{}}, nil
-		}
-		return onNet{cutNode{}}, nil
-	case PartitionClient:
-		return onNet{cutNode{client: true}}, nil
-	case Loss:
-		return onNet{lossy{}}, nil
-	case Bandwidth:
-		return onNet{throttled{}}, nil
-	case Delay:
-		return netDelay{}, nil
-	case HealNetwork:
-		return healNet{}, nil
+	sp, ok := specOf(st.Action)
+	if !ok {
+		return nil, fmt.Errorf("unknown action %q", st.Action)
 	}
-	if _, _, ok := st.Action.Switch(); ok {
-		return switchMode{}, nil
+	if !slices.Contains(sp.targets, st.Target.Kind) {
+		return nil, fmt.Errorf("%s cannot target %s: it takes %s", st.Action, st.Target, targetsText(sp.targets))
 	}
-	return nil, fmt.Errorf("unknown action %q", st.Action)
+	return sp.make(st.Target), nil
 }
 
-// undoerOf is the fault that owns an undo of kind k.
+// undoerOf is the fault that owns an undo of kind k: the first entry of
+// actionTable that journals k (every entry that journals it names the
+// same undoer, TestActionTableComplete checks).
 func undoerOf(k UndoKind) (undoer, error) {
-	switch k {
-	case UndoResume:
-		return pause{}, nil
-	case UndoStart:
-		return takeDown{}, nil
-	case UndoTopicConfig:
-		return fsyncTopic{}, nil
-	case UndoNodeConfig:
-		return fsyncBrokers{}, nil
-	case UndoSwitch:
-		return switchMode{}, nil
-	case UndoNetRule:
-		return netRule{}, nil
+	for _, sp := range actionTable {
+		for _, u := range sp.undo {
+			if u.kind == k {
+				return u.by, nil
+			}
+		}
 	}
 	return nil, fmt.Errorf("unknown undo %q: the heal journal was written by a newer ackcheck; heal with that one", k)
 }

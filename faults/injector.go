@@ -43,7 +43,7 @@ type Injector struct {
 	// in-memory journal (nothing survives a crash of ackcheck).
 	Journal *Journal
 	// Expect, if set, is the broker profile's expectation of an action
-	// (ActionExpecter); "" falls back to the generic one.
+	// (ExpectFrom, drivers.FaultExpecter); "" falls back to the generic one.
 	Expect func(Action) string
 	// ConfigFsync is the broker profile's edit of a server configuration
 	// file that switches fsync (fsync-on/off brokers); nil when the broker

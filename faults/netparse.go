@@ -11,8 +11,9 @@ import (
 )
 
 // The schedule words of the network faults: their targets (split, one-way,
-// pair, follower), their amounts (30%, 1mbit, 100ms), and which action
-// takes which target. Past these parsers every value is typed.
+// pair, follower) and their amounts (30%, 1mbit, 100ms), which the action
+// table (actions.go) names for each action. Past these parsers every
+// value is typed.
 
 // parseNetTarget reads the argument of split:1|2,3, one-way:1->2 and
 // pair:1-2; whole is the target as written, for errors.
@@ -126,72 +127,43 @@ func (t Target) follower(topo drivers.Topology) (int32, error) {
 	return -1, fmt.Errorf("%s: no such partition: %w", t, ErrNoTarget)
 }
 
-// nodeTargets are the target kinds that pick one node.
-var nodeTargets = []TargetKind{Leader, Follower, MostLeaders, Controller, Node, Named, Previous}
-
-// netTargetFits refuses a network target on an action that cannot use it,
-// and a target a network action cannot use.
-func netTargetFits(st Step) error {
-	k := st.Target.Kind
-	netOnly := k == Split || k == OneWayPath || k == Pair || k == Minority || k == Majority
-	if !st.Action.IsNetwork() {
-		if netOnly {
-			return fmt.Errorf("%s cannot target %s: split, minority, majority and one-way are targets of partition, pair of loss", st.Action, st.Target)
-		}
-		return nil
+// parsePercent reads the amount of a loss: 30%.
+func parsePercent(s string) (Amount, error) {
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+	if !strings.HasSuffix(s, "%") || err != nil || n < 1 || n > 100 {
+		return Amount{}, fmt.Errorf("loss %q: give a percentage from 1%% to 100%%, e.g. 30%%", s)
 	}
-	ok := false
-	switch st.Action {
-	case Partition:
-		ok = slices.Contains(nodeTargets, k) || k == Split || k == OneWayPath || k == Minority || k == Majority
-	case Loss:
-		ok = slices.Contains(nodeTargets, k) || k == Pair
-	case PartitionClient, Bandwidth, Delay:
-		ok = slices.Contains(nodeTargets, k)
-	case HealNetwork:
-		ok = k == Cluster
-	}
-	if !ok {
-		return fmt.Errorf("%s cannot target %s: partition takes a node (node:2, leader:<topic>/<p>, follower:<topic>/<p>, most-leaders:<topic>, controller), split:<ids>|<ids>, minority:<topic>, majority:<topic> or one-way:<id>-><id>; partition-client, bandwidth and delay a node; loss a node or pair:<id>-<id>", st.Action, st.Target)
-	}
-	return nil
+	return Amount{Percent: n}, nil
 }
 
-// parseAmount reads the amount of a loss (30%), bandwidth (1mbit, 500kbit,
-// 2gbit, or bits a second) or delay (100ms) fault.
-func parseAmount(a Action, s string) (Amount, error) {
-	switch a {
-	case Loss:
-		n, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
-		if !strings.HasSuffix(s, "%") || err != nil || n < 1 || n > 100 {
-			return Amount{}, fmt.Errorf("loss %q: give a percentage from 1%% to 100%%, e.g. 30%%", s)
+// parseRate reads the amount of a bandwidth limit: 1mbit, 500kbit, 2gbit,
+// or bits a second.
+func parseRate(s string) (Amount, error) {
+	low := strings.ToLower(s)
+	mult := uint64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   uint64
+	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
+		if strings.HasSuffix(low, u.suffix) {
+			low, mult = strings.TrimSuffix(low, u.suffix), u.mult
+			break
 		}
-		return Amount{Percent: n}, nil
-	case Bandwidth:
-		low := strings.ToLower(s)
-		mult := uint64(1)
-		for _, u := range []struct {
-			suffix string
-			mult   uint64
-		}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
-			if strings.HasSuffix(low, u.suffix) {
-				low, mult = strings.TrimSuffix(low, u.suffix), u.mult
-				break
-			}
-		}
-		n, err := strconv.ParseUint(low, 10, 64)
-		if err != nil || n == 0 || n*mult < 8000 {
-			return Amount{}, fmt.Errorf("bandwidth %q: give a rate of at least 8kbit, e.g. 1mbit, 500kbit", s)
-		}
-		return Amount{RateBits: n * mult}, nil
-	case Delay:
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return Amount{}, fmt.Errorf("delay %q: give a duration, e.g. 100ms", s)
-		}
-		return Amount{Delay: d}, nil
 	}
-	return Amount{}, fmt.Errorf("%s takes no amount", a)
+	n, err := strconv.ParseUint(low, 10, 64)
+	if err != nil || n == 0 || n*mult < 8000 {
+		return Amount{}, fmt.Errorf("bandwidth %q: give a rate of at least 8kbit, e.g. 1mbit, 500kbit", s)
+	}
+	return Amount{RateBits: n * mult}, nil
+}
+
+// parseDelay reads the amount of a delay: 100ms.
+func parseDelay(s string) (Amount, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return Amount{}, fmt.Errorf("delay %q: give a duration, e.g. 100ms", s)
+	}
+	return Amount{Delay: d}, nil
 }
 
 // rateText is a rate as a schedule writes it: 1mbit, 500kbit.

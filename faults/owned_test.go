@@ -101,8 +101,8 @@ func TestNodeFaultsOwnTheirUndo(t *testing.T) {
 // expecter is a broker profile with its own expectation of one action.
 type expecter struct{}
 
-func (expecter) ExpectAction(a Action, _ drivers.Driver) string {
-	if a == Pause {
+func (expecter) ExpectFault(f drivers.NodeFault, _ drivers.Driver) string {
+	if f == drivers.NodePaused {
 		return "the broker's own words on a pause"
 	}
 	return ""

@@ -40,7 +40,7 @@ func Preflight(ctx context.Context, env Env, steps []Step) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", st, err))
 		}
-		needsNodes = needsNodes || st.Target.Kind != Topic
+		needsNodes = needsNodes || st.ActsOnNodes()
 	}
 	if needsNodes && env.Nodes != nil {
 		for _, id := range env.Nodes.IDs() {

@@ -2,38 +2,11 @@ package faults
 
 import (
 	"fmt"
-	"github.com/ackcheck/ackcheck/faults/action"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 )
-
-// Action is what a fault does (package action owns the vocabulary, so
-// that broker profiles can name actions without importing faults).
-type Action = action.Action
-
-// The actions, re-exported from package action.
-const (
-	Kill            = action.Kill
-	Stop            = action.Stop
-	Restart         = action.Restart
-	Pause           = action.Pause
-	Resume          = action.Resume
-	FsyncOn         = action.FsyncOn
-	FsyncOff        = action.FsyncOff
-	PowerLoss       = action.PowerLoss
-	UnexpectedDeath = action.UnexpectedDeath
-	Partition       = action.Partition
-	PartitionClient = action.PartitionClient
-	Loss            = action.Loss
-	Bandwidth       = action.Bandwidth
-	Delay           = action.Delay
-	HealNetwork     = action.HealNetwork
-)
-
-// SwitchAction is the action that turns the broker-wide mode name on or
-// off (maintenance-on), the inverse of Action.Switch.
-func SwitchAction(name string, on bool) Action { return action.Switch(name, on) }
 
 // Step is one scheduled fault.
 type Step struct {
@@ -66,8 +39,13 @@ func (a Amount) String() string {
 	return ""
 }
 
+// ActsOnNodes reports whether the step acts on the brokers' nodes (their
+// processes, files or network), which needs a cluster to act on; only a
+// topic's own setting (fsync-on topic:T) goes through the driver alone.
+func (s Step) ActsOnNodes() bool { return s.Target.Kind != Topic }
+
 func (s Step) String() string {
-	if s.Action == HealNetwork {
+	if sp, ok := specOf(s.Action); ok && sp.target == noTarget {
 		return fmt.Sprintf("at=%s %s", s.At, s.Action)
 	}
 	if s.Action.TakesAmount() {
@@ -78,97 +56,90 @@ func (s Step) String() string {
 
 // ParseSchedule reads steps separated by ';' or newlines, each
 //
-//	at=<duration> <action> [<target>]
+//	at=<duration> <action> [<amount>] [<target>]
 //
-// for example "at=20s kill most-leaders:ackcheck; at=25s restart". restart
-// and resume default to the node the previous fault hit; kill, stop and
-// pause need a target. Steps are returned in time order.
+// for example "at=20s kill most-leaders:ackcheck; at=25s restart", with
+// ackcheck's own words for targets only. Every command reads a schedule
+// with the brokers' words too (Aliases.ParseSchedule, with the words of
+// drivers.TargetWords), then CheckSchedule against the load. What each
+// action takes is its entry in actionTable. Steps are returned in time
+// order.
 func ParseSchedule(s string) ([]Step, error) { return Aliases(nil).ParseSchedule(s) }
 
 // ParseSchedule is ParseSchedule, with a's words for target kinds.
 func (a Aliases) ParseSchedule(s string) ([]Step, error) {
 	var steps []Step
 	for _, raw := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
-		fields := strings.Fields(raw)
-		if len(fields) == 0 {
+		if strings.TrimSpace(raw) == "" {
 			continue
 		}
-		bad := func(why string) error {
-			return fmt.Errorf("fault %q: %s (write at=<duration> <action> [<target>], e.g. at=20s kill most-leaders:ackcheck)", strings.TrimSpace(raw), why)
-		}
-		if len(fields) < 2 || !strings.HasPrefix(fields[0], "at=") {
-			return nil, bad("not in the form")
-		}
-		at, err := time.ParseDuration(strings.TrimPrefix(fields[0], "at="))
-		if err != nil || at < 0 {
-			return nil, bad("at= needs a duration such as 20s or 1m30s")
-		}
-		st := Step{At: at, Action: Action(fields[1]), Target: Target{Kind: Previous}}
-		if st.Action.TakesAmount() {
-			// loss 30% node:2: the amount comes before the target.
-			if len(fields) != 4 {
-				return nil, bad(fmt.Sprintf("%s needs an amount and a target, e.g. at=20s loss 30%% node:2, at=20s bandwidth 1mbit node:2, at=20s delay 100ms node:2", st.Action))
-			}
-			if st.Amount, err = parseAmount(st.Action, fields[2]); err != nil {
-				return nil, bad(err.Error())
-			}
-			fields = append(fields[:2], fields[3])
-		}
-		if len(fields) > 3 {
-			return nil, bad("not in the form")
-		}
-		switch st.Action {
-		case Kill, Stop, Pause, PowerLoss:
-			if len(fields) != 3 {
-				return nil, bad(string(st.Action) + " needs a target")
-			}
-		case Restart, Resume:
-		case Partition, PartitionClient, Loss, Bandwidth, Delay:
-			if len(fields) != 3 {
-				return nil, bad(string(st.Action) + " needs a target, e.g. node:2, most-leaders:<topic>, follower:<topic>/<partition>")
-			}
-		case HealNetwork:
-			if len(fields) != 2 {
-				return nil, bad("heal-network takes no target: it removes every network fault in force")
-			}
-			st.Target = Target{Kind: Cluster}
-		case FsyncOn, FsyncOff:
-			if len(fields) != 3 {
-				return nil, bad(string(st.Action) + " needs topic:<topic> or brokers")
-			}
-		default:
-			if _, _, ok := st.Action.Switch(); ok {
-				st.Target = Target{Kind: Cluster}
-				break
-			}
-			return nil, bad("unknown action " + fields[1] + ": use kill, stop, restart, pause, resume, power-loss, fsync-on, fsync-off, partition, partition-client, loss, bandwidth, delay, heal-network, or <mode>-on and <mode>-off for a broker's mode (maintenance-on)")
-		}
-		if len(fields) == 3 {
-			if st.Target, err = a.ParseTarget(fields[2]); err != nil {
-				return nil, bad(err.Error())
-			}
-		}
-		if err := netTargetFits(st); err != nil {
-			return nil, bad(err.Error())
-		}
-		if st.Action == HealNetwork {
-			steps = append(steps, st)
-			continue
-		}
-		if (st.Target.Kind == All) != (st.Action == PowerLoss && st.Target.Kind == All) {
-			return nil, bad(fmt.Sprintf("%s cannot target all: only power-loss hits every node at once", st.Action))
-		}
-		_, _, isSwitch := st.Action.Switch()
-		if isSwitch != (st.Target.Kind == Cluster) {
-			return nil, bad(fmt.Sprintf("%s cannot target %s: only <mode>-on and <mode>-off act on the cluster as a whole", st.Action, st.Target))
-		}
-		isFsync := st.Action == FsyncOn || st.Action == FsyncOff
-		isScope := st.Target.Kind == Topic || st.Target.Kind == Brokers
-		if !isSwitch && isFsync != isScope {
-			return nil, bad(fmt.Sprintf("%s cannot target %s: fsync-on/off take topic:<topic> or brokers, the other actions a node", st.Action, st.Target))
+		st, err := a.parseStep(raw)
+		if err != nil {
+			return nil, fmt.Errorf("fault %q: %w (write at=<duration> <action> [<target>], e.g. at=20s kill most-leaders:ackcheck)", strings.TrimSpace(raw), err)
 		}
 		steps = append(steps, st)
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].At < steps[j].At })
 	return steps, nil
+}
+
+// parseStep reads one step by its action's entry: its amount, its arity
+// and the target kinds it accepts.
+func (a Aliases) parseStep(raw string) (Step, error) {
+	fields := strings.Fields(raw)
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "at=") {
+		return Step{}, fmt.Errorf("not in the form")
+	}
+	at, err := time.ParseDuration(strings.TrimPrefix(fields[0], "at="))
+	if err != nil || at < 0 {
+		return Step{}, fmt.Errorf("at= needs a duration such as 20s or 1m30s")
+	}
+	st := Step{At: at, Action: Action(fields[1])}
+	sp, ok := specOf(st.Action)
+	if !ok {
+		return Step{}, fmt.Errorf("unknown action %s: use %s", fields[1], actionNames())
+	}
+	args := fields[2:]
+	if sp.amount != nil {
+		// loss 30% node:2: the amount comes before the target.
+		if len(args) != 2 {
+			return Step{}, fmt.Errorf("%s needs an amount and a target, e.g. %s", st.Action, strings.TrimPrefix(sp.example, "at=20s "))
+		}
+		if st.Amount, err = sp.amount(args[0]); err != nil {
+			return Step{}, err
+		}
+		args = args[1:]
+	}
+	switch {
+	case len(args) > 1:
+		return Step{}, fmt.Errorf("not in the form")
+	case len(args) == 1 && sp.target == noTarget:
+		return Step{}, fmt.Errorf("%s takes no target: %s", st.Action, sp.help)
+	case len(args) == 1:
+		if st.Target, err = a.ParseTarget(args[0]); err != nil {
+			return Step{}, err
+		}
+	case sp.target == oneTarget:
+		return Step{}, fmt.Errorf("%s needs a target: %s", st.Action, targetsText(sp.targets))
+	case sp.target == targetOrPrevious:
+		st.Target = Target{Kind: Previous}
+	default:
+		st.Target = Target{Kind: Cluster}
+	}
+	if !slices.Contains(sp.targets, st.Target.Kind) {
+		return Step{}, fmt.Errorf("%s cannot target %s: it takes %s", st.Action, st.Target, targetsText(sp.targets))
+	}
+	return st, nil
+}
+
+// CheckSchedule refuses a step that would fire after a load of the given
+// length ends: every command checks its schedule so, once it knows the
+// load's --duration.
+func CheckSchedule(steps []Step, load time.Duration) error {
+	for _, st := range steps {
+		if st.At >= load {
+			return fmt.Errorf("fault %s fires after the load ends (--duration %s)", st, load)
+		}
+	}
+	return nil
 }

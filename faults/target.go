@@ -147,6 +147,19 @@ func (t Target) String() string {
 // none of its own.
 type Aliases map[string]TargetKind
 
+// Add makes word a broker's own word for target kind k. It refuses a
+// kind ackcheck does not have and a word that is already one of its own.
+func (a Aliases) Add(word string, k TargetKind) error {
+	if targetForms[k] == "" || k == Named {
+		return fmt.Errorf("fault target word %q: %q is no target kind of ackcheck's", word, k)
+	}
+	if targetForms[TargetKind(word)] != "" || word == "" || strings.ContainsAny(word, ": ") {
+		return fmt.Errorf("fault target word %q: not a word of its own (ackcheck's target kinds are taken)", word)
+	}
+	a[word] = k
+	return nil
+}
+
 // ParseTarget reads leader:T/P, most-leaders:T, controller, node:N,
 // previous, all, topic:T, brokers, cluster, or a bare word: a node's name.
 func ParseTarget(s string) (Target, error) { return Aliases(nil).ParseTarget(s) }
@@ -192,7 +205,7 @@ func (a Aliases) ParseTarget(s string) (Target, error) {
 	if nodeName.MatchString(s) && TargetKind(s) != Named {
 		return Target{Kind: Named, Name: s}, nil
 	}
-	return Target{}, fmt.Errorf("target %q: use leader:<topic>/<partition>, follower:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name (db), previous, all, topic:<topic>, brokers, cluster, split:<ids>|<ids>, minority:<topic>, majority:<topic>, one-way:<id>-><id> or pair:<id>-<id>", s)
+	return Target{}, fmt.Errorf("target %q: use %s", s, targetsText(allTargetKinds))
 }
 
 // ErrNoTarget is wrapped by Resolve when the target names no node now.

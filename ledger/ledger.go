@@ -330,27 +330,27 @@ const (
 // FlushClock is what every flush records about time, in the flush's own
 // batch: when the last committed flush took its events, and the longest
 // a commit had taken before it. After a crash of ackcheck it bounds what
-// the ledger can have lost: a send the ledger lacks was recorded after
-// TakenNs (the flush took everything recorded before), and the process
-// lived at most one FlushInterval plus a commit or two past it, or the
-// next flush would have committed that send (see CrashWindowEnd).
+// the ledger can have lost: every event it lacks was recorded after
+// TakenNs (the flush took everything recorded before), and within one
+// CrashWindow of the first of them, or the next flush, due at most one
+// FlushInterval after that first one, would have committed them all.
 type FlushClock struct {
 	TakenNs         int64 `json:"taken_ns"`
 	LongestCommitNs int64 `json:"longest_commit_ns"`
 }
 
-// CrashWindowEnd is the latest moment a send the ledger lacks can have
-// been recorded, had the process that wrote it died: the last flush's
-// take, one flush interval, two commits as long as the longest seen
-// (the last flush's and the next one's, which did not finish), and
-// crashSlack for the scheduler. A send meant for later than this was
-// not recorded and lost in a crash: the ledger lacks more than a crash
-// can explain.
-func (c FlushClock) CrashWindowEnd(flushInterval time.Duration) time.Time {
-	return time.Unix(0, c.TakenNs).Add(flushInterval + 2*time.Duration(c.LongestCommitNs) + crashSlack)
+// CrashWindow is how long after the first event a crash lost the last
+// one it lost can have been recorded: one flush interval (the next
+// flush takes the first), two commits as long as the longest seen (the
+// last committed one's and the next one's, which did not finish) and
+// crashSlack for the scheduler. Events the ledger lacks that span more
+// than this were not lost in one crash: the ledger lacks more than a
+// crash can explain.
+func (c FlushClock) CrashWindow(flushInterval time.Duration) time.Duration {
+	return flushInterval + 2*time.Duration(c.LongestCommitNs) + crashSlack
 }
 
-// crashSlack is what CrashWindowEnd allows beyond the flush interval and
+// crashSlack is what CrashWindow allows beyond the flush interval and
 // the commits for the flusher being scheduled late (a loaded machine, a
 // garbage collection). Wider lets more of a cut ledger pass as a crash;
 // narrower calls a real crash's ledger unproven.

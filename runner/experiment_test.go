@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -116,5 +117,70 @@ func TestFaultsThatDidNotFireAbort(t *testing.T) {
 				t.Fatalf("the experiment check recorded a failure: %v, want %v (%+v)", failed, tc.verdict == verifier.Aborted, res.Failures)
 			}
 		})
+	}
+}
+
+// copyLedgerAsCrashed copies a ledger being written as a crash of its
+// process would leave it: COMMITTED first, then every other file.
+func copyLedgerAsCrashed(dir, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	names := []string{"COMMITTED"}
+	for _, e := range es {
+		if e.Name() != "COMMITTED" && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, n), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Issue 35, point 1 (the audit's shard killed mid-load, whose merged
+// verify passed with 615 of 1,200 sent): shard 1's ledger as its crash at
+// 1.2 s of its 2 s load would have left it. The merged verdict is
+// aborted, saying its load never recorded its end, never PASS.
+func TestKilledShardIsAborted(t *testing.T) {
+	c, d := fakeKafka(t)
+	var shard1 string
+	snap := filepath.Join(t.TempDir(), "shard1-ledger")
+	done := make(chan error, 1)
+	start := time.Now().Add(time.Second)
+	time.AfterFunc(time.Until(start.Add(1200*time.Millisecond)), func() {
+		done <- copyLedgerAsCrashed(runner.LedgerDir(shard1), snap)
+	})
+	dirs := runShardsAt(t, c.ListenAddrs(), "killedshard", 2, start, runner.RunIDFor("killedshard", start, 2), func(cfg *runner.Config) {
+		if cfg.Shard.Index == 1 {
+			shard1 = cfg.Out
+		}
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(runner.LedgerDir(dirs[1])); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(snap, runner.LedgerDir(dirs[1])); err != nil {
+		t.Fatal(err)
+	}
+	res := verifyShards(t, d, dirs)
+	e := res.Experiment
+	if res.Verdict != verifier.Aborted || e == nil || e.LoadEnded || e.Reached != nil || res.Shed != nil {
+		t.Fatalf("merged verdict %s, experiment %+v, shed %v: want aborted, the killed shard's end never recorded, shed unknown (%v)", res.Verdict, e, res.Shed, res.Reasons)
+	}
+	if res.Sent >= e.Scheduled || !strings.Contains(strings.Join(res.Reasons, "; "), "never recorded its end") {
+		t.Fatalf("sent %d of %d scheduled; reasons %v", res.Sent, e.Scheduled, res.Reasons)
 	}
 }

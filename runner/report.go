@@ -162,6 +162,9 @@ func Report(ctx context.Context, out string, opts verifier.Options) (*verifier.R
 	if reads != nil {
 		defer reads.Close()
 	}
+	if err := verifier.ReadsOfRun(l, reads); err != nil {
+		return nil, err
+	}
 	// The lists are rewritten as the verdict is judged: the last
 	// verdict's files go stale first.
 	if err := markStale(out); err != nil {

@@ -206,6 +206,17 @@ type FaultsConfig struct {
 	Progress io.Writer
 }
 
+// CheckFaultsToApply refuses the fault process of a sharded load
+// (ackcheck faults) that has nothing to apply, or a step that fires after
+// the load ends (faults.CheckSchedule, as every command checks it). The
+// command checks before it sets the shards' start; ApplyFaults again.
+func CheckFaultsToApply(steps []faults.Step, fsync bool, load time.Duration) error {
+	if len(steps) == 0 && !fsync {
+		return fmt.Errorf("no faults to apply: give --fault (or --fsync)")
+	}
+	return faults.CheckSchedule(steps, load)
+}
+
 // ApplyFaults applies a sharded load's faults as a process of its own:
 // it creates the shared timeline (refusing a second applier), applies
 // --fsync, fires each step at Start+At, watches for nodes that die
@@ -214,18 +225,18 @@ type FaultsConfig struct {
 // timeline done. A failure marks the timeline with its error, never done.
 func ApplyFaults(ctx context.Context, fc FaultsConfig) (*Timeline, error) {
 	cfg := Config{Out: fc.Out, Driver: fc.Driver, Faults: fc.Faults, Progress: fc.Progress}
+	var steps []faults.Step
+	if fc.Faults != nil {
+		steps = fc.Faults.Steps
+	}
+	if err := CheckFaultsToApply(steps, fc.Faults != nil && fc.Faults.Fsync != nil, fc.Duration); err != nil {
+		return nil, err
+	}
 	switch {
-	case fc.Faults == nil || (len(fc.Faults.Steps) == 0 && fc.Faults.Fsync == nil):
-		return nil, fmt.Errorf("no faults to apply: give --fault (or --fsync)")
 	case fc.StartDir == "" || fc.Out == "":
 		return nil, fmt.Errorf("ackcheck faults needs --start-dir (shared with the shards) and --out (its own directory)")
 	case fc.Shards < 1 || fc.Start.IsZero():
 		return nil, fmt.Errorf("ackcheck faults needs the shards' count and start")
-	}
-	for _, st := range fc.Faults.Steps {
-		if st.At >= fc.Duration {
-			return nil, fmt.Errorf("fault %s fires after the load ends (--duration %s)", st, fc.Duration)
-		}
 	}
 	if err := os.MkdirAll(fc.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create --out %s: %w", fc.Out, err)

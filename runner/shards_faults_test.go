@@ -316,3 +316,39 @@ func TestShardsFaultTimelineMissingOrUnfinished(t *testing.T) {
 		})
 	}
 }
+
+// The fault process of a sharded load refuses, before anything is
+// written, a plan with nothing to apply and a step after the load's end;
+// it takes a plan of --fsync alone.
+func TestCheckFaultsToApply(t *testing.T) {
+	steps, err := faults.ParseSchedule("at=5s pause node:1; at=9s resume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []faults.Step
+		fsync bool
+		load  time.Duration
+		want  string // "" for none
+	}{
+		{"nothing", nil, false, time.Minute, "no faults to apply"},
+		{"fsync alone", nil, true, time.Minute, ""},
+		{"steps in the load", steps, false, 10 * time.Second, ""},
+		{"a step after the load", steps, false, 9 * time.Second, "fault at=9s resume previous fires after the load ends (--duration 9s)"},
+	} {
+		err := runner.CheckFaultsToApply(tc.steps, tc.fsync, tc.load)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "faults")
+	_, err = runner.ApplyFaults(context.Background(), runner.FaultsConfig{Out: out, StartDir: t.TempDir(), Shards: 1, Start: time.Now(),
+		Duration: 9 * time.Second, Faults: &runner.FaultPlan{Steps: steps}})
+	if err == nil || !strings.Contains(err.Error(), "fires after the load ends") {
+		t.Errorf("ApplyFaults: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("ApplyFaults wrote %s before refusing: %v", out, err)
+	}
+}

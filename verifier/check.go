@@ -382,6 +382,28 @@ func RunIDText(id uint64) string { return fmt.Sprintf("%016x", id) }
 // to acks by producer and sequence, which every run numbers alike:
 // another run's read-back copied into a run directory would otherwise
 // count this run's acked messages as read, and pass a run that lost them.
+// ReadsOfRun refuses, before anything is judged or written, a read-back
+// ledger that holds no read-back yet or is another run's (as CheckLedgers
+// would once it had begun): report calls it before the last verdict's
+// files go stale.
+func ReadsOfRun(run, reads *ledger.Ledger) error {
+	if reads == nil || reads == run {
+		return nil
+	}
+	var info ledger.RunInfo
+	if err := run.GetMeta(ledger.MetaRun, &info); err != nil {
+		return err
+	}
+	var rb ReadBackReport
+	if err := reads.GetMeta(MetaReadBack, &rb); err != nil {
+		if errors.Is(err, ledger.ErrNoMeta) {
+			return fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
+		}
+		return err
+	}
+	return readsOfRun(Ledgers{Run: run, Reads: reads}, info, rb)
+}
+
 func readsOfRun(lg Ledgers, run ledger.RunInfo, rb ReadBackReport) error {
 	if lg.Reads == lg.Run {
 		return nil // a run directory from before reads ledgers: its reads are the run's own

@@ -12,11 +12,15 @@ import (
 // same producer in each partition.
 
 type classifier struct {
-	res        *Result
-	run        ledger.RunInfo
-	sentThru   map[uint32]uint64 // per producer, one past the highest committed Send
-	window     *crashWindow      // which reads without a recorded send a crash explains
-	maxSamples int
+	res      *Result
+	run      ledger.RunInfo
+	sentThru map[uint32]uint64 // per producer, one past the highest committed Send
+	window   *crashWindow      // which reads without a recorded send a crash explains
+	// firstUnrecorded is, per producer, the send time of its first read
+	// without a recorded send within the schedule: it opens the
+	// producer's crash window.
+	firstUnrecorded map[uint32]int64
+	maxSamples      int
 	// unread are the partitions the read-back did not read to their end:
 	// a message acked there and not read is not shown lost (Unread).
 	unread func(partition int32) bool
@@ -37,7 +41,7 @@ type classifier struct {
 // a flush clock (no end); Check sets the one its ledgers give.
 func newClassifier(res *Result, run ledger.RunInfo, sentThru map[uint32]uint64, maxSamples int) *classifier {
 	w := &crashWindow{segs: []crashSegment{{hi: uint32(run.Producers), clean: run.Clean, plan: run.Plan, start: run.LoadStart}}}
-	return &classifier{res: res, run: run, sentThru: sentThru, window: w, maxSamples: maxSamples, lastOffset: map[int32]int64{}}
+	return &classifier{res: res, run: run, sentThru: sentThru, window: w, firstUnrecorded: map[uint32]int64{}, maxSamples: maxSamples, lastOffset: map[int32]int64{}}
 }
 
 func (c *classifier) sample(class string, s Sample) {
@@ -100,13 +104,19 @@ func (c *classifier) copies(h *history, id message.ID) (valid int, first ledger.
 // addUnsent counts a message read without a recorded send: a send the
 // ledger lost in the crash window of a run whose ackcheck died is
 // "unrecorded"; one past the window makes the ledger unproven; any other
-// is a phantom (crashwindow.go). Unread, it counts nothing.
+// is a phantom (crashwindow.go). Unread, it counts nothing. The first
+// unrecorded send of each producer in the window is kept
+// (firstUnrecorded): the window is placed from it.
 func (c *classifier) addUnsent(h *history, id message.ID, valid int, first ledger.Event) {
 	if valid == 0 {
 		return
 	}
 	res := c.res
-	switch c.window.place(h.producer, h.seq, c.sentThru[h.producer], first.Time) {
+	class, at := c.window.place(h.producer, h.seq, c.sentThru[h.producer], first.Time, c.firstUnrecorded[h.producer])
+	if _, ok := c.firstUnrecorded[h.producer]; !ok && class == inWindow {
+		c.firstUnrecorded[h.producer] = at
+	}
+	switch class {
 	case inWindow:
 		res.Unrecorded++
 	case pastWindow:

@@ -50,12 +50,12 @@ what it left applied.`,
 			if rf.out == "" {
 				rf.out = filepath.Join(startDir, "faults")
 			}
-			steps, err := parseSchedule(schedule)
+			steps, err := profiles().readSchedule(schedule, rf.lc.Duration)
 			if err != nil {
 				return err
 			}
-			if len(steps) == 0 && rf.fsync == "" {
-				return fmt.Errorf("no faults to apply: give --fault (or --fsync)")
+			if err := runner.CheckFaultsToApply(steps, rf.fsync != "", rf.lc.Duration); err != nil {
+				return err
 			}
 			if lead <= 0 {
 				return fmt.Errorf("--start-lead %s: give how long the shards have to get ready, above 0", lead)

@@ -8,7 +8,6 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/brokers"
-	"github.com/ackcheck/ackcheck/faults"
 	"github.com/spf13/pflag"
 )
 
@@ -116,34 +115,4 @@ func newDriver(name string, fs *pflag.FlagSet, kf *driverFlags, saved json.RawMe
 		return nil, nil, err
 	}
 	return kf.byDriver[p.Name()].Open(fs, saved)
-}
-
-// parseSchedule reads a --fault schedule, its targets in the words every
-// broker declares (targetWords).
-func parseSchedule(schedule string) ([]faults.Step, error) {
-	words, err := profiles().targetWords()
-	if err != nil {
-		return nil, err
-	}
-	return words.ParseSchedule(schedule)
-}
-
-// targetWords are the words for fault targets that the brokers declare
-// (drivers.TargetWords), for every schedule.
-func (l brokerList) targetWords() (faults.Aliases, error) {
-	a := faults.Aliases{}
-	owner := map[string]string{}
-	for _, p := range l {
-		tw, ok := p.(drivers.TargetWords)
-		if !ok {
-			continue
-		}
-		for w, kind := range tw.TargetWords() {
-			if k, ok := a[w]; ok && string(k) != kind {
-				return nil, fmt.Errorf("brokers %s and %s give the fault target %q two meanings", owner[w], p.Name(), w)
-			}
-			a[w], owner[w] = faults.TargetKind(kind), p.Name()
-		}
-	}
-	return a, nil
 }

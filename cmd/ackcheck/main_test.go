@@ -251,6 +251,11 @@ func TestSIGKILLThenVerify(t *testing.T) {
 	if r.Lost != 0 || r.Phantom != 0 || r.Corrupt != 0 || r.CleanLedger {
 		t.Fatalf("lost %d phantom %d corrupt %d clean %v: want 0, 0, 0, false", r.Lost, r.Phantom, r.Corrupt, r.CleanLedger)
 	}
+	// A real crash: every read whose send the ledger lacks lies in its
+	// crash window, and the ledger is proven whole.
+	if r.UnrecordedPastWindow != 0 || r.Ledger == nil || !r.Ledger.Whole {
+		t.Fatalf("after a real SIGKILL: %d of %d unrecorded reads past the crash window, ledger %+v", r.UnrecordedPastWindow, r.Unrecorded, r.Ledger)
+	}
 	t.Logf("after SIGKILL: sent %d acked %d indeterminate %d unrecorded %d not written %d",
 		r.Sent, r.Acked, r.Indeterminate, r.Unrecorded, r.NotWritten)
 }

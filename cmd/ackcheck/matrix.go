@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
-	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/matrix"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -283,12 +282,16 @@ func canRun(f *matrix.File, r matrix.Run, target *cobra.Command, driver string) 
 	case "fsync-audit":
 		needs = "it cuts a broker's power"
 	default:
-		steps, err := faults.ParseSchedule(val("fault"))
+		load, err := time.ParseDuration(val("duration"))
+		if err != nil {
+			return fmt.Errorf("%s: duration %q: %w", where, val("duration"), err)
+		}
+		steps, err := profiles().readSchedule(val("fault"), load)
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		for _, st := range steps {
-			if st.Target.Kind != faults.Topic {
+			if st.ActsOnNodes() {
 				needs = fmt.Sprintf("its fault %q acts on a broker's process", st)
 				break
 			}

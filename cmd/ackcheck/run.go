@@ -139,11 +139,6 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	default:
 		return runner.Config{}, nil, fmt.Errorf("--fsync %q: use on or off", r.fsync)
 	}
-	for _, st := range steps {
-		if st.At >= r.lc.Duration {
-			return runner.Config{}, nil, fmt.Errorf("fault %s fires after the load ends (--duration %s)", st, r.lc.Duration)
-		}
-	}
 	src := runner.FaultSource{ClusterDir: r.clusterDir, ClusterFile: r.clusterFile}
 	opened, err := openNodes(cmd.Context(), src, r.acceptUnknown)
 	if err != nil {
@@ -370,7 +365,7 @@ func newRunCmd() *cobra.Command {
 			if err := rf.applyFiles(cmd); err != nil {
 				return err
 			}
-			steps, err := parseSchedule(schedule)
+			steps, err := profiles().readSchedule(schedule, rf.lc.Duration)
 			if err != nil {
 				return err
 			}
@@ -394,7 +389,7 @@ func newRunCmd() *cobra.Command {
 	}
 	rf.register(cmd)
 	sf.register(cmd)
-	cmd.Flags().StringVar(&schedule, "fault", "", `faults during the load: "at=<duration> <action> [<target>]; ..." with actions kill, stop, restart, pause, resume, power-loss (targets leader:<topic>/<partition>, most-leaders:<topic>, controller, node:<id>, a node's name such as db, and for power-loss all; restart and resume default to the previous fault's node), fsync-on, fsync-off (targets topic:<topic>, brokers), <mode>-on, <mode>-off for a driver's broker-wide mode (Queen: maintenance-on), and, on a local cluster started with --netns or on cluster-file nodes with ports: (nft over SSH), the network faults partition, partition-client (a node, also follower:<topic>/<partition>; partition also split:1|2,3, minority:<topic>, majority:<topic> and one-way:1->2), loss <P>% (a node or pair:1-2), bandwidth <rate> (1mbit; local only), delay <d> (needs netem) and heal-network (see docs/faults.md)`)
+	cmd.Flags().StringVar(&schedule, "fault", "", profiles().faultUsage())
 	return cmd
 }
 

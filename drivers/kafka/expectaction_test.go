@@ -5,34 +5,33 @@ import (
 	"testing"
 
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/faults"
 )
 
-var _ faults.ActionExpecter = Profile{}
+var _ drivers.FaultExpecter = Profile{}
 
-// Kafka's profile says what an action does to a Kafka broker, matched on
-// the typed action, and leaves the generic text where it holds (a kill
-// under acks=all, an action it has nothing to add to).
-func TestExpectActionByAcks(t *testing.T) {
+// Kafka's profile says what a fault does to a Kafka broker, matched on
+// the typed node fault, and leaves the generic text where it holds (a kill
+// under acks=all, a fault it has nothing to add to).
+func TestExpectFaultByAcks(t *testing.T) {
 	acks1 := &Driver{cfg: Config{Acks: "1"}.WithDefaults()}
 	for _, tc := range []struct {
-		a    faults.Action
+		f    drivers.NodeFault
 		d    drivers.Driver
 		want string // a part of the text; "" means none
 	}{
-		{faults.Kill, nil, ""},
-		{faults.Kill, acks1, "with acks=1"},
-		{faults.Pause, nil, "broker.session.timeout.ms"},
-		{faults.Restart, acks1, "return to the ISR"},
-		{faults.FsyncOn, nil, ""},
+		{drivers.NodeKilled, nil, ""},
+		{drivers.NodeKilled, acks1, "with acks=1"},
+		{drivers.NodePaused, nil, "broker.session.timeout.ms"},
+		{drivers.NodeRestarted, acks1, "return to the ISR"},
+		{drivers.NodePowerLost, nil, ""},
 	} {
-		got := Profile{}.ExpectAction(tc.a, tc.d)
+		got := Profile{}.ExpectFault(tc.f, tc.d)
 		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("ExpectAction(%s, %T) = %q, want one containing %q", tc.a, tc.d, got, tc.want)
+			t.Errorf("ExpectFault(%s, %T) = %q, want one containing %q", tc.f, tc.d, got, tc.want)
 		}
 	}
-	// The scenario expectation no longer answers for actions.
-	if _, e := (Profile{}).Expect(drivers.Scenario(faults.Pause), nil); e != "" {
-		t.Errorf("Expect answered an action as a scenario: %q", e)
+	// The scenario expectation does not answer for faults.
+	if _, e := (Profile{}).Expect(drivers.Scenario(drivers.NodePaused), nil); e != "" {
+		t.Errorf("Expect answered a fault as a scenario: %q", e)
 	}
 }

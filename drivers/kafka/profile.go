@@ -8,7 +8,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/faults/action"
 	"github.com/spf13/pflag"
 )
 
@@ -43,18 +42,18 @@ func (Profile) Expect(s drivers.Scenario, d drivers.Driver) (string, string) {
 	return variant, "a new leader is elected within seconds; with acks=" + acks + " the old leader may have acknowledged messages no follower had copied yet, and those can be lost"
 }
 
-// ExpectAction implements faults.ActionExpecter (a test asserts it): what a fault does to a
-// Kafka broker, in Kafka's terms (the ISR, fencing); "" where the generic
-// expectation holds (a kill under acks=all).
-func (Profile) ExpectAction(a action.Action, d drivers.Driver) string {
-	switch acks := acksOf(d); a {
-	case action.Kill:
+// ExpectFault implements drivers.FaultExpecter (a test asserts it): what a
+// fault does to a Kafka broker, in Kafka's terms (the ISR, fencing); ""
+// where the generic expectation holds (a kill under acks=all).
+func (Profile) ExpectFault(f drivers.NodeFault, d drivers.Driver) string {
+	switch acks := acksOf(d); f {
+	case drivers.NodeKilled:
 		if !acksAll(acks) {
 			return "the node dies at once; partitions it led elect new leaders; with acks=" + acks + " messages it acknowledged before any follower copied them can be lost"
 		}
-	case action.Pause:
+	case drivers.NodePaused:
 		return "the node stops answering; the controller fences it after broker.session.timeout.ms and leaders move; acks stall meanwhile for partitions it led"
-	case action.Restart:
+	case drivers.NodeRestarted:
 		return "the node starts on the same data, rejoins as a follower, catches up, and its replicas return to the ISR"
 	}
 	return ""

@@ -4,26 +4,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/drivers"
 )
 
-var _ faults.ActionExpecter = Profile{}
+var _ drivers.FaultExpecter = Profile{}
 
-// Queen's profile quotes its documentation for the actions it knows, on
-// the typed action, and nothing for the others.
-func TestExpectAction(t *testing.T) {
+// Queen's profile quotes its documentation for the faults it knows, on
+// the typed node fault, and nothing for the others.
+func TestExpectFault(t *testing.T) {
 	for _, tc := range []struct {
-		a    faults.Action
+		f    drivers.NodeFault
 		want string
 	}{
-		{faults.Kill, "zero message loss"},
-		{faults.Stop, "zero message loss"},
-		{faults.PowerLoss, "synchronous_commit=on"},
-		{faults.Pause, ""},
+		{drivers.NodeKilled, "zero message loss"},
+		{drivers.NodeStopped, "zero message loss"},
+		{drivers.NodePowerLost, "synchronous_commit=on"},
+		{drivers.NodePaused, ""},
 	} {
-		got := Profile{}.ExpectAction(tc.a, nil)
+		got := Profile{}.ExpectFault(tc.f, nil)
 		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("ExpectAction(%s) = %q, want one containing %q", tc.a, got, tc.want)
+			t.Errorf("ExpectFault(%s) = %q, want one containing %q", tc.f, got, tc.want)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/faults/action"
 	"github.com/spf13/pflag"
 )
 
@@ -37,13 +36,13 @@ func (Profile) Expect(s drivers.Scenario, _ drivers.Driver) (string, string) {
 	return "", ""
 }
 
-// ExpectAction implements faults.ActionExpecter (a test asserts it), from Queen's
-// documentation.
-func (Profile) ExpectAction(a action.Action, _ drivers.Driver) string {
-	switch a {
-	case action.Kill, action.Stop:
+// ExpectFault implements drivers.FaultExpecter (a test asserts it), from
+// Queen's documentation.
+func (Profile) ExpectFault(f drivers.NodeFault, _ drivers.Driver) string {
+	switch f {
+	case drivers.NodeKilled, drivers.NodeStopped:
 		return "the node goes away: pushes fail or wait while it is gone (the Queen server answers from its file buffer while PostgreSQL is unreachable); Queen's documentation promises zero message loss"
-	case action.PowerLoss:
+	case drivers.NodePowerLost:
 		return "the node loses what it had not fsynced: with synchronous_commit=on an acknowledged commit was fsynced and survives; buffered acks survive only what the file buffer fsynced"
 	}
 	return ""

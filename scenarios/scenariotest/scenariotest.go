@@ -128,7 +128,7 @@ func DownMs(t testing.TB, res *verifier.Result) float64 {
 		t.Fatalf("faults recorded: %+v", res.Faults)
 	}
 	kill, restart := res.Faults[0], res.Faults[1]
-	if restart.Action != "restart" || restart.Result != "applied" || !restart.At.After(kill.At) {
+	if restart.Action != faults.Restart || restart.Result != faults.Applied || !restart.At.After(kill.At) {
 		t.Fatalf("restart after the kill: %+v", restart.Record)
 	}
 	return float64(restart.At.Sub(kill.At) / time.Millisecond)
