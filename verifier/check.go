@@ -137,17 +137,27 @@ func (o Options) forRun(run ledger.RunInfo) Options {
 // to be of run and its reads are flushed; a run not read back yet is
 // refused with the command that reads it.
 func readBackOf(lg Ledgers, run ledger.RunInfo) (ReadBackReport, error) {
-	var rb ReadBackReport
-	if err := lg.Reads.GetMeta(MetaReadBack, &rb); err != nil {
-		if errors.Is(err, ledger.ErrNoMeta) {
-			return rb, fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
-		}
+	rb, err := readBackReport(lg.Reads)
+	if err != nil {
 		return rb, err
 	}
 	if err := readsOfRun(lg, run, rb); err != nil {
 		return rb, err
 	}
 	if err := lg.Reads.Flush(); err != nil {
+		return rb, err
+	}
+	return rb, nil
+}
+
+// readBackReport is the report of the read-back reads holds; a ledger
+// not read back yet is refused with the command that reads it.
+func readBackReport(reads *ledger.Ledger) (ReadBackReport, error) {
+	var rb ReadBackReport
+	if err := reads.GetMeta(MetaReadBack, &rb); err != nil {
+		if errors.Is(err, ledger.ErrNoMeta) {
+			return rb, fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
+		}
 		return rb, err
 	}
 	return rb, nil
@@ -377,11 +387,6 @@ func msText(v float64) string {
 // report do: a run directory's parts are matched by it.
 func RunIDText(id uint64) string { return fmt.Sprintf("%016x", id) }
 
-// readsOfRun refuses a read-back ledger of its own (lg.Reads beside
-// lg.Run) that is not the read-back of run. The classifier matches reads
-// to acks by producer and sequence, which every run numbers alike:
-// another run's read-back copied into a run directory would otherwise
-// count this run's acked messages as read, and pass a run that lost them.
 // ReadsOfRun refuses, before anything is judged or written, a read-back
 // ledger that holds no read-back yet or is another run's (as CheckLedgers
 // would once it had begun): report calls it before the last verdict's
@@ -394,16 +399,18 @@ func ReadsOfRun(run, reads *ledger.Ledger) error {
 	if err := run.GetMeta(ledger.MetaRun, &info); err != nil {
 		return err
 	}
-	var rb ReadBackReport
-	if err := reads.GetMeta(MetaReadBack, &rb); err != nil {
-		if errors.Is(err, ledger.ErrNoMeta) {
-			return fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
-		}
+	rb, err := readBackReport(reads)
+	if err != nil {
 		return err
 	}
 	return readsOfRun(Ledgers{Run: run, Reads: reads}, info, rb)
 }
 
+// readsOfRun refuses a read-back ledger of its own (lg.Reads beside
+// lg.Run) that is not the read-back of run. The classifier matches reads
+// to acks by producer and sequence, which every run numbers alike:
+// another run's read-back copied into a run directory would otherwise
+// count this run's acked messages as read, and pass a run that lost them.
 func readsOfRun(lg Ledgers, run ledger.RunInfo, rb ReadBackReport) error {
 	if lg.Reads == lg.Run {
 		return nil // a run directory from before reads ledgers: its reads are the run's own
