@@ -522,15 +522,15 @@ func (l *Ledger) flushLoop() {
 }
 
 // Flush writes every buffered event to Pebble in one atomic batch and
-// returns once it is committed (and synced unless NoSync).
+// returns once it is committed (and synced unless NoSync). It runs once
+// per flush interval over every buffered event: its stages
+// (flushProducer, commitFlush) keep their scratch in one fragmentWriter
+// on Flush's stack, so that splitting them out added no allocation.
 func (l *Ledger) Flush() (err error) {
 	if l.readOnly {
 		return nil // Record refused every event: nothing is buffered
 	}
-	if err := l.failed(); err != nil {
-		return err
-	}
-	if err := l.roomToFlush(); err != nil {
+	if err := l.mayCommit(); err != nil {
 		return err
 	}
 	defer l.catch(&err)
@@ -550,77 +550,107 @@ func (l *Ledger) Flush() (err error) {
 	b := l.db.NewBatch()
 	firstFrag := l.fragNo
 	defer b.Close()
-	var key [17]byte
-	var buf []byte
-	n := 0
+	// Each producer's new sent-through mark, applied once the flush has
+	// them all. Apart from fw, whose content the batch keeps: a map in it
+	// would go to the heap.
 	newSentThru := make(map[uint32]uint64)
+	fw := fragmentWriter{b: b}
 	for _, p := range producers {
-		s := l.shard(p)
-		var taken [len("SORL")][]Event
-		for _, ki := range flushOrder {
-			kl := &s.kinds[ki]
-			kl.mu.Lock()
-			taken[ki] = kl.events
-			kl.events, kl.spare = kl.spare, nil
-			kl.mu.Unlock()
-			if l.tookKind != nil {
-				l.tookKind()
-			}
-		}
-		for ki, evs := range taken {
-			if len(evs) == 0 {
-				continue
-			}
-			n += len(evs)
-			evs, l.sortScratch, l.sortBounds = sortBySeq(evs, l.sortScratch, l.sortBounds)
-			taken[ki] = evs // the buffer that goes back to Record below
-			if kinds[ki] == Send {
-				if last := evs[len(evs)-1].Seq + 1; last > l.sentThru[p] {
-					newSentThru[p] = last
-				}
-			}
-			for start := 0; start < len(evs); start += fragmentMax {
-				frag := evs[start:min(start+fragmentMax, len(evs))]
-				key[0] = byte(kinds[ki])
-				binary.BigEndian.PutUint32(key[1:], p)
-				binary.BigEndian.PutUint64(key[5:], frag[0].Seq)
-				binary.BigEndian.PutUint32(key[13:], l.fragNo)
-				l.fragNo++
-				buf = encodeFragment(buf[:0], frag)
-				if err := b.Set(key[:], buf, nil); err != nil {
-					return fmt.Errorf("ledger batch: %w", err)
-				}
-			}
-		}
-		// The batch holds copies: the slices go back to be appended to.
-		for ki := range taken {
-			kl := &s.kinds[ki]
-			kl.mu.Lock()
-			kl.spare = taken[ki][:0]
-			kl.mu.Unlock()
+		if err := l.flushProducer(&fw, p, newSentThru); err != nil {
+			return err
 		}
 	}
-	if n == 0 {
+	if fw.n == 0 {
 		return nil
 	}
 	for p, v := range newSentThru {
 		l.sentThru[p] = v
 	}
+	return l.commitFlush(b, flushRecord{firstFrag: firstFrag, frags: l.fragNo - firstFrag, events: uint64(fw.n), total: l.events + uint64(fw.n)}, taken)
+}
+
+// fragmentWriter is one flush's batch and scratch: the key and encoding
+// buffers reused for every fragment, and the events written so far (n).
+type fragmentWriter struct {
+	b   *pebble.Batch
+	key [17]byte
+	buf []byte
+	n   int
+}
+
+// flushProducer moves producer p's buffered events of every kind into
+// fw's batch, sorted by sequence, in fragments of at most fragmentMax,
+// each numbered from l.fragNo, and gives the emptied buffers back to
+// Record. A send past p's sent-through mark sets p's new one in sentThru.
+// REQUIRES: flushMu held.
+func (l *Ledger) flushProducer(fw *fragmentWriter, p uint32, sentThru map[uint32]uint64) error {
+	s := l.shard(p)
+	var taken [len("SORL")][]Event
+	for _, ki := range flushOrder {
+		kl := &s.kinds[ki]
+		kl.mu.Lock()
+		taken[ki] = kl.events
+		kl.events, kl.spare = kl.spare, nil
+		kl.mu.Unlock()
+		if l.tookKind != nil {
+			l.tookKind()
+		}
+	}
+	for ki, evs := range taken {
+		if len(evs) == 0 {
+			continue
+		}
+		fw.n += len(evs)
+		evs, l.sortScratch, l.sortBounds = sortBySeq(evs, l.sortScratch, l.sortBounds)
+		taken[ki] = evs // the buffer that goes back to Record below
+		if kinds[ki] == Send {
+			if last := evs[len(evs)-1].Seq + 1; last > l.sentThru[p] {
+				sentThru[p] = last
+			}
+		}
+		for start := 0; start < len(evs); start += fragmentMax {
+			frag := evs[start:min(start+fragmentMax, len(evs))]
+			fw.key[0] = byte(kinds[ki])
+			binary.BigEndian.PutUint32(fw.key[1:], p)
+			binary.BigEndian.PutUint64(fw.key[5:], frag[0].Seq)
+			binary.BigEndian.PutUint32(fw.key[13:], l.fragNo)
+			l.fragNo++
+			fw.buf = encodeFragment(fw.buf[:0], frag)
+			if err := fw.b.Set(fw.key[:], fw.buf, nil); err != nil {
+				return fmt.Errorf("ledger batch: %w", err)
+			}
+		}
+	}
+	// The batch holds copies: the slices go back to be appended to.
+	for ki := range taken {
+		kl := &s.kinds[ki]
+		kl.mu.Lock()
+		kl.spare = taken[ki][:0]
+		kl.mu.Unlock()
+	}
+	return nil
+}
+
+// commitFlush adds to b the ledger's counters after the flush r (fragment
+// number, sent-through marks, events, and the flush clock with taken,
+// when its events were taken) and commits it (commit), timing the commit.
+// REQUIRES: flushMu held.
+func (l *Ledger) commitFlush(b *pebble.Batch, r flushRecord, taken int64) error {
 	if err := l.setMetaIn(b, metaFragNo, l.fragNo); err != nil {
 		return err
 	}
 	if err := l.setMetaIn(b, metaSentThrough, l.sentThru); err != nil {
 		return err
 	}
-	if err := l.setMetaIn(b, metaEvents, l.events+uint64(n)); err != nil {
+	if err := l.setMetaIn(b, metaEvents, r.total); err != nil {
 		return err
 	}
 	if err := l.setMetaIn(b, metaFlushClock, FlushClock{TakenNs: taken, LongestCommitNs: l.longestCommit}); err != nil {
 		return err
 	}
 	commitStart := time.Now()
-	if err := l.commit(b, flushRecord{firstFrag: firstFrag, frags: l.fragNo - firstFrag, events: uint64(n), total: l.events + uint64(n)}); err != nil {
-		return fmt.Errorf("commit ledger batch of %d events: %w", n, err)
+	if err := l.commit(b, r); err != nil {
+		return fmt.Errorf("commit ledger batch of %d events: %w", r.events, err)
 	}
 	l.longestCommit = max(l.longestCommit, int64(time.Since(commitStart)))
 	l.flushedAt.Store(time.Now().UnixNano())
@@ -739,10 +769,7 @@ func (l *Ledger) PutMeta(name string, v any) (err error) {
 	if l.readOnly {
 		return ErrReadOnly
 	}
-	if err := l.failed(); err != nil {
-		return err
-	}
-	if err := l.roomToFlush(); err != nil {
+	if err := l.mayCommit(); err != nil {
 		return err
 	}
 	defer l.catch(&err)
@@ -920,6 +947,16 @@ func Reserve(n int64) uint64 { return reserveFor(memTableFor(n)) }
 func reserveFor(memTable uint64) uint64 { return memTable + 1<<20 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// mayCommit says why the ledger may not commit now: an earlier commit
+// failed (failed), or the disk lacks the room a commit needs
+// (roomToFlush); nil: it may.
+func (l *Ledger) mayCommit() error {
+	if err := l.failed(); err != nil {
+		return err
+	}
+	return l.roomToFlush()
+}
 
 // failed is the error of the first commit that failed, or nil.
 func (l *Ledger) failed() error {

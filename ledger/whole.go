@@ -208,28 +208,54 @@ func readCommits(fs vfs.FS, dir string) (commitState, error) {
 // at flushPrefix), or returns ErrDamaged saying what is missing.
 func (l *Ledger) checkWhole(cs commitState) (p Proof, err error) {
 	defer l.catch(&err)
-	commitPath := l.opts.fsOrDefault().PathJoin(l.dir, commitFile)
-	damaged := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format+". The ledger's files: %s. No verdict can be given from it", append([]any{ErrDamaged}, append(args, listFiles(l.opts.fsOrDefault(), l.dir))...)...)
+	recs, err := l.flushRecords()
+	if err != nil {
+		return p, err
 	}
+	if len(recs) == 0 {
+		return l.checkWithoutFlushes(cs)
+	}
+	last := recs[len(recs)-1]
+	p.Flushes, p.Fragments, p.Events = uint32(len(recs)), last.firstFrag+last.frags, last.total
+	if err := l.checkCommitVouches(cs, recs, p.Events); err != nil {
+		return p, err
+	}
+	if err := l.checkFragments(recs, p.Fragments); err != nil {
+		return p, err
+	}
+	p.Whole = true
+	return p, nil
+}
 
-	// The flush records, in order.
+// commitPath is the ledger's commit record, as its errors name it.
+func (l *Ledger) commitPath() string { return l.opts.fsOrDefault().PathJoin(l.dir, commitFile) }
+
+// damagedf is ErrDamaged with what is wrong (format, args), the ledger's
+// files and that no verdict can be given from it.
+func (l *Ledger) damagedf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format+". The ledger's files: %s. No verdict can be given from it", append([]any{ErrDamaged}, append(args, listFiles(l.opts.fsOrDefault(), l.dir))...)...)
+}
+
+// flushRecords reads the flush records in order, refusing one ackcheck
+// did not write, a gap in their numbers, and one that does not start
+// where the flushes before it end.
+func (l *Ledger) flushRecords() ([]flushRecord, error) {
 	var recs []flushRecord
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{flushPrefix}, UpperBound: []byte{flushPrefix + 1}})
 	if err != nil {
-		return p, l.damage("read the ledger's flush records", err)
+		return nil, l.damage("read the ledger's flush records", err)
 	}
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
 		r, ok := decodeFlushRecord(it.Value())
 		if len(k) != 5 || !ok {
 			it.Close()
-			return p, damaged("flush record %x is not one ackcheck wrote", k)
+			return nil, l.damagedf("flush record %x is not one ackcheck wrote", k)
 		}
 		n := binary.BigEndian.Uint32(k[1:])
 		if want := uint32(len(recs)); n != want {
 			it.Close()
-			return p, damaged("flush records %d to %d are missing from the database (the next present is %d): "+
+			return nil, l.damagedf("flush records %d to %d are missing from the database (the next present is %d): "+
 				"a write-ahead log or table that held them was emptied, deleted or cut", want, n-1, n)
 		}
 		var frag uint32
@@ -240,70 +266,86 @@ func (l *Ledger) checkWhole(cs commitState) (p Proof, err error) {
 		}
 		if r.firstFrag != frag || r.total != total+r.events {
 			it.Close()
-			return p, damaged("flush record %d names fragments from %d and %d events in all, where the flushes before it end at fragment %d and %d events", n, r.firstFrag, r.total, frag, total)
+			return nil, l.damagedf("flush record %d names fragments from %d and %d events in all, where the flushes before it end at fragment %d and %d events", n, r.firstFrag, r.total, frag, total)
 		}
 		recs = append(recs, r)
 	}
 	if err := it.Close(); err != nil {
-		return p, l.damage("read the ledger's flush records", err)
+		return nil, l.damage("read the ledger's flush records", err)
 	}
-	if len(recs) > 0 {
-		last := recs[len(recs)-1]
-		p.Flushes, p.Fragments, p.Events = uint32(len(recs)), last.firstFrag+last.frags, last.total
-	}
+	return recs, nil
+}
 
-	// The commit record vouches for the tail.
+// checkWithoutFlushes judges a database with no flush records: damaged
+// when the commit record vouches for flushes; whole when it holds no
+// fragments either (nothing was committed); otherwise an older ledger,
+// written before flush records were kept, which cannot be proven whole
+// (or is damaged when it holds less than the commit record says).
+func (l *Ledger) checkWithoutFlushes(cs commitState) (p Proof, err error) {
+	if cs.ok && cs.last.flushes > 0 {
+		return p, l.damagedf("%s vouches for %d flushes (%d events), and the database holds none of them", l.commitPath(), cs.last.flushes, cs.last.events)
+	}
+	frags, events, err := l.countFragments(nil)
+	if err != nil {
+		return p, err
+	}
+	if frags == 0 {
+		return Proof{Whole: true}, nil
+	}
+	p.Fragments, p.Events = frags, events
+	if cs.ok && (cs.last.fragNo > l.fragNo || cs.last.events > l.events) {
+		return p, l.damagedf("%s records %d events in %d fragments committed, but the database holds %d events in %d fragments: "+
+			"a write-ahead log was cut short or altered", l.commitPath(), cs.last.events, cs.last.fragNo, l.events, l.fragNo)
+	}
+	p.Reason = "this ledger was written by an ackcheck that kept no flush records: a hole in it (a write-ahead log emptied or deleted) could not be seen, so it cannot be proven whole"
+	return p, nil
+}
+
+// checkCommitVouches checks the tail against the commit record: it must
+// exist and be readable, vouch for no flush the database lacks, lag it by
+// one flush at most, and agree with the flush record of the last flush it
+// vouches for. events is what the database's flush records hold in all.
+func (l *Ledger) checkCommitVouches(cs commitState, recs []flushRecord, events uint64) error {
+	commitPath := l.commitPath()
 	switch {
-	case len(recs) == 0 && cs.ok && cs.last.flushes > 0:
-		return p, damaged("%s vouches for %d flushes (%d events), and the database holds none of them", commitPath, cs.last.flushes, cs.last.events)
-	case len(recs) == 0:
-		// An older ledger, or one that committed nothing: the second holds
-		// no fragments either.
-		frags, events, err := l.countFragments(nil)
-		if err != nil {
-			return p, err
-		}
-		if frags == 0 {
-			return Proof{Whole: true}, nil
-		}
-		p.Fragments, p.Events = frags, events
-		if cs.ok && (cs.last.fragNo > l.fragNo || cs.last.events > l.events) {
-			return p, damaged("%s records %d events in %d fragments committed, but the database holds %d events in %d fragments: "+
-				"a write-ahead log was cut short or altered", commitPath, cs.last.events, cs.last.fragNo, l.events, l.fragNo)
-		}
-		p.Reason = "this ledger was written by an ackcheck that kept no flush records: a hole in it (a write-ahead log emptied or deleted) could not be seen, so it cannot be proven whole"
-		return p, nil
 	case !cs.exists:
-		return p, damaged("the commit record %s is missing, while the database holds %d flushes: without it the ledger's tail cannot be proven whole", commitPath, len(recs))
+		return l.damagedf("the commit record %s is missing, while the database holds %d flushes: without it the ledger's tail cannot be proven whole", commitPath, len(recs))
 	case !cs.ok:
-		return p, damaged("the commit record %s is empty or unreadable (%d bytes), while the database holds %d flushes: without it the ledger's tail cannot be proven whole", commitPath, cs.size, len(recs))
+		return l.damagedf("the commit record %s is empty or unreadable (%d bytes), while the database holds %d flushes: without it the ledger's tail cannot be proven whole", commitPath, cs.size, len(recs))
 	case cs.last.flushes > uint32(len(recs)):
-		return p, damaged("%s vouches for %d flushes (%d events in %d fragments), but the database holds only %d (%d events): "+
+		return l.damagedf("%s vouches for %d flushes (%d events in %d fragments), but the database holds only %d (%d events): "+
 			"the last write-ahead log was cut short, emptied or altered, and Pebble dropped everything after the damage",
-			commitPath, cs.last.flushes, cs.last.events, cs.last.fragNo, len(recs), p.Events)
+			commitPath, cs.last.flushes, cs.last.events, cs.last.fragNo, len(recs), events)
 	case cs.last.flushes+1 < uint32(len(recs)):
 		// With each entry synced after its flush, the record lags the
 		// database by one flush at most (ackcheck died in between).
-		return p, damaged("%s vouches for %d flushes but the database holds %d: the commit record was cut", commitPath, cs.last.flushes, len(recs))
+		return l.damagedf("%s vouches for %d flushes but the database holds %d: the commit record was cut", commitPath, cs.last.flushes, len(recs))
 	}
 	if cs.last.flushes == 0 {
 		// ackcheck died between the first commit and its entry.
-	} else if r := recs[cs.last.flushes-1]; r.firstFrag+r.frags != cs.last.fragNo || r.total != cs.last.events {
-		return p, damaged("%s says flush %d ended at fragment %d and %d events; the database's flush record says %d and %d",
+		return nil
+	}
+	if r := recs[cs.last.flushes-1]; r.firstFrag+r.frags != cs.last.fragNo || r.total != cs.last.events {
+		return l.damagedf("%s says flush %d ended at fragment %d and %d events; the database's flush record says %d and %d",
 			commitPath, cs.last.flushes-1, cs.last.fragNo, cs.last.events, r.firstFrag+r.frags, r.total)
 	}
+	return nil
+}
 
-	// Every fragment of every flush, and nothing else.
-	seen := make([]uint64, (p.Fragments+63)/64)
+// checkFragments checks that the database holds every fragment of every
+// flush (fragments 0 to fragments-1), each once, with the events its
+// flush record says, and nothing else.
+func (l *Ledger) checkFragments(recs []flushRecord, fragments uint32) error {
+	seen := make([]uint64, (fragments+63)/64)
 	perFlush := make([]uint64, len(recs))
 	var extra error
-	_, _, err = l.countFragments(func(key []byte, frag uint32, events uint64) bool {
-		if frag >= p.Fragments {
-			extra = damaged("fragment %d (key %x) belongs to no flush record: the ledger holds writes its records do not account for", frag, key)
+	_, _, err := l.countFragments(func(key []byte, frag uint32, events uint64) bool {
+		if frag >= fragments {
+			extra = l.damagedf("fragment %d (key %x) belongs to no flush record: the ledger holds writes its records do not account for", frag, key)
 			return false
 		}
 		if seen[frag/64]&(1<<(frag%64)) != 0 {
-			extra = damaged("fragment %d is stored twice", frag)
+			extra = l.damagedf("fragment %d is stored twice", frag)
 			return false
 		}
 		seen[frag/64] |= 1 << (frag % 64)
@@ -312,10 +354,10 @@ func (l *Ledger) checkWhole(cs commitState) (p Proof, err error) {
 		return true
 	})
 	if err != nil {
-		return p, err
+		return err
 	}
 	if extra != nil {
-		return p, extra
+		return extra
 	}
 	for i, r := range recs {
 		if perFlush[i] != r.events {
@@ -325,12 +367,11 @@ func (l *Ledger) checkWhole(cs commitState) (p Proof, err error) {
 					missing++
 				}
 			}
-			return p, damaged("flush %d wrote %d events in fragments %d to %d; the database holds %d of those events (%d fragments missing)",
+			return l.damagedf("flush %d wrote %d events in fragments %d to %d; the database holds %d of those events (%d fragments missing)",
 				i, r.events, r.firstFrag, r.firstFrag+r.frags-1, perFlush[i], missing)
 		}
 	}
-	p.Whole = true
-	return p, nil
+	return nil
 }
 
 // countFragments walks every fragment key of every kind, handing each,

@@ -173,13 +173,13 @@ func (p parser) errf(n *yaml.Node, format string, a ...any) error {
 // twice.
 func (p parser) mapping(n *yaml.Node, fn func(k, v *yaml.Node) error) error {
 	if n.Kind != yaml.MappingNode {
-		return p.errf(n, "expects a mapping (key: value), not a %s", kindName(n))
+		return p.errf(n, "expects a mapping (key: value), not a %s", KindName(n))
 	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
-			return p.errf(k, "a key must be a plain name, not a %s", kindName(k))
+			return p.errf(k, "a key must be a plain name, not a %s", KindName(k))
 		}
 		if first, ok := seen[k.Value]; ok {
 			return p.errf(k, "%s is given twice (first on line %d)", k.Value, first)
@@ -386,7 +386,9 @@ func (p parser) repeat(n *yaml.Node) (int, error) {
 	return r, nil
 }
 
-func kindName(n *yaml.Node) string {
+// KindName is a YAML node's kind as an error message says it to a
+// person ("list", "mapping", "plain value"); scenario files say it alike.
+func KindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.SequenceNode:
 		return "list"

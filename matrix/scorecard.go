@@ -137,6 +137,29 @@ func killFault(r *verifier.Result) *verifier.FaultReport {
 	return nil
 }
 
+// ofKill is a row's figure of the run's kill (killFault), of(f); a run
+// that killed nothing has "no kill".
+func ofKill(of func(f *verifier.FaultReport) Point) func(*runData) Point {
+	return func(r *runData) Point {
+		f := killFault(&r.res)
+		if f == nil {
+			return Point{Text: "no kill"}
+		}
+		return of(f)
+	}
+}
+
+// msAfterKill is a kill's figure v in ms after the kill (below 0: not
+// observed), with the note that goes with it.
+func msAfterKill(v float64, note string) Point {
+	if v < 0 {
+		return Point{Text: "not observed", Note: note}
+	}
+	p := num(v, ms(v))
+	p.Note = note
+	return p
+}
+
 // KillProofHolds is the kill proof's own facts, all true: the process
 // changed, the data dir is the same inode, the other nodes were untouched.
 func KillProofHolds(kp *verifier.KillProof) bool {
@@ -151,36 +174,16 @@ var measures = []measure{
 	{name: "longest interval with zero acks", unit: "ms", better: "lower", get: func(r *runData) Point {
 		return num(r.res.LongestNoAckMs, ms(r.res.LongestNoAckMs))
 	}},
-	{name: "killed server ready", unit: "ms after the kill", better: "lower", get: func(r *runData) Point {
-		f := killFault(&r.res)
-		switch {
-		case f == nil:
-			return Point{Text: "no kill"}
-		case f.ReadyMs < 0:
-			return Point{Text: "not observed"}
-		}
-		return num(f.ReadyMs, ms(f.ReadyMs))
-	}},
-	{name: "all replicas in sync", unit: "ms after the kill", better: "lower", get: func(r *runData) Point {
-		f := killFault(&r.res)
-		switch {
-		case f == nil:
-			return Point{Text: "no kill"}
-		case f.InSyncMs < 0:
-			return Point{Text: "not observed", Note: f.InSyncEvidence}
-		}
-		p := num(f.InSyncMs, ms(f.InSyncMs))
-		p.Note = f.InSyncEvidence
-		return p
-	}},
-	{name: "all replicas in sync, by the brokers' logs", unit: "ms after the kill", better: "lower", get: func(r *runData) Point {
+	{name: "killed server ready", unit: "ms after the kill", better: "lower", get: ofKill(func(f *verifier.FaultReport) Point {
+		return msAfterKill(f.ReadyMs, "")
+	})},
+	{name: "all replicas in sync", unit: "ms after the kill", better: "lower", get: ofKill(func(f *verifier.FaultReport) Point {
+		return msAfterKill(f.InSyncMs, f.InSyncEvidence)
+	})},
+	{name: "all replicas in sync, by the brokers' logs", unit: "ms after the kill", better: "lower", get: ofKill(func(f *verifier.FaultReport) Point {
 		// The run's own cross-check, read from the brokers' logs when the
 		// run ended (result.json's oracle_in_sync_ms), never recomputed.
-		f := killFault(&r.res)
-		switch {
-		case f == nil:
-			return Point{Text: "no kill"}
-		case f.OracleInSyncMs == nil:
+		if f.OracleInSyncMs == nil {
 			return Point{Text: "no broker logs read (the run's cluster could not show its logs)"}
 		}
 		v := *f.OracleInSyncMs
@@ -194,19 +197,16 @@ var measures = []measure{
 			}
 		}
 		return p
-	}},
-	{name: "kill proof", text: true, get: func(r *runData) Point {
-		f := killFault(&r.res)
+	})},
+	{name: "kill proof", text: true, get: ofKill(func(f *verifier.FaultReport) Point {
 		switch {
-		case f == nil:
-			return Point{Text: "no kill"}
 		case f.KillProof == nil:
 			return Point{Text: "none recorded"}
 		case KillProofHolds(f.KillProof):
 			return Point{Text: "holds", Note: f.KillProof.String()}
 		}
 		return Point{Text: "does not hold", Note: f.KillProof.String()}
-	}},
+	})},
 	{name: "publish latency p50", unit: "ms", better: "lower", get: func(r *runData) Point { return latency(r.res.Publish, r.res.Publish.P50) }},
 	{name: "publish latency p99", unit: "ms", better: "lower", get: func(r *runData) Point { return latency(r.res.Publish, r.res.Publish.P99) }},
 	{name: "end-to-end latency p50", unit: "ms", better: "lower", get: func(r *runData) Point { return latency(r.res.E2E, r.res.E2E.P50) }},

@@ -76,13 +76,40 @@ func fmtNum(v float64) string {
 	return fmt.Sprintf("%.2g", v)
 }
 
-// SVG renders the chart.
+// SVG renders the chart: its scale, then the fault bands, the axes and
+// the series with their legend.
 func (c lineChart) SVG() string {
 	if c.Width == 0 {
 		c.Width, c.Height = 900, 300
 	}
-	pw := float64(c.Width - padLeft - padRight)
-	ph := float64(c.Height - padTop - padBottom)
+	sc := c.scale()
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" id="%s" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`,
+		html.EscapeString(c.ID), c.Width, c.Height, c.Width, c.Height)
+	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14" font-weight="bold">%s</text>`, padLeft, html.EscapeString(c.Title))
+	c.writeBands(&b, sc)
+	c.writeAxes(&b, sc)
+	c.writeSeries(&b, sc)
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// chartScale maps a line chart's data to its plot area: pw by ph pixels
+// inside the padding, x from xmin to xmax, y from ymin to ymax (on a log
+// scale when logY).
+type chartScale struct {
+	pw, ph                 float64
+	xmin, xmax, ymin, ymax float64
+	logY                   bool
+}
+
+// scale fits the chart's axes to its points and bands: x from 0 (time
+// since the load started) or earlier to the data's end or XMax; y from 0
+// or below, 5% above the top, or on a log scale whole decades around the
+// points above 0. A chart with nothing to plot gets an empty axis, not an
+// infinite one.
+func (c lineChart) scale() chartScale {
+	sc := chartScale{pw: float64(c.Width - padLeft - padRight), ph: float64(c.Height - padTop - padBottom), logY: c.LogY}
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	for _, s := range c.Series {
@@ -113,11 +140,9 @@ func (c lineChart) SVG() string {
 	if xmax == xmin {
 		xmax = xmin + 1
 	}
-	ty := func(v float64) float64 { return v }
 	if c.LogY {
 		ymin = math.Pow(10, math.Floor(math.Log10(math.Max(ymin, 1e-3))))
 		ymax = math.Pow(10, math.Ceil(math.Log10(math.Max(ymax, ymin*10))))
-		ty = func(v float64) float64 { return math.Log10(math.Max(v, ymin)) }
 	} else {
 		ymin = math.Min(0, ymin)
 		if ymax <= ymin {
@@ -125,44 +150,70 @@ func (c lineChart) SVG() string {
 		}
 		ymax *= 1.05
 	}
-	x := func(v float64) float64 { return padLeft + (v-xmin)/(xmax-xmin)*pw }
-	y := func(v float64) float64 {
-		return padTop + ph - (ty(v)-ty(ymin))/(ty(ymax)-ty(ymin))*ph
+	sc.xmin, sc.xmax, sc.ymin, sc.ymax = xmin, xmax, ymin, ymax
+	return sc
+}
+
+// x is where time v stands on the plot.
+func (sc chartScale) x(v float64) float64 { return padLeft + (v-sc.xmin)/(sc.xmax-sc.xmin)*sc.pw }
+
+// y is where value v stands on the plot.
+func (sc chartScale) y(v float64) float64 {
+	return padTop + sc.ph - (sc.ty(v)-sc.ty(sc.ymin))/(sc.ty(sc.ymax)-sc.ty(sc.ymin))*sc.ph
+}
+
+// ty is v on the y axis's scale: its logarithm (values below ymin at
+// ymin) on a log scale.
+func (sc chartScale) ty(v float64) float64 {
+	if sc.logY {
+		return math.Log10(math.Max(v, sc.ymin))
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" id="%s" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`,
-		html.EscapeString(c.ID), c.Width, c.Height, c.Width, c.Height)
-	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14" font-weight="bold">%s</text>`, padLeft, html.EscapeString(c.Title))
+	return v
+}
+
+// writeBands shades each fault band, at least 2 pixels wide, with its
+// label.
+func (c lineChart) writeBands(b *strings.Builder, sc chartScale) {
 	for _, bd := range c.Bands {
-		x0, x1 := x(bd.From), x(bd.To)
+		x0, x1 := sc.x(bd.From), sc.x(bd.To)
 		if x1-x0 < 2 {
 			x1 = x0 + 2
 		}
-		fmt.Fprintf(&b, `<rect class="fault-band" data-label="%s" x="%.1f" y="%d" width="%.1f" height="%.0f" fill="#f4a582" fill-opacity="0.35"/>`,
-			html.EscapeString(bd.Label), x0, padTop, x1-x0, ph)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#b2182b">%s</text>`, x0+3, padTop+12, html.EscapeString(bd.Label))
+		fmt.Fprintf(b, `<rect class="fault-band" data-label="%s" x="%.1f" y="%d" width="%.1f" height="%.0f" fill="#f4a582" fill-opacity="0.35"/>`,
+			html.EscapeString(bd.Label), x0, padTop, x1-x0, sc.ph)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" fill="#b2182b">%s</text>`, x0+3, padTop+12, html.EscapeString(bd.Label))
 	}
-	// Axes and ticks.
-	fmt.Fprintf(&b, `<line x1="%d" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#333"/>`, padLeft, padTop+ph, padLeft+pw, padTop+ph)
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%.0f" stroke="#333"/>`, padLeft, padTop, padLeft, padTop+ph)
-	for _, t := range niceTicks(xmin, xmax, 8) {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`, x(t), padTop+ph+15, fmtNum(t))
+}
+
+// writeAxes draws both axes, their ticks (each decade on a log scale, at
+// most 40) with grid lines across the plot, and their labels.
+func (c lineChart) writeAxes(b *strings.Builder, sc chartScale) {
+	pw, ph := sc.pw, sc.ph
+	fmt.Fprintf(b, `<line x1="%d" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#333"/>`, padLeft, padTop+ph, padLeft+pw, padTop+ph)
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%.0f" stroke="#333"/>`, padLeft, padTop, padLeft, padTop+ph)
+	for _, t := range niceTicks(sc.xmin, sc.xmax, 8) {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`, sc.x(t), padTop+ph+15, fmtNum(t))
 	}
 	var yt []float64
 	if c.LogY {
-		for v := ymin; v <= ymax*1.0001 && len(yt) < 40; v *= 10 {
+		for v := sc.ymin; v <= sc.ymax*1.0001 && len(yt) < 40; v *= 10 {
 			yt = append(yt, v)
 		}
 	} else {
-		yt = niceTicks(ymin, ymax, 5)
+		yt = niceTicks(sc.ymin, sc.ymax, 5)
 	}
 	for _, t := range yt {
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#ddd"/>`, padLeft, y(t), padLeft+pw, y(t))
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, padLeft-5, y(t)+4, fmtNum(t))
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#ddd"/>`, padLeft, sc.y(t), padLeft+pw, sc.y(t))
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, padLeft-5, sc.y(t)+4, fmtNum(t))
 	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle">%s</text>`, padLeft+pw/2, c.Height-8, html.EscapeString(c.XLabel))
-	fmt.Fprintf(&b, `<text transform="translate(14,%.0f) rotate(-90)" text-anchor="middle">%s</text>`, padTop+ph/2, html.EscapeString(c.YLabel))
-	// Series and legend.
+	fmt.Fprintf(b, `<text x="%.0f" y="%d" text-anchor="middle">%s</text>`, padLeft+pw/2, c.Height-8, html.EscapeString(c.XLabel))
+	fmt.Fprintf(b, `<text transform="translate(14,%.0f) rotate(-90)" text-anchor="middle">%s</text>`, padTop+ph/2, html.EscapeString(c.YLabel))
+}
+
+// writeSeries draws each series as a line (on a log scale, its points
+// above 0) in its color or the palette's, with a legend slot on the
+// right of the title line.
+func (c lineChart) writeSeries(b *strings.Builder, sc chartScale) {
 	for i, s := range c.Series {
 		color := s.Color
 		if color == "" {
@@ -173,17 +224,15 @@ func (c lineChart) SVG() string {
 			if c.LogY && s.Y[j] <= 0 {
 				continue
 			}
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.X[j]), y(s.Y[j])))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", sc.x(s.X[j]), sc.y(s.Y[j])))
 		}
-		fmt.Fprintf(&b, `<g class="series" data-name="%s" data-points="%d"><polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/></g>`,
+		fmt.Fprintf(b, `<g class="series" data-name="%s" data-points="%d"><polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/></g>`,
 			html.EscapeString(s.Name), len(pts), color, strings.Join(pts, " "))
 		// Legend on the right of the title line, one slot per series.
 		lx := c.Width - padRight - (len(c.Series)-i)*90
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="3" fill="%s"/><text x="%d" y="%d">%s</text>`,
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="3" fill="%s"/><text x="%d" y="%d">%s</text>`,
 			lx, 14, color, lx+16, 18, html.EscapeString(s.Name))
 	}
-	b.WriteString(`</svg>`)
-	return b.String()
 }
 
 // lanes is a chart with one row per partition showing when it had no acks.

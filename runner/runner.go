@@ -199,88 +199,28 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 			release()
 		}
 	}()
-	var b [8]byte
-	rand.Read(b[:])
-	runID := binary.BigEndian.Uint64(b[:])
-	if cfg.Shard != nil {
-		runID = cfg.Shard.RunID
-	}
-	// run.json first: a disk that cannot hold it fails the run before the
-	// topic is made.
-	if err := writeSettings(cfg, defaults, runID, totalRate); err != nil {
-		return nil, err
-	}
-	info, lc, err := prepareLoad(ctx, cfg, runID)
+	runID := newRunID(cfg)
+	info, lc, startOffsets, err := prepareRun(ctx, cfg, defaults, runID, totalRate)
 	if err != nil {
 		return nil, err
 	}
-	// Every partition's start offset is the run's, for the read-back;
-	// a shard's load may write and tail fewer (shardPartitions).
-	startOffsets := lc.StartOffsets
-	shardPartitions(cfg, &lc)
-	if cfg.Shard != nil {
-		// Checked before the ledger holds the run too: a shard too late
-		// leaves no directory, and the merged verify reports it missing.
-		if _, err := waitForStart(cfg.Shard); err != nil {
-			return nil, err
-		}
-	}
-
-	lopts := cfg.Ledger
-	if lopts.ExpectedMessages == 0 {
-		// A ledger sized to the run takes a small run's disk, not 70 MB.
-		lopts.ExpectedMessages = int64(defaults.Rate * defaults.Duration.Seconds())
-	}
-	l, err := ledger.Open(LedgerDir(cfg.Out), lopts)
+	l, run, err := openRunLedger(cfg, defaults, runID, info.Name, lc, startOffsets)
 	if err != nil {
 		return nil, err
 	}
 	closeLedger := sync.OnceValue(l.Close)
 	defer closeLedger()
-	checks, err := json.Marshal(verifier.ChecksOf(cfg.Check))
-	if err != nil {
-		return nil, fmt.Errorf("record the run's checks: %w", err)
-	}
-	run := ledger.RunInfo{
-		RunID: runID, Driver: cfg.Driver.Name(), Topic: info.Name, Producers: lc.Producers,
-		StartOffsets: startOffsets, LoadStart: time.Now(), Checks: checks,
-		Plan: planOf(lc, lopts, cfg.Faults),
-	}
-	if sh := cfg.Shard; sh != nil {
-		run.Shard = &ledger.ShardInfo{Index: sh.Index, Count: sh.Count, ProducerBase: lc.ProducerBase, Rate: lc.Rate}
-	}
-	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
-		return nil, err
-	}
 	claimed = true // the ledger holds the run: the directory is the run's
 	cfg.logf("run %016x: %.0f msg/s for %s, %s messages, %d producers -> %s", runID, lc.Rate, drivers.HumanDuration(lc.Duration), drivers.HumanBytes(int64(lc.MessageSize)), run.Producers, cfg.Out)
-	tw, err := startTimeline(cfg, runID, info.Name)
+	tw, inj, closeJournal, err := startRunFaults(ctx, cfg, runID, info.Name, l, &run)
 	if err != nil {
-		return nil, err
-	}
-	var hook func(*faults.Injector)
-	if tw != nil {
-		hook = tw.hook
-	}
-	inj, closeJournal, err := startFaults(ctx, cfg, info.Name, l, &run, hook)
-	if err != nil {
-		if tw != nil {
-			tw.write(false, err.Error())
-		}
 		return nil, err
 	}
 	defer closeJournal()
 	describeCluster(ctx, cfg, info.Name, &run)
 
-	// The schedule starts now, after any setting was applied; a shard's
-	// at the load's shared start.
-	lc.Start = time.Now()
-	if cfg.Shard != nil {
-		if lc.Start, err = waitForStart(cfg.Shard); err != nil {
-			return nil, err
-		}
-		cfg.logf("shard %d of %d: producers %d-%d, %.0f msg/s of %.0f, schedule starts at %s (in %s)", cfg.Shard.Index, cfg.Shard.Count,
-			lc.ProducerBase, lc.ProducerBase+uint32(lc.Producers)-1, lc.Rate, totalRate, lc.Start.Format(time.RFC3339Nano), time.Until(lc.Start).Round(time.Millisecond))
+	if err := startSchedule(cfg, &lc, totalRate); err != nil {
+		return nil, err
 	}
 	run.LoadStart = lc.Start
 	l.PutMeta(ledger.MetaRun, run)
@@ -294,9 +234,136 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if err := endTimeline(ctx, cfg, l, tw, loadErr); err != nil && loadErr == nil {
 		loadErr = err
 	}
+	recordLoad(&run, lres, cfg.Driver)
+	if loadErr != nil {
+		l.PutMeta(ledger.MetaRun, run)
+		return nil, fmt.Errorf("load: %w", loadErr)
+	}
+	if err := sealLedger(ctx, cfg, l, &run, closeLedger); err != nil {
+		return nil, err
+	}
+	return judgeRun(ctx, cfg, lres)
+}
+
+// prepareRun writes run.json, then prepares the topic and the load
+// (prepareLoad) and narrows it to a shard's partitions, returning every
+// partition's start offset, the run's for the read-back. Nothing it
+// makes holds the run yet: on error, Run releases the directory.
+func prepareRun(ctx context.Context, cfg Config, defaults load.Config, runID uint64, totalRate float64) (drivers.TopicInfo, load.Config, map[int32]int64, error) {
+	// run.json first: a disk that cannot hold it fails the run before the
+	// topic is made.
+	if err := writeSettings(cfg, defaults, runID, totalRate); err != nil {
+		return drivers.TopicInfo{}, load.Config{}, nil, err
+	}
+	info, lc, err := prepareLoad(ctx, cfg, runID)
+	if err != nil {
+		return drivers.TopicInfo{}, load.Config{}, nil, err
+	}
+	// Every partition's start offset is the run's, for the read-back;
+	// a shard's load may write and tail fewer (shardPartitions).
+	startOffsets := lc.StartOffsets
+	shardPartitions(cfg, &lc)
+	if cfg.Shard != nil {
+		// Checked before the ledger holds the run too: a shard too late
+		// leaves no directory, and the merged verify reports it missing.
+		if _, err := waitForStart(cfg.Shard); err != nil {
+			return drivers.TopicInfo{}, load.Config{}, nil, err
+		}
+	}
+	return info, lc, startOffsets, nil
+}
+
+// startRunFaults starts the run's fault timeline (a sharded load's) and
+// its faults (startFaults), which the timeline records; a failure to
+// start the faults is written to the timeline. The caller closes the
+// heal journal with closeJournal.
+func startRunFaults(ctx context.Context, cfg Config, runID uint64, topic string, l *ledger.Ledger, run *ledger.RunInfo) (*timelineWriter, *faults.Injector, func(), error) {
+	tw, err := startTimeline(cfg, runID, topic)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var hook func(*faults.Injector)
+	if tw != nil {
+		hook = tw.hook
+	}
+	inj, closeJournal, err := startFaults(ctx, cfg, topic, l, run, hook)
+	if err != nil {
+		if tw != nil {
+			tw.write(false, err.Error())
+		}
+		return nil, nil, nil, err
+	}
+	return tw, inj, closeJournal, nil
+}
+
+// newRunID is the run's identity in its ledger and messages: random for a
+// run of its own, the shared one for a shard of a sharded load.
+func newRunID(cfg Config) uint64 {
+	if cfg.Shard != nil {
+		return cfg.Shard.RunID
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// openRunLedger opens the run's ledger in cfg.Out, sized to the load, and
+// records in it the run as planned before the load (its RunInfo, checks
+// and plan). Once it returns, the directory is the run's: the caller owns
+// closing the ledger and keeps the returned RunInfo current in it.
+func openRunLedger(cfg Config, defaults load.Config, runID uint64, topic string, lc load.Config, startOffsets map[int32]int64) (*ledger.Ledger, ledger.RunInfo, error) {
+	lopts := cfg.Ledger
+	if lopts.ExpectedMessages == 0 {
+		// A ledger sized to the run takes a small run's disk, not 70 MB.
+		lopts.ExpectedMessages = int64(defaults.Rate * defaults.Duration.Seconds())
+	}
+	l, err := ledger.Open(LedgerDir(cfg.Out), lopts)
+	if err != nil {
+		return nil, ledger.RunInfo{}, err
+	}
+	checks, err := json.Marshal(verifier.ChecksOf(cfg.Check))
+	if err != nil {
+		l.Close()
+		return nil, ledger.RunInfo{}, fmt.Errorf("record the run's checks: %w", err)
+	}
+	run := ledger.RunInfo{
+		RunID: runID, Driver: cfg.Driver.Name(), Topic: topic, Producers: lc.Producers,
+		StartOffsets: startOffsets, LoadStart: time.Now(), Checks: checks,
+		Plan: planOf(lc, lopts, cfg.Faults),
+	}
+	if sh := cfg.Shard; sh != nil {
+		run.Shard = &ledger.ShardInfo{Index: sh.Index, Count: sh.Count, ProducerBase: lc.ProducerBase, Rate: lc.Rate}
+	}
+	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
+		l.Close()
+		return nil, ledger.RunInfo{}, err
+	}
+	return l, run, nil
+}
+
+// startSchedule sets the load schedule's start: now, after any setting
+// was applied, or a shard's at the load's shared start (waited for).
+func startSchedule(cfg Config, lc *load.Config, totalRate float64) error {
+	lc.Start = time.Now()
+	if cfg.Shard == nil {
+		return nil
+	}
+	var err error
+	if lc.Start, err = waitForStart(cfg.Shard); err != nil {
+		return err
+	}
+	cfg.logf("shard %d of %d: producers %d-%d, %.0f msg/s of %.0f, schedule starts at %s (in %s)", cfg.Shard.Index, cfg.Shard.Count,
+		lc.ProducerBase, lc.ProducerBase+uint32(lc.Producers)-1, lc.Rate, totalRate, lc.Start.Format(time.RFC3339Nano), time.Until(lc.Start).Round(time.Millisecond))
+	return nil
+}
+
+// recordLoad copies into run what the load measured of itself: its span,
+// what it shed and reached, the driver's ack classes, pacing lag,
+// callback time and CPU steal.
+func recordLoad(run *ledger.RunInfo, lres load.Result, d drivers.Driver) {
 	run.LoadStart, run.LoadEnd = lres.Start, lres.End
 	run.Shed, run.Errors, run.Reached = lres.Shed, lres.Errors, lres.Sent+lres.Shed
-	if ac, ok := cfg.Driver.(drivers.AckClasser); ok {
+	if ac, ok := d.(drivers.AckClasser); ok {
 		run.AckClasses = ac.AckClasses()
 	}
 	if h := lres.PacingLag; h != nil && h.TotalCount() > 0 {
@@ -308,29 +375,38 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	if lres.StealPct >= 0 {
 		run.StealPct = &lres.StealPct
 	}
-	if loadErr != nil {
-		l.PutMeta(ledger.MetaRun, run)
-		return nil, fmt.Errorf("load: %w", loadErr)
-	}
+}
+
+// sealLedger completes the run's ledger after a load that ended without
+// error: everything flushed, the run marked clean unless ctx was
+// cancelled, a shard's latency over time written beside it, and the
+// ledger closed, so that it is judged like any run directory, opened
+// read-only and proven whole (Verify).
+func sealLedger(ctx context.Context, cfg Config, l *ledger.Ledger, run *ledger.RunInfo, closeLedger func() error) error {
 	if err := l.Flush(); err != nil {
-		return nil, err
+		return err
 	}
 	run.Clean = ctx.Err() == nil
-	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
-		return nil, err
+	if err := l.PutMeta(ledger.MetaRun, *run); err != nil {
+		return err
 	}
 	if cfg.Shard != nil && run.Clean {
 		// A shard's latency over time, for the merged verify to merge
 		// (shards_hlog.go); without it the merge is only noted missing.
-		if err := writeShardHlogs(cfg.Out, l, run); err != nil {
+		if err := writeShardHlogs(cfg.Out, l, *run); err != nil {
 			cfg.logf("warning: shard %d of %d: %v", cfg.Shard.Index, cfg.Shard.Count, err)
 		}
 	}
-	// The load's ledger is complete: it is closed here and judged, like
-	// any run directory, opened read-only and proven whole (Verify).
 	if err := closeLedger(); err != nil {
-		return nil, fmt.Errorf("close the run's ledger: %w", err)
+		return fmt.Errorf("close the run's ledger: %w", err)
 	}
+	return nil
+}
+
+// judgeRun is the end of a run whose ledger is sealed: it says what was
+// interrupted or left for later (a shard, --no-verify), or reads the topic
+// back and returns the verdict, shown to the observer.
+func judgeRun(ctx context.Context, cfg Config, lres load.Result) (*verifier.Result, error) {
 	if lres.LiveReadErr != nil {
 		cfg.logf("warning: the live consumer stopped early: %v (end-to-end latency covers part of the run)", lres.LiveReadErr)
 	}
@@ -345,7 +421,7 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 		cfg.logf("load done; --no-verify: check it later with `ackcheck verify --out %s`", cfg.Out)
 		return nil, nil
 	}
-	res, err = Verify(ctx, cfg.Out, cfg.Driver, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
+	res, err := Verify(ctx, cfg.Out, cfg.Driver, cfg.Check, cfg.ReadIdleTimeout, cfg.Progress)
 	if v, ok := cfg.Observer.(VerdictObserver); ok && res != nil {
 		v.Verdict(res)
 	}
@@ -783,11 +859,7 @@ func sameChecks(out string, s Settings, run ledger.RunInfo) error {
 }
 
 func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger, run ledger.RunInfo, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
-	logf := func(format string, args ...any) {
-		if progress != nil {
-			fmt.Fprintf(progress, format+"\n", args...)
-		}
-	}
+	logf := progressf(progress)
 	if !run.Clean {
 		logf("note: this run's ackcheck did not finish its load; up to the last %s of its ledger may be missing (see the ledger package doc)", ledger.Options{}.FlushIntervalOrDefault())
 	}
@@ -800,7 +872,32 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 		o.ListDir = listDir // lost.jsonl, unread.jsonl, duplicates.jsonl, reordered.jsonl beside result.json
 		return verifier.CheckLedgers(ctx, verifier.Ledgers{Run: l, Reads: reads}, o)
 	}
-	reads, err := readBack(ctx, out, d, run, idle, sentCount(l), logf, judge)
+	res, err := readBackAndJudge(ctx, out, d, run, idle, sentCount(l), "ackcheck verify --out "+shellQuote(out), logf, judge)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeOutputs(out, res, run); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// progressf prints a line of progress to w; nil prints nothing.
+func progressf(w io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if w != nil {
+			fmt.Fprintf(w, format+"\n", args...)
+		}
+	}
+}
+
+// readBackAndJudge reads the run's topic back (readBack, sized for sent
+// messages), judges the read-back with judge, its lists written into out,
+// and says how to finish a read-back the broker left unsettled (resume:
+// the command that reads again, see settleWith). The read-back's ledger
+// is closed on return.
+func readBackAndJudge(ctx context.Context, out string, d drivers.Driver, run ledger.RunInfo, idle time.Duration, sent int64, resume string, logf func(string, ...any), judge judgeFunc) (*verifier.Result, error) {
+	reads, err := readBack(ctx, out, d, run, idle, sent, logf, judge)
 	if err != nil {
 		return nil, err
 	}
@@ -809,10 +906,7 @@ func verify(ctx context.Context, out string, d drivers.Driver, l *ledger.Ledger,
 	if err != nil {
 		return nil, err
 	}
-	settle(out, res, logf)
-	if err := writeOutputs(out, res, run); err != nil {
-		return nil, err
-	}
+	settleWith(resume, res, logf)
 	return res, nil
 }
 

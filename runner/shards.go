@@ -269,28 +269,11 @@ func VerifyShards(ctx context.Context, out string, dirs []string, d drivers.Driv
 // load's fault timeline (TimelinePath) given: "" takes the shared start
 // directory the shards recorded (see mergedTimeline).
 func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timelineDir string, d drivers.Driver, opts verifier.Options, idle time.Duration, progress io.Writer) (*verifier.Result, error) {
-	logf := func(format string, args ...any) {
-		if progress != nil {
-			fmt.Fprintf(progress, format+"\n", args...)
-		}
+	logf := progressf(progress)
+	if err := makeMergedOut(out, dirs); err != nil {
+		return nil, err
 	}
-	if len(dirs) == 0 {
-		return nil, fmt.Errorf("--shard-dir: give the run directory of every shard (a glob such as 'runs/x/shard-*' works)")
-	}
-	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
-	for _, dir := range dirs {
-		if abs(dir) == abs(out) {
-			return nil, fmt.Errorf("--out %s is one of the --shard-dir directories: give the merged verdict a directory of its own", out)
-		}
-	}
-	if _, err := os.Stat(LedgerDir(out)); err == nil {
-		return nil, fmt.Errorf("--out %s holds a run: give the merged verdict a directory of its own", out)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("create the merged verdict's directory: %w", err)
-	}
-	var shards []verifier.Shard
-	var settings *Settings
+	shards, settings, err := openShardDirs(dirs, logf)
 	defer func() {
 		for _, s := range shards {
 			if s.Ledger != nil {
@@ -298,6 +281,78 @@ func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timeli
 			}
 		}
 	}()
+	if err != nil {
+		return nil, err
+	}
+	run, err := verifier.ShardRun(shards)
+	if err != nil {
+		return nil, err
+	}
+	timeline, err := shardsTimeline(timelineDir, run, shards, logf)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeMergedSettings(out, settings, run, dirs); err != nil {
+		return nil, err
+	}
+	var sent int64 // sizes the read-back's ledger, as for one run
+	for _, sh := range shards {
+		if sh.Ledger != nil {
+			sent += sentCount(sh.Ledger)
+		}
+	}
+	logf("reading back %s once for %d shards ...", run.Topic, run.Shard.Count)
+	judge := func(reads *ledger.Ledger, listDir string) (*verifier.Result, error) {
+		o := opts
+		o.ListDir = listDir
+		return verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards, Timeline: timeline}, o)
+	}
+	res, err := readBackAndJudge(ctx, out, d, run, idle, sent, "ackcheck verify --out "+shellQuote(out)+shardDirArgs(dirs), logf, judge)
+	if err != nil {
+		return nil, err
+	}
+	var opened []string // the shards judged: the others have no logs to merge
+	for _, sh := range shards {
+		if sh.Ledger != nil {
+			opened = append(opened, sh.Dir)
+		}
+	}
+	if err := hlogCheck(out, opened, res); err != nil {
+		return nil, err
+	}
+	if err := writeOutputs(out, res, run); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// makeMergedOut makes out, the merged verdict's directory, refusing one
+// of the shards' directories and one that holds a run.
+func makeMergedOut(out string, dirs []string) error {
+	if len(dirs) == 0 {
+		return fmt.Errorf("--shard-dir: give the run directory of every shard (a glob such as 'runs/x/shard-*' works)")
+	}
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	for _, dir := range dirs {
+		if abs(dir) == abs(out) {
+			return fmt.Errorf("--out %s is one of the --shard-dir directories: give the merged verdict a directory of its own", out)
+		}
+	}
+	if _, err := os.Stat(LedgerDir(out)); err == nil {
+		return fmt.Errorf("--out %s holds a run: give the merged verdict a directory of its own", out)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("create the merged verdict's directory: %w", err)
+	}
+	return nil
+}
+
+// openShardDirs opens each shard directory's ledger read-only (openRun),
+// numbered by its ledger or else by its run.json. A directory whose
+// ledger is refused is kept with its error, to be judged missing; one
+// holding a run of its own is refused. settings are the first opened
+// shard's. The caller closes the shards' ledgers, also on error.
+func openShardDirs(dirs []string, logf func(string, ...any)) (shards []verifier.Shard, settings *Settings, err error) {
 	for _, dir := range dirs {
 		sh := verifier.Shard{Index: -1, Dir: dir}
 		s, serr := ReadSettings(dir)
@@ -311,7 +366,7 @@ func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timeli
 			logf("shard directory %s: %v", dir, err)
 		case run.Shard == nil:
 			l.Close()
-			return nil, fmt.Errorf("%s holds a run of its own, not a shard (run --shard I/N): verify it alone with `ackcheck verify --out %s`", dir, dir)
+			return shards, nil, fmt.Errorf("%s holds a run of its own, not a shard (run --shard I/N): verify it alone with `ackcheck verify --out %s`", dir, dir)
 		default:
 			sh.Ledger, sh.Index = l, run.Shard.Index
 			if settings == nil {
@@ -323,10 +378,13 @@ func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timeli
 		}
 		shards = append(shards, sh)
 	}
-	run, err := verifier.ShardRun(shards)
-	if err != nil {
-		return nil, err
-	}
+	return shards, settings, nil
+}
+
+// shardsTimeline is the load's fault timeline, merged from timelineDir
+// and what each opened shard recorded of the faults (mergedTimeline);
+// nil when there is none.
+func shardsTimeline(timelineDir string, run ledger.RunInfo, shards []verifier.Shard, logf func(string, ...any)) (*verifier.FaultTimeline, error) {
 	var sfs []ShardFaults
 	for _, sh := range shards {
 		var sf ShardFaults
@@ -348,50 +406,20 @@ func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timeli
 			logf("note: %s", timeline.Unproven)
 		}
 	}
+	return timeline, nil
+}
+
+// writeMergedSettings writes the merged verdict's run.json: the first
+// opened shard's settings, as a merge of run's shards (dirs) at the
+// load's total rate.
+func writeMergedSettings(out string, settings *Settings, run ledger.RunInfo, dirs []string) error {
 	merged := *settings
 	merged.Shard = &ShardSettings{Index: -1, Count: run.Shard.Count, Dirs: dirs}
 	if settings.Shard != nil {
 		merged.Rate = settings.Shard.TotalRate
 	}
 	merged.CreatedAt = time.Now()
-	if err := writeJSON(filepath.Join(out, "run.json"), merged); err != nil {
-		return nil, err
-	}
-	var sent int64 // sizes the read-back's ledger, as for one run
-	for _, sh := range shards {
-		if sh.Ledger != nil {
-			sent += sentCount(sh.Ledger)
-		}
-	}
-	logf("reading back %s once for %d shards ...", run.Topic, run.Shard.Count)
-	judge := func(reads *ledger.Ledger, listDir string) (*verifier.Result, error) {
-		o := opts
-		o.ListDir = listDir
-		return verifier.CheckLedgers(ctx, verifier.Ledgers{Reads: reads, Shards: shards, Timeline: timeline}, o)
-	}
-	reads, err := readBack(ctx, out, d, run, idle, sent, logf, judge)
-	if err != nil {
-		return nil, err
-	}
-	defer reads.Close()
-	res, err := judge(reads, out)
-	if err != nil {
-		return nil, err
-	}
-	settleWith("ackcheck verify --out "+shellQuote(out)+shardDirArgs(dirs), res, logf)
-	var opened []string // the shards judged: the others have no logs to merge
-	for _, sh := range shards {
-		if sh.Ledger != nil {
-			opened = append(opened, sh.Dir)
-		}
-	}
-	if err := hlogCheck(out, opened, res); err != nil {
-		return nil, err
-	}
-	if err := writeOutputs(out, res, run); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return writeJSON(filepath.Join(out, "run.json"), merged)
 }
 
 func shardDirArgs(dirs []string) string {

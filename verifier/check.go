@@ -77,49 +77,95 @@ type Ledgers struct {
 // established (Result.Ledger), and a ledger that cannot be proven whole
 // gives no PASS.
 func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error) {
-	var src *runSource
-	var err error
-	if lg.Shards != nil {
-		if lg.Reads == nil {
-			return nil, fmt.Errorf("a sharded run is judged against a read-back ledger of its own")
-		}
-		src, err = shardSource(lg.Shards, lg.Timeline)
-	} else {
-		if lg.Reads == nil {
-			lg.Reads = lg.Run
-		}
-		src, err = singleSource(lg.Run)
-	}
+	src, err := sourceOf(&lg)
 	if err != nil {
 		return nil, err
 	}
-	if opts.MaxSamples <= 0 {
-		opts.MaxSamples = 100
-	}
 	run := src.run
-	if opts.Window <= 0 {
-		opts.Window = 10 * time.Second // a run that died: its length is not known
-		if !run.LoadEnd.IsZero() {
-			opts.Window = WindowFor(run.LoadEnd.Sub(run.LoadStart))
-		}
-	}
-	var rb ReadBackReport
-	if err := lg.Reads.GetMeta(MetaReadBack, &rb); err != nil {
-		if errors.Is(err, ledger.ErrNoMeta) {
-			return nil, fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
-		}
-		return nil, err
-	}
-	if err := readsOfRun(lg, run, rb); err != nil {
-		return nil, err
-	}
-	if err := lg.Reads.Flush(); err != nil {
+	opts = opts.forRun(run)
+	rb, err := readBackOf(lg, run)
+	if err != nil {
 		return nil, err
 	}
 	ft, err := loadFaults(src.faults, run.LoadStart)
 	if err != nil {
 		return nil, err
 	}
+	res := newResult(run, rb)
+	res.Ledger = src.proof
+	if err := classifyHistories(ctx, src, lg.Reads, rb, ft, opts, res); err != nil {
+		return nil, err
+	}
+	addRunFigures(res, src)
+	applyVerdict(res, opts)
+	return res, nil
+}
+
+// sourceOf is the run side of lg: a sharded run's shards merged, or the
+// one run ledger, which is also the read-back's when lg has no Reads of
+// its own (a run directory from before reads were kept apart).
+func sourceOf(lg *Ledgers) (*runSource, error) {
+	if lg.Shards != nil {
+		if lg.Reads == nil {
+			return nil, fmt.Errorf("a sharded run is judged against a read-back ledger of its own")
+		}
+		return shardSource(lg.Shards, lg.Timeline)
+	}
+	if lg.Reads == nil {
+		lg.Reads = lg.Run
+	}
+	return singleSource(lg.Run)
+}
+
+// forRun is o with its defaults filled in for run: 100 samples a class,
+// and a timeline window fitted to the load's length (10 s for a run that
+// died, whose length is not known).
+func (o Options) forRun(run ledger.RunInfo) Options {
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = 100
+	}
+	if o.Window <= 0 {
+		o.Window = 10 * time.Second // a run that died: its length is not known
+		if !run.LoadEnd.IsZero() {
+			o.Window = WindowFor(run.LoadEnd.Sub(run.LoadStart))
+		}
+	}
+	return o
+}
+
+// readBackOf is the report of the read-back in lg.Reads, once it is known
+// to be of run and its reads are flushed; a run not read back yet is
+// refused with the command that reads it.
+func readBackOf(lg Ledgers, run ledger.RunInfo) (ReadBackReport, error) {
+	rb, err := readBackReport(lg.Reads)
+	if err != nil {
+		return rb, err
+	}
+	if err := readsOfRun(lg, run, rb); err != nil {
+		return rb, err
+	}
+	if err := lg.Reads.Flush(); err != nil {
+		return rb, err
+	}
+	return rb, nil
+}
+
+// readBackReport is the report of the read-back reads holds; a ledger
+// not read back yet is refused with the command that reads it.
+func readBackReport(reads *ledger.Ledger) (ReadBackReport, error) {
+	var rb ReadBackReport
+	if err := reads.GetMeta(MetaReadBack, &rb); err != nil {
+		if errors.Is(err, ledger.ErrNoMeta) {
+			return rb, fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
+		}
+		return rb, err
+	}
+	return rb, nil
+}
+
+// newResult is the result before any message is judged: what the run and
+// its read-back recorded of themselves.
+func newResult(run ledger.RunInfo, rb ReadBackReport) *Result {
 	res := &Result{
 		RunID:            RunIDText(run.RunID),
 		Driver:           run.Driver,
@@ -143,16 +189,24 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	if rb.Settled != "" {
 		res.Notes = append(slices.Clip(res.Notes), "before the read-back, "+rb.Settled)
 	}
+	return res
+}
 
-	res.Ledger = src.proof
-	m, err := openMerger(src, lg.Reads)
+// classifyHistories is the one pass over every message: each history the
+// merger joins from src and reads goes to the classifier, the timelines
+// (once sent) and src's shard counts, and the investigation lists what it
+// asks for. It owns the merger and the investigation, closed on return,
+// and fills res with the classes, timelines and lists.
+func classifyHistories(ctx context.Context, src *runSource, reads *ledger.Ledger, rb ReadBackReport, ft *faultTracker, opts Options, res *Result) error {
+	run := src.run
+	m, err := openMerger(src, reads)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer m.close()
 	inv, err := newInvestigation(opts.ListDir, opts.ListMax, run.LoadStart, ft.records)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer inv.abort() // no-op once finished
 	cls := newClassifier(res, run, src.sentThru, opts.MaxSamples)
@@ -164,7 +218,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	var h history
 	for n := 0; m.next(&h); n++ {
 		if n&0xffff == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		sent, lost := cls.add(&h)
 		if sent {
@@ -173,7 +227,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		src.count(&h, lost)
 	}
 	if err := m.err(); err != nil {
-		return nil, err
+		return err
 	}
 
 	var parts []int32
@@ -182,9 +236,15 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	}
 	slices.Sort(parts)
 	tl.finish(res, parts)
-	if err := inv.finish(opts.ListDir, res); err != nil {
-		return nil, err
-	}
+	return inv.finish(opts.ListDir, res)
+}
+
+// addRunFigures adds to res what the run recorded beside its messages:
+// what an ack meant in each phase, acks by class, pacing lag, callback
+// time, CPU steal, what was shed, the experiment against its plan, the
+// shards, and the crash window's unrecorded sends.
+func addRunFigures(res *Result, src *runSource) {
+	run := src.run
 	if run.AckMeaning != "" {
 		res.AckMeanings = append(res.AckMeanings, Phase{FromS: 0, Since: "the start", Meaning: run.AckMeaning})
 	}
@@ -195,13 +255,11 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	}
 	res.AckedByClass = run.AckClasses
 	if pl := run.PacingLag; pl != nil {
-		us := func(v int64) float64 { return float64(v) / 1000 }
-		res.PacingLag = Latency{Count: pl.Count, P50: us(pl.P50Us), P99: us(pl.P99Us), Max: us(pl.MaxUs)}
+		res.PacingLag = lagLatency(pl)
 	}
 	res.StealPct = run.StealPct
 	if ct := run.CallbackTime; ct != nil {
-		us := func(v int64) float64 { return float64(v) / 1000 }
-		res.CallbackTime = Latency{Count: ct.Count, P50: us(ct.P50Us), P99: us(ct.P99Us), Max: us(ct.MaxUs)}
+		res.CallbackTime = lagLatency(ct)
 	}
 	if src.shedKnown() {
 		shed := run.Shed
@@ -213,8 +271,12 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	}
 	res.Shards = src.shards
 	src.noteIdleShards(res)
-	applyVerdict(res, opts)
-	return res, nil
+}
+
+// lagLatency is a lag the load recorded in microseconds, in milliseconds.
+func lagLatency(l *ledger.LagSummary) Latency {
+	us := func(v int64) float64 { return float64(v) / 1000 }
+	return Latency{Count: l.Count, P50: us(l.P50Us), P99: us(l.P99Us), Max: us(l.MaxUs)}
 }
 
 func summarize(h *hdrhistogram.Histogram) Latency {
@@ -325,11 +387,6 @@ func msText(v float64) string {
 // report do: a run directory's parts are matched by it.
 func RunIDText(id uint64) string { return fmt.Sprintf("%016x", id) }
 
-// readsOfRun refuses a read-back ledger of its own (lg.Reads beside
-// lg.Run) that is not the read-back of run. The classifier matches reads
-// to acks by producer and sequence, which every run numbers alike:
-// another run's read-back copied into a run directory would otherwise
-// count this run's acked messages as read, and pass a run that lost them.
 // ReadsOfRun refuses, before anything is judged or written, a read-back
 // ledger that holds no read-back yet or is another run's (as CheckLedgers
 // would once it had begun): report calls it before the last verdict's
@@ -342,16 +399,18 @@ func ReadsOfRun(run, reads *ledger.Ledger) error {
 	if err := run.GetMeta(ledger.MetaRun, &info); err != nil {
 		return err
 	}
-	var rb ReadBackReport
-	if err := reads.GetMeta(MetaReadBack, &rb); err != nil {
-		if errors.Is(err, ledger.ErrNoMeta) {
-			return fmt.Errorf("the run has not been read back yet: run `ackcheck verify` on it")
-		}
+	rb, err := readBackReport(reads)
+	if err != nil {
 		return err
 	}
 	return readsOfRun(Ledgers{Run: run, Reads: reads}, info, rb)
 }
 
+// readsOfRun refuses a read-back ledger of its own (lg.Reads beside
+// lg.Run) that is not the read-back of run. The classifier matches reads
+// to acks by producer and sequence, which every run numbers alike:
+// another run's read-back copied into a run directory would otherwise
+// count this run's acked messages as read, and pass a run that lost them.
 func readsOfRun(lg Ledgers, run ledger.RunInfo, rb ReadBackReport) error {
 	if lg.Reads == lg.Run {
 		return nil // a run directory from before reads ledgers: its reads are the run's own

@@ -52,21 +52,36 @@ func (c *classifier) sample(class string, s Sample) {
 
 // add counts h. It reports whether h was sent (the timelines count only
 // sent messages) and whether it is lost (acked, never read intact).
+// It is called once per message: it and the stages it calls allocate
+// nothing but the samples and list lines they keep.
 func (c *classifier) add(h *history) (sent, lost bool) {
-	res := c.res
 	if !c.started || h.producer != c.producer {
 		clear(c.lastOffset)
 		c.producer, c.started = h.producer, true
 	}
 	id := message.ID{Run: c.run.RunID, Producer: h.producer, Seq: h.seq}
+	valid, first := c.copies(h, id)
+	if !h.sent {
+		c.addUnsent(h, id, valid, first)
+		return false, false
+	}
+	c.countOutcome(h)
+	if valid == 0 {
+		return true, c.addNeverRead(h, id)
+	}
+	c.addRead(h, id, valid, first)
+	return true, false
+}
 
-	// Copies: corrupt ones are counted and never vouch for the message.
-	valid := 0
-	var first ledger.Event
+// copies counts h's corrupt copies (which never vouch for the message)
+// and returns how many distinct intact copies were read and the first of
+// them (lowest partition, then offset); c.others holds the offsets of the
+// other intact copies.
+func (c *classifier) copies(h *history, id message.ID) (valid int, first ledger.Event) {
 	c.others = c.others[:0]
 	for _, r := range h.reads {
 		if r.Status != uint8(message.Valid) {
-			res.Corrupt++
+			c.res.Corrupt++
 			c.sample("corrupt", Sample{ID: id.String(), Partition: r.Partition, Offset: r.Offset})
 			continue
 		}
@@ -83,31 +98,41 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 			c.others = append(c.others, r.Offset)
 		}
 	}
+	return valid, first
+}
 
-	if !h.sent {
-		if valid > 0 {
-			// A send the ledger lost in the crash window of a run whose
-			// ackcheck died is "unrecorded"; one past the window makes the
-			// ledger unproven; any other is a phantom (crashwindow.go).
-			class, at := c.window.place(h.producer, h.seq, c.sentThru[h.producer], first.Time, c.firstUnrecorded[h.producer])
-			if _, ok := c.firstUnrecorded[h.producer]; !ok && class == inWindow {
-				c.firstUnrecorded[h.producer] = at
-			}
-			switch class {
-			case inWindow:
-				res.Unrecorded++
-			case pastWindow:
-				res.Unrecorded++
-				res.UnrecordedPastWindow++
-				c.sample("unrecorded past the crash window", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
-			default:
-				res.Phantom++
-				c.sample("phantom", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
-			}
-		}
-		return false, false
+// addUnsent counts a message read without a recorded send: a send the
+// ledger lost in the crash window of a run whose ackcheck died is
+// "unrecorded"; one past the window makes the ledger unproven; any other
+// is a phantom (crashwindow.go). Unread, it counts nothing. The first
+// unrecorded send of each producer in the window is kept
+// (firstUnrecorded): the window is placed from it.
+func (c *classifier) addUnsent(h *history, id message.ID, valid int, first ledger.Event) {
+	if valid == 0 {
+		return
 	}
+	res := c.res
+	class, at := c.window.place(h.producer, h.seq, c.sentThru[h.producer], first.Time, c.firstUnrecorded[h.producer])
+	if _, ok := c.firstUnrecorded[h.producer]; !ok && class == inWindow {
+		c.firstUnrecorded[h.producer] = at
+	}
+	switch class {
+	case inWindow:
+		res.Unrecorded++
+	case pastWindow:
+		res.Unrecorded++
+		res.UnrecordedPastWindow++
+		c.sample("unrecorded past the crash window", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+	default:
+		res.Phantom++
+		c.sample("phantom", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
+	}
+}
 
+// countOutcome counts a sent message by its send's outcome: acked, or
+// failed as rejected, unknown or with no outcome recorded.
+func (c *classifier) countOutcome(h *history) {
+	res := c.res
 	res.Sent++
 	switch {
 	case h.acked:
@@ -122,33 +147,45 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 		res.Failed++
 		res.NoOutcome++
 	}
+}
 
-	if valid == 0 {
-		if h.acked {
-			var logStart int64 // > 0: the log now begins past the acked offset
-			if c.logStart != nil && h.ack.Offset >= 0 {
-				if ls, ok := c.logStart(h.ack.Partition); ok && h.ack.Offset < ls {
-					logStart = ls
-				}
-			}
-			if logStart == 0 && c.unread != nil && c.unread(h.ack.Partition) {
-				// Not read, and perhaps in what was not read: not shown
-				// lost, and never counted or listed as lost.
-				res.Unread++
-				c.inv.addUnread(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time)
-				return true, false
-			}
-			res.Lost++
-			if logStart > 0 {
-				res.LostBelowLogStart++
-			}
-			c.sample("lost", Sample{ID: id.String(), Partition: h.ack.Partition, Offset: h.ack.Offset})
-			c.inv.addLost(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time, logStart)
-			return true, true
-		}
+// addNeverRead counts a sent message of which no intact copy was read and
+// reports whether it is lost: acked, and not in a partition left unread
+// (then it is only unread). Not acked, it was not written.
+func (c *classifier) addNeverRead(h *history, id message.ID) (lost bool) {
+	res := c.res
+	if !h.acked {
 		res.NotWritten++
-		return true, false
+		return false
 	}
+	var logStart int64 // > 0: the log now begins past the acked offset
+	if c.logStart != nil && h.ack.Offset >= 0 {
+		if ls, ok := c.logStart(h.ack.Partition); ok && h.ack.Offset < ls {
+			logStart = ls
+		}
+	}
+	if logStart == 0 && c.unread != nil && c.unread(h.ack.Partition) {
+		// Not read, and perhaps in what was not read: not shown
+		// lost, and never counted or listed as lost.
+		res.Unread++
+		c.inv.addUnread(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time)
+		return false
+	}
+	res.Lost++
+	if logStart > 0 {
+		res.LostBelowLogStart++
+	}
+	c.sample("lost", Sample{ID: id.String(), Partition: h.ack.Partition, Offset: h.ack.Offset})
+	c.inv.addLost(id.String(), h.ack.Partition, h.ack.Offset, h.send.Time, h.send.Time+h.ack.Time, logStart)
+	return true
+}
+
+// addRead counts a sent message read intact (valid copies, first the
+// first of them): its duplicates, an unacked one as indeterminate, an ack
+// whose position holds no intact copy, and a copy out of order after the
+// producer's previous sequence in its partition.
+func (c *classifier) addRead(h *history, id message.ID, valid int, first ledger.Event) {
+	res := c.res
 	res.Read++
 	if valid > 1 {
 		res.Duplicates += int64(valid - 1)
@@ -173,7 +210,6 @@ func (c *classifier) add(h *history) (sent, lost bool) {
 		c.inv.addReordered(ReorderedLine{ID: id.String(), Partition: first.Partition, Offset: first.Offset, PreviousOffset: last}, h.send.Time)
 	}
 	c.lastOffset[first.Partition] = first.Offset
-	return true, false
 }
 
 func hasValidCopyAt(reads []ledger.Event, partition int32, offset int64) bool {

@@ -464,16 +464,7 @@ func (r *Result) PartitionLossText(p int32) string {
 		return ""
 	}
 	s := fmt.Sprintf("partition %d: %d lost, acked offsets %d-%d, sent %.1f-%.1f s", p, pl.Count, pl.FirstOffset, pl.LastOffset, pl.FirstSentS, pl.LastSentS)
-	keys := make([]string, 0, len(pl.AckedWhile))
-	for k := range pl.AckedWhile {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if d := pl.AckedWhile[b] - pl.AckedWhile[a]; d != 0 {
-			return int(d)
-		}
-		return strings.Compare(a, b)
-	})
+	keys := mostFirst(pl.AckedWhile)
 	var parts []string
 	for _, k := range keys {
 		if len(keys) == 1 {
@@ -486,22 +477,29 @@ func (r *Result) PartitionLossText(p int32) string {
 		s += "; acked while " + strings.Join(parts, ", ")
 	}
 	if len(pl.AckedSoonAfter) > 0 {
-		after := make([]string, 0, len(pl.AckedSoonAfter))
-		for k := range pl.AckedSoonAfter {
-			after = append(after, k)
-		}
-		slices.SortFunc(after, func(a, b string) int {
-			if d := pl.AckedSoonAfter[b] - pl.AckedSoonAfter[a]; d != 0 {
-				return int(d)
-			}
-			return strings.Compare(a, b)
-		})
+		after := mostFirst(pl.AckedSoonAfter)
 		for i, k := range after {
 			after[i] = fmt.Sprintf("%d within %.0f s after %s ended", pl.AckedSoonAfter[k], AfterFaultWindow.Seconds(), k)
 		}
 		s += "; of those with no fault in force, " + strings.Join(after, ", ")
 	}
 	return s
+}
+
+// mostFirst is counts' keys, the highest count first, equal counts by
+// name.
+func mostFirst(counts map[string]int64) []string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if d := counts[b] - counts[a]; d != 0 {
+			return int(d)
+		}
+		return strings.Compare(a, b)
+	})
+	return keys
 }
 
 // writeInvestigation prints the worst partitions of a loss and where the

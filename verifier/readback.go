@@ -122,16 +122,65 @@ func unreadPartitions(rb ReadBackReport) func(int32) bool {
 // ending.
 func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
 	rep := ReadBackReport{RunID: RunIDText(run.RunID), At: time.Now(), Notes: map[int32]string{}}
-	if s, ok := d.(drivers.Settler); ok {
-		note, err := s.Settle(ctx, run.Topic, idle)
-		if err != nil && ctx.Err() != nil {
-			return rep, fmt.Errorf("read-back: %w", err)
-		}
-		rep.Settled = note
-		if err != nil {
-			rep.Unsettled = err.Error()
+	if err := settle(ctx, d, run.Topic, idle, &rep); err != nil {
+		return rep, err
+	}
+	ends, err := endsToRead(ctx, d, run, &rep)
+	if err != nil {
+		return rep, err
+	}
+	rep.Ends = ends
+	from, to, gone := readBounds(run, ends, &rep)
+	logStarts(ctx, d, run.Topic, &rep, from, to)
+	reads, err := readRecords(ctx, d, into, run, drivers.ReadSpec{Topic: run.Topic, From: from, To: to, IdleTimeout: idle}, &rep)
+	if err != nil {
+		return rep, err
+	}
+	if rep.Complete && len(rep.Notes) > 0 {
+		// A partition the broker declared finished short of its end may
+		// be a topic deleted during the read: that is no complete read.
+		if _, err := d.EndOffsets(ctx, run.Topic); errors.Is(err, drivers.ErrTopicMissing) {
+			rep.Complete, rep.TopicGone = false, true
 		}
 	}
+	if rep.Unsettled != "" && rep.Error == "" {
+		rep.Error = rep.Unsettled
+	}
+	noteUnread(&rep, run, reads, to, gone)
+	rep.Took = time.Since(rep.At)
+	if err := into.Flush(); err != nil {
+		return rep, err
+	}
+	if err := into.PutMeta(MetaReadBack, rep); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// settle lets a driver that can (drivers.Settler) wait until what it
+// acked is readable, and records in rep what it said and, when it could
+// not, why (Unsettled). Only ctx ending is an error.
+func settle(ctx context.Context, d drivers.Driver, topic string, idle time.Duration, rep *ReadBackReport) error {
+	s, ok := d.(drivers.Settler)
+	if !ok {
+		return nil
+	}
+	note, err := s.Settle(ctx, topic, idle)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("read-back: %w", err)
+	}
+	rep.Settled = note
+	if err != nil {
+		rep.Unsettled = err.Error()
+	}
+	return nil
+}
+
+// endsToRead asks where the run's partitions end. A topic gone or a
+// request that fails gives no ends, with each partition noted in rep
+// (TopicGone, or Error): the read-back still replaces the earlier one,
+// with nothing. Only ctx ending is an error.
+func endsToRead(ctx context.Context, d drivers.Driver, run ledger.RunInfo, rep *ReadBackReport) (map[int32]int64, error) {
 	ends, err := d.EndOffsets(ctx, run.Topic)
 	switch {
 	case errors.Is(err, drivers.ErrTopicMissing):
@@ -151,12 +200,20 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 			rep.Notes[p] = "not read"
 		}
 	case err != nil:
-		return rep, fmt.Errorf("read-back: %w", err)
+		return nil, fmt.Errorf("read-back: %w", err)
 	}
-	rep.Ends = ends
-	from := make(map[int32]int64, len(run.StartOffsets))
-	to := make(map[int32]int64, len(run.StartOffsets))
-	gone := map[int32]bool{}
+	return ends, nil
+}
+
+// readBounds is where each of the run's partitions is read from and to:
+// from its start offset to its end, or all of a log now shorter than at
+// the start. A partition the broker no longer lists, though it answered
+// for the topic, is gone (its acked messages are judged lost, not
+// unread) and read not at all.
+func readBounds(run ledger.RunInfo, ends map[int32]int64, rep *ReadBackReport) (from, to map[int32]int64, gone map[int32]bool) {
+	from = make(map[int32]int64, len(run.StartOffsets))
+	to = make(map[int32]int64, len(run.StartOffsets))
+	gone = map[int32]bool{}
 	for p, start := range run.StartOffsets {
 		end, ok := ends[p]
 		if !ok {
@@ -178,9 +235,18 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 			rep.Notes[p] = fmt.Sprintf("log ends at %d, before the %d it had when the load started", end, start)
 		}
 	}
-	logStarts(ctx, d, run.Topic, &rep, from, to)
+	return from, to, gone
+}
+
+// readRecords reads spec and records in into every copy of the run's
+// messages, counting in rep the records, the foreign ones and those of
+// another run, and noting in rep whether the read was complete and, when
+// the broker could not finish it, why and where each partition stopped.
+// Errors are the ledger's (a failure to record stops the read) and ctx
+// ending.
+func readRecords(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, spec drivers.ReadSpec, rep *ReadBackReport) (drivers.ReadReport, error) {
 	var recErr error
-	reads, err := d.Read(ctx, drivers.ReadSpec{Topic: run.Topic, From: from, To: to, IdleTimeout: idle}, func(r drivers.Record) error {
+	reads, err := d.Read(ctx, spec, func(r drivers.Record) error {
 		rep.Records++
 		dm := message.Decode(r.Value, run.RunID)
 		switch {
@@ -198,7 +264,7 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 		return recErr
 	})
 	if err != nil && (recErr != nil || ctx.Err() != nil) {
-		return rep, fmt.Errorf("read-back: %w", err)
+		return reads, fmt.Errorf("read-back: %w", err)
 	}
 	rep.Complete = reads.Complete() && err == nil && rep.Error == "" && !rep.TopicGone && rep.Unsettled == ""
 	for p, pr := range reads.Partitions {
@@ -208,18 +274,16 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 	}
 	if err != nil {
 		rep.Error = fmt.Sprintf("reading %s back: %v", run.Topic, err)
-		noteUnfinished(&rep, reads, from)
+		noteUnfinished(rep, reads, spec.From)
 	}
-	if rep.Complete && len(rep.Notes) > 0 {
-		// A partition the broker declared finished short of its end may
-		// be a topic deleted during the read: that is no complete read.
-		if _, err := d.EndOffsets(ctx, run.Topic); errors.Is(err, drivers.ErrTopicMissing) {
-			rep.Complete, rep.TopicGone = false, true
-		}
-	}
-	if rep.Unsettled != "" && rep.Error == "" {
-		rep.Error = rep.Unsettled
-	}
+	return reads, nil
+}
+
+// noteUnread lists in rep.Unread, sorted, the partitions not read to
+// their end: with the broker unsettled, every partition still there
+// (noted so); after an incomplete read, each not bounded or not finished,
+// unless the topic or the partition is gone.
+func noteUnread(rep *ReadBackReport, run ledger.RunInfo, reads drivers.ReadReport, to map[int32]int64, gone map[int32]bool) {
 	rep.Unread = []int32{}
 	for p := range run.StartOffsets {
 		unsettled := rep.Unsettled != "" && !rep.TopicGone && !gone[p]
@@ -235,14 +299,6 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 		}
 	}
 	slices.Sort(rep.Unread)
-	rep.Took = time.Since(rep.At)
-	if err := into.Flush(); err != nil {
-		return rep, err
-	}
-	if err := into.PutMeta(MetaReadBack, rep); err != nil {
-		return rep, err
-	}
-	return rep, nil
 }
 
 // logStarts asks a driver that can say it (drivers.LogStarter) where each

@@ -348,8 +348,23 @@ func (r *Result) ShedText() string {
 	return fmt.Sprint(*r.Shed)
 }
 
-// WriteSummary prints the verdict as a table a person reads first.
+// WriteSummary prints the verdict as a table a person reads first: the
+// counts, the latencies, the errors, what the investigation listed, each
+// fault, and the verdict with its reasons.
 func (r *Result) WriteSummary(w io.Writer) {
+	r.writeCounts(w)
+	r.writeLatencies(w)
+	r.writeErrors(w)
+	r.writeInvestigation(w)
+	for i := range r.Faults {
+		r.Faults[i].writeSummary(w)
+	}
+	r.writeVerdict(w)
+}
+
+// writeCounts is the summary's table: the run, then a row per count with
+// what it means, FAIL on the counts that fail the run.
+func (r *Result) writeCounts(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(name string, n int64, note string) { fmt.Fprintf(tw, "  %s\t%d\t%s\n", name, n, note) }
 	fmt.Fprintf(tw, "run %s  driver %s  topic %s\n", r.RunID, r.Driver, r.Topic)
@@ -386,6 +401,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 		row("other run", r.OtherRun, "records of another ackcheck run in range: two runs shared the topic")
 	}
 	tw.Flush()
+}
+
+// writeLatencies is the summary's lines of time: the longest stretch
+// without acks, publish latency, ackcheck's own pacing lag and callback
+// time, CPU steal and end-to-end latency, each that was measured.
+func (r *Result) writeLatencies(w io.Writer) {
 	fmt.Fprintf(w, "  longest without acks: %.0f ms (from %.1f s)\n", r.LongestNoAckMs, r.LongestNoAckAt)
 	fmt.Fprintf(w, "  publish latency ms: p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.Publish.P50, r.Publish.P99, r.Publish.P999, r.Publish.Max)
 	if r.PacingLag.Count > 0 {
@@ -400,55 +421,70 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if r.E2E.Count > 0 {
 		fmt.Fprintf(w, "  end-to-end ms:      p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.E2E.P50, r.E2E.P99, r.E2E.P999, r.E2E.Max)
 	}
-	if len(r.Errors) > 0 {
-		type kv struct {
-			k string
-			v int64
+}
+
+// writeErrors lists the five most frequent kinds of send error, most
+// frequent first, and how many kinds more there were.
+func (r *Result) writeErrors(w io.Writer) {
+	if len(r.Errors) == 0 {
+		return
+	}
+	type kv struct {
+		k string
+		v int64
+	}
+	var es []kv
+	for k, v := range r.Errors {
+		es = append(es, kv{k, v})
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].v > es[j].v })
+	fmt.Fprintln(w, "  errors:")
+	for i, e := range es {
+		if i == 5 {
+			fmt.Fprintf(w, "    ... and %d more kinds\n", len(es)-5)
+			break
 		}
-		var es []kv
-		for k, v := range r.Errors {
-			es = append(es, kv{k, v})
-		}
-		sort.Slice(es, func(i, j int) bool { return es[i].v > es[j].v })
-		fmt.Fprintln(w, "  errors:")
-		for i, e := range es {
-			if i == 5 {
-				fmt.Fprintf(w, "    ... and %d more kinds\n", len(es)-5)
-				break
-			}
-			fmt.Fprintf(w, "    %8d  %s\n", e.v, e.k)
+		fmt.Fprintf(w, "    %8d  %s\n", e.v, e.k)
+	}
+}
+
+// writeSummary is a fault's lines in the summary: when, what, on which
+// node, its result, and once measured its recovery, the nodes' PIDs and
+// losses, and its kill and network proofs.
+func (f *FaultReport) writeSummary(w io.Writer) {
+	if f.Node >= 0 {
+		fmt.Fprintf(w, "  fault at %s: %s %s -> node %d: %s", f.FaultWhen(), f.Action, f.Target, f.Node, f.Result)
+	} else {
+		fmt.Fprintf(w, "  fault at %s: %s %s: %s", f.FaultWhen(), f.Action, f.Target, f.Result)
+	}
+	if f.Error != "" {
+		fmt.Fprintf(w, " (%s)", f.Error)
+	}
+	fmt.Fprintln(w)
+	if f.FirstAckMs != nil {
+		fmt.Fprintf(w, "    slowest partition's first ack of a message sent after it: %s   longest partition stall over it: %s\n",
+			msOrNever(f.SlowestFirstAckMs), msOrNever(f.LongestStallMs))
+		fmt.Fprintf(w, "    node ready again: %s%s   all replicas in sync: %s%s\n",
+			msOrNever(f.ReadyMs), f.OracleText(true), msOrNever(f.InSyncMs), f.OracleText(false))
+		if f.InSyncEvidence != "" {
+			fmt.Fprintf(w, "    rejoin seen as: %s\n", f.InSyncEvidence)
 		}
 	}
-	r.writeInvestigation(w)
-	for _, f := range r.Faults {
-		if f.Node >= 0 {
-			fmt.Fprintf(w, "  fault at %s: %s %s -> node %d: %s", f.FaultWhen(), f.Action, f.Target, f.Node, f.Result)
-		} else {
-			fmt.Fprintf(w, "  fault at %s: %s %s: %s", f.FaultWhen(), f.Action, f.Target, f.Result)
-		}
-		if f.Error != "" {
-			fmt.Fprintf(w, " (%s)", f.Error)
-		}
-		fmt.Fprintln(w)
-		if f.FirstAckMs != nil {
-			fmt.Fprintf(w, "    slowest partition's first ack of a message sent after it: %s   longest partition stall over it: %s\n",
-				msOrNever(f.SlowestFirstAckMs), msOrNever(f.LongestStallMs))
-			fmt.Fprintf(w, "    node ready again: %s%s   all replicas in sync: %s%s\n",
-				msOrNever(f.ReadyMs), f.OracleText(true), msOrNever(f.InSyncMs), f.OracleText(false))
-			if f.InSyncEvidence != "" {
-				fmt.Fprintf(w, "    rejoin seen as: %s\n", f.InSyncEvidence)
-			}
-		}
-		for _, id := range f.Nodes {
-			fmt.Fprintf(w, "    node %d: PID %d -> %d; lost: %s\n", id, f.PIDs[id], f.Restarted[id], f.Lost[id])
-		}
-		if kp := f.KillProof; kp != nil {
-			fmt.Fprintf(w, "    kill proof: %s\n", kp)
-		}
-		if np := f.NetworkProof; np != nil {
-			fmt.Fprintf(w, "    network proof: %s\n", np)
-		}
+	for _, id := range f.Nodes {
+		fmt.Fprintf(w, "    node %d: PID %d -> %d; lost: %s\n", id, f.PIDs[id], f.Restarted[id], f.Lost[id])
 	}
+	if kp := f.KillProof; kp != nil {
+		fmt.Fprintf(w, "    kill proof: %s\n", kp)
+	}
+	if np := f.NetworkProof; np != nil {
+		fmt.Fprintf(w, "    network proof: %s\n", np)
+	}
+}
+
+// writeVerdict ends the summary: what an ack meant in each phase, the
+// notes, what the read-back could not read, and the verdict with its
+// reasons and warnings.
+func (r *Result) writeVerdict(w io.Writer) {
 	for _, p := range r.AckMeanings {
 		fmt.Fprintf(w, "  from %.1fs (%s) an ack meant: %s\n", p.FromS, p.Since, p.Meaning)
 	}

@@ -191,13 +191,60 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 	if len(shards) == 0 {
 		return nil, fmt.Errorf("no shard ledgers to judge: give --shard-dir for every shard's run directory")
 	}
-	src := &runSource{sentThru: map[uint32]uint64{}}
-	type opened struct {
-		s    Shard
-		info ledger.RunInfo
+	got, broken, err := openShards(shards)
+	if err != nil {
+		return nil, err
 	}
-	var got []opened
-	var broken []Shard
+	byIndex, err := shardsOfOneRun(got)
+	if err != nil {
+		return nil, err
+	}
+	// The broken shards' numbers are known only from their directories'
+	// order (Shard.Index as the caller found it); each number 0..count-1
+	// has one status, missing unless a ledger of it was opened.
+	brokenBy := map[int]Shard{}
+	for _, s := range broken {
+		brokenBy[s.Index] = s
+	}
+	m := newShardMerge(got[0].info)
+	for idx := range m.count {
+		o, ok := byIndex[idx]
+		if !ok {
+			m.addMissing(idx, brokenBy)
+			continue
+		}
+		if err := m.addShard(idx, o, tl); err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range broken {
+		if b.Index < 0 || b.Index >= m.count {
+			// A directory whose shard number could not be read: its
+			// error is stated, and its shard is among the missing.
+			m.unprove(fmt.Sprintf("%s: %v", b.Dir, b.Err))
+		}
+	}
+	if tl != nil {
+		m.src.faults = tl.Records
+		m.merged.Notes = append(m.merged.Notes, fmt.Sprintf("fault timeline: %d records from %s", len(tl.Records), tl.Source))
+		if tl.Unproven != "" {
+			m.unprove(tl.Unproven)
+		}
+	}
+	return m.finish(got[0].s.Ledger.ReadOnly()), nil
+}
+
+// openedShard is a shard whose ledger opened, with the run it records.
+type openedShard struct {
+	s    Shard
+	info ledger.RunInfo
+}
+
+// openShards reads each shard's run description, sorted by shard number,
+// and returns apart the shards whose ledger could not be opened. It
+// refuses a ledger without a description or of a run of its own, and a
+// set in which no ledger opened.
+func openShards(shards []Shard) (got []openedShard, broken []Shard, err error) {
 	for _, s := range shards {
 		if s.Ledger == nil {
 			broken = append(broken, s)
@@ -205,20 +252,27 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 		}
 		var info ledger.RunInfo
 		if err := s.Ledger.GetMeta(ledger.MetaRun, &info); err != nil {
-			return nil, fmt.Errorf("shard directory %s: its ledger has no run description: %w", s.Dir, err)
+			return nil, nil, fmt.Errorf("shard directory %s: its ledger has no run description: %w", s.Dir, err)
 		}
 		if info.Shard == nil {
-			return nil, fmt.Errorf("%s holds a run of its own, not a shard (run --shard I/N): verify it alone with `ackcheck verify --out %s`", s.Dir, s.Dir)
+			return nil, nil, fmt.Errorf("%s holds a run of its own, not a shard (run --shard I/N): verify it alone with `ackcheck verify --out %s`", s.Dir, s.Dir)
 		}
-		got = append(got, opened{s, info})
+		got = append(got, openedShard{s, info})
 	}
 	if len(got) == 0 {
-		return nil, fmt.Errorf("no shard's ledger could be opened (%s): no verdict can be given", shardErrs(broken))
+		return nil, nil, fmt.Errorf("no shard's ledger could be opened (%s): no verdict can be given", shardErrs(broken))
 	}
-	slices.SortFunc(got, func(a, b opened) int { return cmp.Compare(a.info.Shard.Index, b.info.Shard.Index) })
+	slices.SortFunc(got, func(a, b openedShard) int { return cmp.Compare(a.info.Shard.Index, b.info.Shard.Index) })
+	return got, broken, nil
+}
+
+// shardsOfOneRun checks that the opened shards (sorted by number) are of
+// one run: one run ID, topic, driver, shard count and checks, each number
+// once, producer ranges apart. It returns them by shard number.
+func shardsOfOneRun(got []openedShard) (map[int]openedShard, error) {
 	first := got[0].info
 	count := first.Shard.Count
-	byIndex := map[int]opened{}
+	byIndex := map[int]openedShard{}
 	for _, o := range got {
 		i := o.info
 		switch {
@@ -243,124 +297,147 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 				a.Shard.Index, b.Shard.Index, a.Shard.ProducerBase, a.Producers, b.Shard.ProducerBase, b.Producers)
 		}
 	}
-	// The broken shards' numbers are known only from their directories'
-	// order (Shard.Index as the caller found it); each number 0..count-1
-	// has one status, missing unless a ledger of it was opened.
-	brokenBy := map[int]Shard{}
-	for _, s := range broken {
-		brokenBy[s.Index] = s
+	return byIndex, nil
+}
+
+// shardMerge builds a sharded run's source one shard number at a time, in
+// order: the statuses and open ledgers (src), the combined proof and why
+// it is not whole, and the merged run description.
+type shardMerge struct {
+	src    *runSource
+	count  int
+	proof  *ledger.Proof
+	why    []string
+	merged ledger.RunInfo
+	// faultShard is the shard whose ledger holds the fault records (-1:
+	// none yet); planless: a shard recorded before plans were kept.
+	faultShard int
+	planless   bool
+}
+
+// newShardMerge starts a merge of the shards of first's run.
+func newShardMerge(first ledger.RunInfo) *shardMerge {
+	return &shardMerge{
+		src:   &runSource{sentThru: map[uint32]uint64{}, clean: true},
+		count: first.Shard.Count,
+		proof: &ledger.Proof{Whole: true},
+		merged: ledger.RunInfo{RunID: first.RunID, Driver: first.Driver, Topic: first.Topic, Checks: first.Checks,
+			StartOffsets: map[int32]int64{}, Clean: true, AckMeaning: first.AckMeaning, BrokerVersions: first.BrokerVersions},
+		faultShard: -1,
 	}
-	proof := &ledger.Proof{Whole: true}
-	var why []string
-	merged := ledger.RunInfo{RunID: first.RunID, Driver: first.Driver, Topic: first.Topic, Checks: first.Checks,
-		StartOffsets: map[int32]int64{}, Clean: true, AckMeaning: first.AckMeaning, BrokerVersions: first.BrokerVersions}
-	faultShard := -1
-	planless := false // a shard recorded before plans were kept
-	src.clean = true
-	for idx := range count {
-		o, ok := byIndex[idx]
-		if !ok {
-			st := ShardStatus{Index: idx, Status: ShardMissing, Error: "no run directory of this shard was given"}
-			if b, ok := brokenBy[idx]; ok {
-				st.Dir, st.Error = b.Dir, b.Err.Error()
-				if errors.Is(b.Err, ledger.ErrDamaged) {
-					st.Status = ShardDamaged
-				}
-			}
-			src.shards = append(src.shards, st)
-			src.open = append(src.open, nil)
-			proof.Whole = false
-			merged.Clean = false
-			src.missing = true
-			why = append(why, fmt.Sprintf("shard %d of %d is %s (%s): its acks cannot be checked", idx, count, st.Status, st.Error))
-			continue
-		}
-		i, l := o.info, o.s.Ledger
-		st := ShardStatus{Index: idx, Dir: o.s.Dir, Status: ShardWhole, Clean: i.Clean,
-			Producers: [2]uint32{i.Shard.ProducerBase, i.Shard.ProducerBase + uint32(i.Producers)}}
-		if l.ReadOnly() {
-			p := l.Proof()
-			st.Proof = &p
-			proof.Flushes += p.Flushes
-			proof.Fragments += p.Fragments
-			proof.Events += p.Events
-			if !p.Whole {
-				st.Status = ShardUnproven
-				proof.Whole = false
-				why = append(why, fmt.Sprintf("shard %d of %d (%s): %s", idx, count, o.s.Dir, p.Reason))
-			}
-		}
-		src.shards = append(src.shards, st)
-		src.open = append(src.open, l)
-		src.unended = src.unended || i.LoadEnd.IsZero()
-		src.clean = src.clean && i.Clean
-		planless = planless || i.Plan == nil
-		mergeRunInfo(&merged, i)
-		merged.Plan = mergePlan(merged.Plan, i.Plan)
-		for p, v := range l.SentThrough() {
-			src.sentThru[p] = v
-		}
-		seg, err := segmentOf(l, i, i.Shard.ProducerBase)
-		if err != nil {
-			return nil, fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
-		}
-		src.window.segs = append(src.window.segs, seg)
-		recs, err := faultRecords(l)
-		if err != nil {
-			return nil, fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
-		}
-		if len(recs) > 0 && tl == nil {
-			if faultShard >= 0 {
-				return nil, fmt.Errorf("shards %d and %d both applied faults: exactly one process applies a run's faults (shard 0)", faultShard, idx)
-			}
-			faultShard, src.faults = idx, recs
+}
+
+// unprove makes the combined proof not whole, for the reason why.
+func (m *shardMerge) unprove(why string) {
+	m.proof.Whole = false
+	m.why = append(m.why, why)
+}
+
+// addMissing records shard idx, of which no ledger opened: missing, or
+// damaged when its directory's ledger was (brokenBy). Its acks cannot be
+// checked, so neither the proof nor the run is whole.
+func (m *shardMerge) addMissing(idx int, brokenBy map[int]Shard) {
+	st := ShardStatus{Index: idx, Status: ShardMissing, Error: "no run directory of this shard was given"}
+	if b, ok := brokenBy[idx]; ok {
+		st.Dir, st.Error = b.Dir, b.Err.Error()
+		if errors.Is(b.Err, ledger.ErrDamaged) {
+			st.Status = ShardDamaged
 		}
 	}
-	for _, b := range broken {
-		if b.Index < 0 || b.Index >= count {
-			// A directory whose shard number could not be read: its
-			// error is stated, and its shard is among the missing.
-			proof.Whole = false
-			why = append(why, fmt.Sprintf("%s: %v", b.Dir, b.Err))
+	m.src.shards = append(m.src.shards, st)
+	m.src.open = append(m.src.open, nil)
+	m.merged.Clean = false
+	m.src.missing = true
+	m.unprove(fmt.Sprintf("shard %d of %d is %s (%s): its acks cannot be checked", idx, m.count, st.Status, st.Error))
+}
+
+// addShard adds opened shard idx: its status and proof, its part of the
+// run description, sends, crash window and, without a fault timeline
+// (tl), its fault records, refused when a second shard has them too.
+func (m *shardMerge) addShard(idx int, o openedShard, tl *FaultTimeline) error {
+	i, l := o.info, o.s.Ledger
+	st := ShardStatus{Index: idx, Dir: o.s.Dir, Status: ShardWhole, Clean: i.Clean,
+		Producers: [2]uint32{i.Shard.ProducerBase, i.Shard.ProducerBase + uint32(i.Producers)}}
+	if l.ReadOnly() {
+		p := l.Proof()
+		st.Proof = &p
+		m.proof.Flushes += p.Flushes
+		m.proof.Fragments += p.Fragments
+		m.proof.Events += p.Events
+		if !p.Whole {
+			st.Status = ShardUnproven
+			m.unprove(fmt.Sprintf("shard %d of %d (%s): %s", idx, m.count, o.s.Dir, p.Reason))
 		}
 	}
-	if tl != nil {
-		src.faults = tl.Records
-		merged.Notes = append(merged.Notes, fmt.Sprintf("fault timeline: %d records from %s", len(tl.Records), tl.Source))
-		if tl.Unproven != "" {
-			proof.Whole = false
-			why = append(why, tl.Unproven)
+	src := m.src
+	src.shards = append(src.shards, st)
+	src.open = append(src.open, l)
+	src.unended = src.unended || i.LoadEnd.IsZero()
+	src.clean = src.clean && i.Clean
+	m.planless = m.planless || i.Plan == nil
+	mergeRunInfo(&m.merged, i)
+	m.merged.Plan = mergePlan(m.merged.Plan, i.Plan)
+	for p, v := range l.SentThrough() {
+		src.sentThru[p] = v
+	}
+	seg, err := segmentOf(l, i, i.Shard.ProducerBase)
+	if err != nil {
+		return fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
+	}
+	src.window.segs = append(src.window.segs, seg)
+	recs, err := faultRecords(l)
+	if err != nil {
+		return fmt.Errorf("shard %d (%s): %w", idx, o.s.Dir, err)
+	}
+	if len(recs) > 0 && tl == nil {
+		if m.faultShard >= 0 {
+			return fmt.Errorf("shards %d and %d both applied faults: exactly one process applies a run's faults (shard 0)", m.faultShard, idx)
 		}
+		m.faultShard, src.faults = idx, recs
 	}
-	merged.Shard = &ledger.ShardInfo{Index: -1, Count: count}
-	if planless {
-		merged.Plan = nil
+	return nil
+}
+
+// finish completes the source once every shard number was added: the
+// merged run, the proof (nil when the ledgers were judged open for
+// writing, as in tests: nothing was proven) and a scan over every opened
+// shard's ledger in shard order.
+func (m *shardMerge) finish(readOnly bool) *runSource {
+	src := m.src
+	m.merged.Shard = &ledger.ShardInfo{Index: -1, Count: m.count}
+	if m.planless {
+		m.merged.Plan = nil
 	}
-	src.run = merged
-	if !(len(got) > 0 && got[0].s.Ledger.ReadOnly()) {
-		proof = nil // judged open for writing (tests): nothing was proven
+	src.run = m.merged
+	proof := m.proof
+	if !readOnly {
+		proof = nil
 	} else if !proof.Whole {
-		proof.Reason = strings.Join(why, "; ")
+		proof.Reason = strings.Join(m.why, "; ")
 	}
 	src.proof = proof
-	src.scan = func(k ledger.Kind) (cursor, error) {
-		ch := &chain{}
-		for i, l := range src.open {
-			if l == nil {
-				continue
-			}
-			c, err := l.Scan(k)
-			if err != nil {
-				ch.Close()
-				return nil, fmt.Errorf("shard %d (%s): %w", i, src.shards[i].Dir, err)
-			}
-			ch.cs = append(ch.cs, c)
-			ch.ranges = append(ch.ranges, src.shards[i].Producers)
-			ch.idx = append(ch.idx, i)
+	src.scan = src.scanShards
+	return src
+}
+
+// scanShards scans kind k in every opened shard's ledger, in shard order,
+// each cursor tagged with its shard's producer range.
+func (src *runSource) scanShards(k ledger.Kind) (cursor, error) {
+	ch := &chain{}
+	for i, l := range src.open {
+		if l == nil {
+			continue
 		}
-		return ch, nil
+		c, err := l.Scan(k)
+		if err != nil {
+			ch.Close()
+			return nil, fmt.Errorf("shard %d (%s): %w", i, src.shards[i].Dir, err)
+		}
+		ch.cs = append(ch.cs, c)
+		ch.ranges = append(ch.ranges, src.shards[i].Producers)
+		ch.idx = append(ch.idx, i)
 	}
-	return src, nil
+	return ch, nil
 }
 
 // mergeRunInfo adds shard i's description to the merged run's: the

@@ -56,14 +56,8 @@ message; the default setting losing messages is the expected finding.`,
   ackcheck fsync-audit --driver nats --cluster-dir /tmp/nl --partitions 3 --rate 300 --duration 20s --out runs/nats-audit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := rf.applyFiles(cmd); err != nil {
+			if err := rf.applyScenario(cmd, "the cluster whose power is cut (`ackcheck cluster <broker> up --lazyfs --dir D`)", "loss-at", &lossAt); err != nil {
 				return err
-			}
-			if rf.clusterDir == "" && rf.clusterFile == "" {
-				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose power is cut (`ackcheck cluster <broker> up --lazyfs --dir D`)")
-			}
-			if !cmd.Flags().Changed("loss-at") {
-				lossAt = rf.lc.Duration / 3
 			}
 			if !cmd.Flags().Changed("topic") {
 				rf.topic.Name = "fsync-audit-" + time.Now().UTC().Format("20060102t150405")

@@ -28,10 +28,7 @@ its faults itself when it ends or is interrupted; heal is for a run whose
 ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return fmt.Errorf("--out is required: the directory of the run to heal")
-			}
-			s, err := runner.ReadSettings(out)
+			s, err := runDirSettings(out, "heal")
 			if err != nil {
 				return err
 			}

@@ -32,14 +32,8 @@ proof (old and new PID, data dir inode, survivors' PIDs, restarts).`,
   ackcheck leader-kill --cluster-dir /tmp/kafka --rate 1000 --duration 90s --kill-at 30s --out runs/lk`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := rf.applyFiles(cmd); err != nil {
+			if err := rf.applyScenario(cmd, "the cluster whose leader is killed (`ackcheck cluster <broker> up --dir D`)", "kill-at", &killAt); err != nil {
 				return err
-			}
-			if rf.clusterDir == "" && rf.clusterFile == "" {
-				return fmt.Errorf("--cluster-dir or --cluster-file is required: the cluster whose leader is killed (`ackcheck cluster <broker> up --dir D`)")
-			}
-			if !cmd.Flags().Changed("kill-at") {
-				killAt = rf.lc.Duration / 3
 			}
 			sc := scenarios.LeaderKill{Topic: rf.topic.Name, KillAt: killAt, RestartAfter: restart}
 			if err := sc.Validate(rf.lc.Duration); err != nil {

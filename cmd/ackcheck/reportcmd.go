@@ -26,10 +26,7 @@ flag given here (--ordered, --no-duplicates, --max-no-ack, --max-ready,
 result.json (check_changes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return fmt.Errorf("--out is required: the directory of the run to report on")
-			}
-			s, err := runner.ReadSettings(out)
+			s, err := runDirSettings(out, "report on")
 			if err != nil {
 				return err
 			}
@@ -43,4 +40,13 @@ result.json (check_changes).`,
 	cf.register(cmd)
 	cmd.Flags().StringVar(&out, "out", "", "run directory of an earlier run")
 	return cmd
+}
+
+// runDirSettings is the run.json of --out, the directory of the run the
+// command is to act on (what: "heal", "report on"), which is required.
+func runDirSettings(out, what string) (runner.Settings, error) {
+	if out == "" {
+		return runner.Settings{}, fmt.Errorf("--out is required: the directory of the run to %s", what)
+	}
+	return runner.ReadSettings(out)
 }

@@ -291,6 +291,23 @@ func (r *runFlags) applyFiles(cmd *cobra.Command) error {
 	return nil
 }
 
+// applyScenario is the start of a built-in scenario's command: the
+// files applied (applyFiles), a cluster required (cluster says which and
+// how to start one), and the fault's time *at, unless the flag atFlag
+// was given, a third of the way into the load.
+func (r *runFlags) applyScenario(cmd *cobra.Command, cluster, atFlag string, at *time.Duration) error {
+	if err := r.applyFiles(cmd); err != nil {
+		return err
+	}
+	if r.clusterDir == "" && r.clusterFile == "" {
+		return fmt.Errorf("--cluster-dir or --cluster-file is required: %s", cluster)
+	}
+	if !cmd.Flags().Changed(atFlag) {
+		*at = r.lc.Duration / 3
+	}
+	return nil
+}
+
 // refuse is where a run's settings are checked, all of them before any
 // broker is touched or file written (issue 24, point 7); only the message
 // size's bound waits for the driver to be known (openDriver), still

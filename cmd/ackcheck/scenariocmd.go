@@ -9,6 +9,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/scenarios"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // builtinScenario is a built-in as a scenario file can name it.
@@ -206,13 +207,9 @@ func scenarioFileOf(b builtinScenario) ([]byte, error) { return scenarioFileWith
 func scenarioFileWith(b builtinScenario, settings map[string]string) ([]byte, error) {
 	target, _ := builtinCommand(b.command)
 	fs := target.Flags()
-	durText := fs.Lookup("duration").DefValue
-	if d, ok := settings["duration"]; ok {
-		durText = d
-	}
-	dur, err := time.ParseDuration(durText)
+	dur, err := durationSetting(fs, settings, "duration")
 	if err != nil {
-		return nil, fmt.Errorf("duration %q: %w", durText, err)
+		return nil, err
 	}
 	effective := map[string]string{"driver": b.driver}
 	for k, v := range settings {
@@ -231,13 +228,9 @@ func scenarioFileWith(b builtinScenario, settings map[string]string) ([]byte, er
 		}
 		effective["kill-at"] = drivers.HumanDuration(killAt)
 		own = "kill-at 30s"
-		restartText := fs.Lookup("restart-after").DefValue
-		if v, ok := settings["restart-after"]; ok {
-			restartText = v
-		}
-		restart, err := time.ParseDuration(restartText)
+		restart, err := durationSetting(fs, settings, "restart-after")
 		if err != nil {
-			return nil, fmt.Errorf("restart-after %q: %w", restartText, err)
+			return nil, err
 		}
 		sc := scenarios.LeaderKill{Topic: fs.Lookup("topic").DefValue, KillAt: killAt, RestartAfter: restart}
 		var steps []string
@@ -262,4 +255,18 @@ func scenarioFileWith(b builtinScenario, settings map[string]string) ([]byte, er
 # overrides its key. An unknown key or a wrong value is an error naming it.
 %s`, b.name(), b.name(), b.command, b.driver, b.command, own, b.command, extra)
 	return showScenario(target, b.driver, effective, header, settings), nil
+}
+
+// durationSetting is the duration flag name as settings give it, or else
+// its default in fs.
+func durationSetting(fs *pflag.FlagSet, settings map[string]string, name string) (time.Duration, error) {
+	text := fs.Lookup(name).DefValue
+	if v, ok := settings[name]; ok {
+		text = v
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: %w", name, text, err)
+	}
+	return d, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/internal/suggest"
+	"github.com/ackcheck/ackcheck/matrix"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
@@ -56,13 +57,13 @@ func readScenarioFile(path string) (*scenarioFile, error) {
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:%d: a scenario file is a mapping of flag names to values (rate: 1000), not a %s", path, root.Line, kindName(root))
+		return nil, fmt.Errorf("%s:%d: a scenario file is a mapping of flag names to values (rate: 1000), not a %s", path, root.Line, matrix.KindName(root))
 	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
-			return nil, fmt.Errorf("%s:%d: a key must be a flag name, not a %s", path, k.Line, kindName(k))
+			return nil, fmt.Errorf("%s:%d: a key must be a flag name, not a %s", path, k.Line, matrix.KindName(k))
 		}
 		if first, ok := seen[k.Value]; ok {
 			return nil, fmt.Errorf("%s:%d: %s is given twice (first on line %d)", path, k.Line, k.Value, first)
@@ -159,7 +160,7 @@ func flagText(f *pflag.Flag, n *yaml.Node) (string, error) {
 		}
 		return strings.Join(pairs, ","), nil
 	}
-	return "", fmt.Errorf("unreadable value (%s)", kindName(n))
+	return "", fmt.Errorf("unreadable value (%s)", matrix.KindName(n))
 }
 
 func typeName(t string) string {
@@ -170,18 +171,6 @@ func typeName(t string) string {
 		return "true or false"
 	}
 	return t
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "list"
-	case yaml.MappingNode:
-		return "mapping"
-	case yaml.ScalarNode:
-		return "plain value"
-	}
-	return "document"
 }
 
 // nearestFlag is the flag whose name is closest to a mistyped key, if
