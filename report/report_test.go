@@ -38,7 +38,7 @@ func realRun(t *testing.T) (*verifier.Result, string) {
 	}
 	res.Faults = append(res.Faults,
 		verifier.FaultReport{Record: faults.Record{Action: "kill", Target: "most-leaders:t", Node: 2, Result: "applied",
-			InSyncEvidence: "node 2 left the cluster's node list"}, AtS: 1,
+			InSyncEvidence: "node 2 back in the cluster's node list after leaving it"}, AtS: 1,
 			ReadyMs: 900, InSyncMs: 1200, SlowestFirstAckMs: 300, FirstAckMs: map[int32]float64{0: 300},
 			LongestStallMs: 280, StallMs: map[int32]float64{0: 280},
 			KillProof: &verifier.KillProof{OldPID: 10, NewPID: 11, InodeBefore: 5, InodeAfter: 5, SameDataDir: true, SurvivorsUnchanged: true, Restarts: 1}},
@@ -141,7 +141,7 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		"| acked lost | 0 |  |",
 		"| check | count |  |\n|---|---:|---|",
 		"### Recovery\n\n| at | fault | node | slowest partition's first ack of a message sent after it | longest partition stall over it | killed server ready | all replicas in sync | rejoin seen as | kill proof |",
-		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 280 ms | 900 ms | 1200 ms | node 2 left the cluster's node list | PID 10 -> 11",
+		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 280 ms | 900 ms | 1200 ms | node 2 back in the cluster's node list after leaving it | PID 10 -> 11",
 		"| publish |",
 		"| acks | all |",
 	} {
