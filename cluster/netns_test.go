@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 )
 
@@ -90,20 +91,8 @@ func TestWaitProgram(t *testing.T) {
 	}
 }
 
-// needNetns skips (or, with ACKCHECK_REQUIRE_NETNS set, fails) where
-// namespaces cannot be made.
-func needNetns(t *testing.T) {
-	t.Helper()
-	if err := NetnsPreflight(); err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_NETNS") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
-
 func TestEnsureNet(t *testing.T) {
-	needNetns(t)
+	need.NetnsTools(t)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("acktc%d", os.Getpid()%100000)
 	up := "ackcheck cluster x up --netns"

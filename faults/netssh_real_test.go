@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 	"github.com/ackcheck/ackcheck/remote"
 	"github.com/ackcheck/ackcheck/remote/sshdtest"
@@ -33,7 +34,8 @@ type sshNodes struct {
 
 func startSSHNodes(t *testing.T) *sshNodes {
 	t.Helper()
-	needNetns(t)
+	need.NetnsTools(t)
+	need.SSHDTools(t)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("aks%d-%d", os.Getpid()%100000, netSeq.Add(1))
 	n, err := netns.Create(ctx, prefix, []int32{1, 2, 3})
@@ -112,6 +114,9 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.firewall+" "+tc.schedule, func(t *testing.T) {
+			if tc.firewall == "iptables" {
+				need.Iptables(t) // where nft alone is installed, the nft cases run
+			}
 			s := c.scriptedWith([]int{brokerPort}, tc.firewall)
 			steps, err := ParseSchedule(tc.schedule + "; at=4s heal-network")
 			if err != nil {
@@ -182,13 +187,26 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			// Healed, every node's ruleset is as before the fault: no
 			// chain, and no empty table of ackcheck's either.
 			for id, r := range c.runners {
-				out, err := r.Run(ctx, "nft list tables; iptables -S; ip6tables -S")
+				out, err := r.Run(ctx, rulesets())
 				if err != nil || strings.Contains(out, "ackcheck") || strings.Contains(out, "ackc_") {
 					t.Errorf("node %d after the heal: %q %v", id, out, err)
 				}
 			}
 		})
 	}
+}
+
+// rulesets is the command that lists a node's firewall rules with every
+// tool this machine (whose namespaces are the nodes) has: nft, and
+// iptables and ip6tables where they are installed.
+func rulesets() string {
+	cmd := "nft list tables"
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		if need.Found(tool) {
+			cmd += "; " + tool + " -S"
+		}
+	}
+	return cmd
 }
 
 // Broker ports that include the SSH server port are refused by preflight,
@@ -277,6 +295,7 @@ func TestSSHNetworkHealAfterCrash(t *testing.T) {
 // uses every tool the node has. Before, that heal took the nft path,
 // found nothing, and left the iptables chains in force.
 func TestSSHNetworkHealWithAnotherFirewall(t *testing.T) {
+	need.Iptables(t)
 	c := startSSHNodes(t)
 	ctx := context.Background()
 	installed, err := c.scriptedWith([]int{brokerPort}, "iptables").network()

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/xml"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -206,12 +206,7 @@ func TestHlogRoundTrips(t *testing.T) {
 // The page renders in a real browser and shows something: headless
 // Chromium (Debian's) takes a screenshot, which must not be blank.
 func TestHTMLRendersInChromium(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_CHROMIUM") != "" {
-			t.Fatal("chromium missing and ACKCHECK_REQUIRE_CHROMIUM is set: apt-get install chromium")
-		}
-		t.Skip("chromium not installed (apt-get install chromium); set ACKCHECK_REQUIRE_CHROMIUM to make this a failure")
-	}
+	need.Tools(t, need.Chromium, "chromium")
 	res, out := realRun(t)
 	if err := report.Write(out, report.Input{Result: res, Settings: settings}); err != nil {
 		t.Fatal(err)
@@ -251,9 +246,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 
 // A blank page is recognised as blank: the check above can fail.
 func TestInkedSeesABlankPage(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium not installed")
-	}
+	need.Tools(t, need.Chromium, "chromium")
 	page := filepath.Join(t.TempDir(), "blank.html")
 	os.WriteFile(page, []byte("<html><body></body></html>"), 0o644)
 	shot := filepath.Join(t.TempDir(), "blank.png")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
@@ -73,7 +73,7 @@ func runLeaderKill(t *testing.T, k *kafka.Cluster, d drivers.Driver, dur, killAt
 // and fails on a blank page; the PNG goes to ACKCHECK_REPORT_DIR.
 func checkReportRenders(t *testing.T, out, name string) {
 	t.Helper()
-	if _, err := exec.LookPath("chromium"); err != nil && os.Getenv("ACKCHECK_REQUIRE_CHROMIUM") == "" {
+	if !need.Found("chromium") && os.Getenv(string(need.Chromium)) == "" {
 		t.Log("chromium not installed: report.html not rendered")
 		return
 	}
