@@ -99,6 +99,7 @@ func Skip(t testing.TB, req Require, why string) {
 	}
 	if os.Getenv(string(req)) != "" {
 		t.Fatalf("%s, and %s is set", why, req)
+		return
 	}
 	t.Skipf("%s (set %s to make this a failure)", why, req)
 }
