@@ -477,7 +477,14 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 		proof.MeantCut = append(proof.MeantCut, p.String())
 	}
 	rec.NetworkProof = proof
-	proof.Before = probe(ctx, n, beforeTimeout)
+	// The probe before the rules was taken in the step's preparation, a
+	// second before it was due, when there was one (its At says when):
+	// taken now it would make the fault late by its round trips, and by
+	// its whole timeout for a path an earlier fault cut.
+	if proof.Before = on.prep.probed(ctx); proof.Before == nil {
+		proof.Before = probe(ctx, n, beforeTimeout)
+	}
+	_, overSSH := n.(*sshNet)
 	live := w.net.begin(isolated)
 	for i := range rules {
 		rules[i].Name = w.net.ruleName()
@@ -487,10 +494,18 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 		if err != nil {
 			return "", err
 		}
+		left := time.Now()
 		if i == 0 {
-			rec.At = time.Now() // the first rule's time, after the journal's fsync (as a kill's signal)
+			rec.At = left // the first rule's time, after the journal's fsync (as a kill's signal)
 		}
-		if err := n.Apply(ctx, r); err != nil {
+		err = n.Apply(ctx, r)
+		if i == 0 && overSSH && err == nil {
+			// As a signal over SSH: stamped when the install came back,
+			// the earliest time the rule is known to be in force.
+			rec.At = time.Now()
+			rec.AtWithinMs = float64(rec.At.Sub(left)) / float64(time.Millisecond)
+		}
+		if err != nil {
 			// Apply is all or nothing for nft, but iptables on an SSH node
 			// is one transaction per family, and its own rollback may fail
 			// too: the entry is marked done only once a removal succeeded,

@@ -67,9 +67,10 @@ func (c *chain) join(nodes []int32) (prev []chan struct{}, done func()) {
 
 // dispatch picks st's target now and starts its action on its own
 // goroutine, after the earlier actions on the same nodes. due is when the
-// schedule wanted it (zero for a step applied outside a schedule). The
-// returned channel yields the final record.
-func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, wg *sync.WaitGroup) <-chan Record {
+// schedule wanted it (zero for a step applied outside a schedule); prep is
+// what was prepared for it ahead (nil: nothing). The returned channel
+// yields the final record.
+func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, prep *stepPrep, wg *sync.WaitGroup) <-chan Record {
 	out := make(chan Record, 1)
 	rec := Record{Action: st.Action, Target: st.Target.String(), Node: -1,
 		At: time.Now(), Due: due, Expect: st.Action.Expectation()}
@@ -93,6 +94,7 @@ func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, wg *sy
 		out <- rec
 		return out
 	}
+	on.prep = prep
 	prev, done := in.chain.join(on.nodes)
 	wg.Add(1)
 	go func() {

@@ -44,14 +44,15 @@ func TestShell(t *testing.T) {
 				{"cat; echo after-cat", "after-cat\n"}, // stdin is /dev/null
 				{"cat <<'EOF'\nline 1\nline 2\nEOF", "line 1\nline 2\n"},
 				{"x=1; echo $x", "1\n"},
-				{"echo ${x:-unset}", "1\n"}, // one shell: what a command sets stays
+				{"echo ${x:-unset}", "unset\n"}, // a subshell each: nothing stays
 			} {
 				out, err := sh.Run(ctx, c.cmd)
 				if err != nil || out != c.out {
 					t.Errorf("%q: %q %v, want %q", c.cmd, out, err, c.out)
 				}
 			}
-			out, err := sh.Run(ctx, "echo partial; exit_code() { return 3; }; exit_code")
+			// exit ends the command's subshell, not the shell.
+			out, err := sh.Run(ctx, "echo partial; exit 3; echo never")
 			var ee *remote.ExitError
 			if !errors.As(err, &ee) || ee.Code != 3 || out != "partial\n" {
 				t.Errorf("a failing command: %q %v, want exit 3 with its output", out, err)
