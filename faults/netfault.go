@@ -19,11 +19,13 @@ import (
 //
 // Like a kill, each network fault picks its target when it is due, then:
 //
-//  1. probes every path (node to node, client to node) just before;
+//  1. probes every path (node to node, client to node) before it is due,
+//     in its preparation (prepare.go), or just before when it had none;
 //  2. journals each rule (UndoNetRule, with the Net's prefix), fsynced,
 //     before it installs it, so that a crash of ackcheck leaves nothing
 //     `ackcheck heal` cannot find and remove;
-//  3. installs the rules, stamping At just before the first;
+//  3. installs the rules, stamping At just before the first (on SSH
+//     nodes: when the first install came back, as a signal over SSH);
 //  4. probes again: a path the rules were meant to cut that still answers
 //     makes the fault Failed, never Applied (its rules stay journaled and
 //     are removed by the heal);

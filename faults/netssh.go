@@ -215,26 +215,41 @@ const sessionCmd = `echo "conn=$SSH_CONNECTION"; echo "uid=$(id -u)"; ` +
 // describe (a redialled connection closes it). Nodes without a prepared
 // shell are left as they are.
 func (n *sshNet) prepareSessions(ctx context.Context) error {
-	var errs []error
-	for _, id := range n.ids {
+	errs := make([]error, len(n.ids))
+	var wg sync.WaitGroup
+	for i, id := range n.ids {
 		p := n.prep.get(id)
 		if p == nil || p.session != nil {
 			continue
 		}
-		out, err := shellRunner{p.shell}.Run(ctx, sessionCmd)
-		if err == nil {
-			var s sshSession
-			if s, err = parseSession(out); err == nil {
-				n.prep.setSession(id, p.shell, s)
-				n.mu.Lock()
-				n.sessions[id] = s
-				n.mu.Unlock()
-				continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := shellRunner{p.shell}.Run(ctx, sessionCmd)
+			if err == nil {
+				var s sshSession
+				if s, err = parseSession(out); err == nil {
+					n.prep.setSession(id, p.shell, s)
+					n.mu.Lock()
+					n.sessions[id] = s
+					n.mu.Unlock()
+					return
+				}
 			}
-		}
-		errs = append(errs, fmt.Errorf("node %d: read the SSH session in its prepared shell: %w", id, err))
+			errs[i] = fmt.Errorf("node %d: read the SSH session in its prepared shell: %w", id, err)
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// runner is how commands reach node id: its prepared shell while that
+// lives (a command costs one round trip), else its Runner (a session each).
+func (n *sshNet) runner(id int32) remote.Runner {
+	if p := n.prep.get(id); p != nil {
+		return shellRunner{p.shell}
+	}
+	return n.nodes[id].run
 }
 
 // parseSession reads the preflight command's output.
@@ -632,7 +647,7 @@ func (n *sshNet) probeFrom(ctx context.Context, from int32, to []int32, timeout 
 	b.WriteString("wait\n")
 	ctx, cancel := context.WithTimeout(ctx, timeout+15*time.Second)
 	defer cancel()
-	out, err := n.nodes[from].run.Run(ctx, b.String())
+	out, err := n.runner(from).Run(ctx, b.String())
 	if err != nil {
 		return nil, fmt.Errorf("on node %d: %w", from, err)
 	}

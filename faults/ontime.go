@@ -34,7 +34,10 @@ import (
 // stop of node 1).
 //
 // Every record of a scheduled step carries Due beside At; At is stamped
-// just before the action itself (the signal), so At-Due is the slip.
+// just before the action itself (the signal), so At-Due is the slip. On
+// nodes reached over SSH the action's own round trips are prepared three
+// seconds ahead (prepare.go): a shell on each node, the PIDs, a network
+// fault's probe before its rules.
 //
 // The reads in advance and the bounded read at the due time are the
 // targets' (pick.go); the order of the actions on each node is chain's,

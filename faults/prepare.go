@@ -19,8 +19,8 @@ import (
 // session for the PID lookup and another for the signal (for a network
 // fault: a probe of every path, a session to read the SSH tuple and one
 // to install the rule): 390 to 530 ms on this machine's sshd, each
-// session a channel, a shell, a fork. Now, a second before the fault is
-// due (prepareLead), the injector asks the nodes to prepare: each node
+// session a channel, a shell, a fork. Now, three seconds before the fault
+// is due (prepareLead), the injector asks the nodes to prepare: each node
 // gets a shell kept open (remote.Shell) and its broker's PID is read in
 // it with the process's start time. At the due time the signal is one
 // command through that shell, which checks only what can have changed
@@ -33,8 +33,12 @@ import (
 // connection closes the shell, and the fault falls back to a fresh check).
 
 // prepareLead is how long before a step's due time the injector prepares
-// the nodes (Preparer) and, for a network fault, probes the paths.
-const prepareLead = time.Second
+// the nodes (Preparer) and, for a network fault, probes the paths: the
+// topology's earliest read in advance (prefetchLeads). On this machine,
+// loaded (load average 11 on 2 cores), a new SSH session took 230 to 720
+// ms and a first preparation of three nodes with its probe 2.5 s; once the
+// shells are open, a preparation is a few commands through them.
+const prepareLead = 3 * time.Second
 
 // preparedShellTimeout bounds a command through a prepared shell; past it
 // the shell is closed and the command is run by the node's Runner.

@@ -167,7 +167,7 @@ for (1..600000) { printf("%d\n", time() * 1e9); sleep(0.0005); }
 }
 
 // Faults on a node over SSH (this machine's sshd) fire within 100 ms of
-// their due time: the node is prepared a second ahead (a shell kept open,
+// their due time: the node is prepared three seconds ahead (a shell kept open,
 // the PID read in it), so at the due time a pause, a resume and a kill are
 // each one command through that shell. Before, each did a PID lookup and a
 // signal, a session each, at its due time: 390-530 ms late.
@@ -180,7 +180,7 @@ func TestSSHFaultsFireOnTime(t *testing.T) {
 	}
 	t.Cleanup(func() { r.Close() })
 	s, pid, times := clockBroker(t, r)
-	steps, err := ParseSchedule("at=1.2s pause node:1; at=2.2s resume node:1; at=3.2s kill node:1")
+	steps, err := ParseSchedule("at=3.2s pause node:1; at=4.2s resume node:1; at=5.2s kill node:1")
 	if err != nil {
 		t.Fatal(err)
 	}
