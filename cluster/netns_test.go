@@ -149,7 +149,8 @@ func TestNetnsUpPreflightRefusesARoutedSubnet(t *testing.T) {
 		t.Fatal(err)
 	}
 	var routes []struct {
-		Dst string `json:"dst"`
+		Dst  string `json:"dst"`
+		Type string `json:"type"` // "" for unicast; a guard route is "prohibit"
 	}
 	if err := json.Unmarshal(out, &routes); err != nil {
 		t.Fatal(err)
@@ -157,7 +158,7 @@ func TestNetnsUpPreflightRefusesARoutedSubnet(t *testing.T) {
 	var held netip.Prefix
 	for _, r := range routes {
 		p, err := netip.ParsePrefix(r.Dst)
-		if err != nil || p.Bits() < 8 || p.Bits() > 24 || p.Addr().IsLoopback() {
+		if err != nil || r.Type != "" || p.Bits() < 8 || p.Bits() > 24 || p.Addr().IsLoopback() {
 			continue
 		}
 		// The first /24 of it, as --netns-subnet would be written.
