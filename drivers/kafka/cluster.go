@@ -384,16 +384,17 @@ func writeProps(path string, props map[string]string) error {
 // starts every node that is not running. It returns when every node
 // answers on its client port, or with the log lines that say why not.
 func (k *Cluster) Up(ctx context.Context) error {
+	// Before anything is fetched or made: root, ip, nft, a free subnet.
+	if k.prefix != "" {
+		if err := cluster.NetnsUpPreflight(ctx, k.prefix, k.subnet); err != nil {
+			return err
+		}
+	}
 	if err := k.Fetch(ctx); err != nil {
 		return err
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return errors.New("java not found: install Java 17 to run Apache Kafka")
-	}
-	if k.prefix != "" {
-		if err := cluster.NetnsUpPreflight(ctx, k.prefix, k.subnet); err != nil {
-			return err
-		}
 	}
 	if err := k.create(ctx); err != nil {
 		return err

@@ -321,13 +321,14 @@ func (n *Cluster) conf(id int32) string {
 // every node that is not running. It returns when every node's /healthz
 // answers ok.
 func (n *Cluster) Up(ctx context.Context) error {
-	if err := n.Fetch(ctx); err != nil {
-		return err
-	}
+	// Before anything is fetched or made: root, ip, nft, a free subnet.
 	if n.prefix != "" {
 		if err := cluster.NetnsUpPreflight(ctx, n.prefix, n.subnet); err != nil {
 			return err
 		}
+	}
+	if err := n.Fetch(ctx); err != nil {
+		return err
 	}
 	if err := n.create(); err != nil {
 		return err

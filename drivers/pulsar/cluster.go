@@ -361,16 +361,17 @@ func (p *Cluster) bindAddress() string {
 // starts it unless it runs. It returns when the broker passes its health
 // check, or with the log lines that say why not.
 func (p *Cluster) Up(ctx context.Context) error {
+	// Before anything is fetched or made: root, ip, nft, a free subnet.
+	if p.prefix != "" {
+		if err := cluster.NetnsUpPreflight(ctx, p.prefix, p.subnet); err != nil {
+			return err
+		}
+	}
 	if err := p.Fetch(ctx); err != nil {
 		return err
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return errors.New("java not found: install Java 17 to run Apache Pulsar")
-	}
-	if p.prefix != "" {
-		if err := cluster.NetnsUpPreflight(ctx, p.prefix, p.subnet); err != nil {
-			return err
-		}
 	}
 	if err := p.create(ctx); err != nil {
 		return err
