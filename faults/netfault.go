@@ -19,8 +19,9 @@ import (
 //
 // Like a kill, each network fault picks its target when it is due, then:
 //
-//  1. probes every path (node to node, client to node) before it is due,
-//     in its preparation (prepare.go), or just before when it had none;
+//  1. probes every path (node to node, client to node) just before (on
+//     SSH nodes, whose probe costs round trips: in its preparation, 3 s
+//     before it is due; prepare.go);
 //  2. journals each rule (UndoNetRule, with the Net's prefix), fsynced,
 //     before it installs it, so that a crash of ackcheck leaves nothing
 //     `ackcheck heal` cannot find and remove;
@@ -479,10 +480,10 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 		proof.MeantCut = append(proof.MeantCut, p.String())
 	}
 	rec.NetworkProof = proof
-	// The probe before the rules was taken in the step's preparation, a
-	// second before it was due, when there was one (its At says when):
-	// taken now it would make the fault late by its round trips, and by
-	// its whole timeout for a path an earlier fault cut.
+	// On SSH nodes the probe before the rules was taken in the step's
+	// preparation, 3 s before it was due (its At says when): taken now it
+	// would make the fault late by its round trips, and by its whole
+	// timeout for a path an earlier fault cut.
 	if proof.Before = on.prep.probed(ctx); proof.Before == nil {
 		proof.Before = probe(ctx, n, beforeTimeout)
 	}

@@ -267,7 +267,8 @@ func prepares(st Step) bool {
 
 // schedulePrepare prepares st prepareLead before due (at once when that
 // has passed), on a goroutine of its own: the nodes (Preparer), and for a
-// network fault, its network's sessions and the probe before its rules.
+// network fault on SSH nodes, their sessions and the probe before its
+// rules.
 // A preparation that fails is logged; the fault then does at its due time
 // what was not prepared.
 func (in *Injector) schedulePrepare(ctx context.Context, st Step, due time.Time, wg *sync.WaitGroup) *stepPrep {
@@ -296,10 +297,15 @@ func (in *Injector) schedulePrepare(ctx context.Context, st Step, due time.Time,
 		if err != nil {
 			return // the fault says why when it is due
 		}
-		if sn, ok := n.(*sshNet); ok {
-			if err := sn.prepareSessions(ctx); err != nil {
-				in.w.logf("prepare %s %s: %v (its rules check the session afresh)", st.Action, st.Target, err)
-			}
+		sn, ok := n.(*sshNet)
+		if !ok {
+			// A local cluster's namespaces: the probe costs a few
+			// milliseconds at the due time (no round trip), and there it
+			// also sees what an earlier fault cut in the meantime.
+			return
+		}
+		if err := sn.prepareSessions(ctx); err != nil {
+			in.w.logf("prepare %s %s: %v (its rules check the session afresh)", st.Action, st.Target, err)
 		}
 		sp.before = probe(ctx, n, beforeTimeout)
 	}()
