@@ -149,16 +149,19 @@ func (sh *Shell) Run(ctx context.Context, cmd string) (string, error) {
 		code int
 		err  error
 	}
+	// The marker line follows the command's output on a line of its own,
+	// with the subshell's exit status: a command's output can never end
+	// the read early, since it cannot know the random tag. The script is
+	// written here, before the reader starts (a command is a few KiB at
+	// most, well inside the channel's window and a pipe's buffer): a
+	// Close after a cancelled read then never runs beside the write.
+	script := "( " + cmd + "\n) </dev/null 2>&1; printf '\\n%s %d\\n' '" + marker + "' \"$?\"\n"
+	if _, err := io.WriteString(sh.in, script); err != nil {
+		sh.closeLocked()
+		return "", fmt.Errorf("shell on %s: `%s`: %w", sh.where, cmd, err)
+	}
 	done := make(chan result, 1)
 	go func() {
-		// The marker line follows the command's output on a line of its
-		// own, with the subshell's exit status: a command's output can never end the
-		// read early, since it cannot know the random tag.
-		script := "( " + cmd + "\n) </dev/null 2>&1; printf '\\n%s %d\\n' '" + marker + "' \"$?\"\n"
-		if _, err := io.WriteString(sh.in, script); err != nil {
-			done <- result{err: err}
-			return
-		}
 		var b strings.Builder
 		for {
 			line, err := sh.out.ReadString('\n')
