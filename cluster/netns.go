@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/netns"
+	"github.com/spf13/pflag"
 )
 
 // InNetns is implemented by a local cluster whose nodes can run in
@@ -67,11 +70,96 @@ func netnsMissing(euid int, lookPath func(string) (string, error)) error {
 	return fmt.Errorf("--netns needs %s: install what is missing, or start the cluster without --netns", strings.Join(missing, ", "))
 }
 
+// NetnsUpPreflight is what `cluster <broker> up --netns` checks before it
+// makes anything: NetnsPreflight, then, unless the cluster's namespaces
+// exist already (brought up again: their guard route is the subnet's only
+// route, and it is ackcheck's), that nothing on this machine routes or
+// holds the subnet (netns.SubnetFree): a refusal names --netns-subnet.
+func NetnsUpPreflight(ctx context.Context, prefix string, subnet netip.Prefix) error {
+	if err := NetnsPreflight(); err != nil {
+		return err
+	}
+	if !subnet.IsValid() {
+		subnet = netns.DefaultSubnet
+	}
+	if _, ok, err := netns.Open(ctx, prefix); err != nil || ok {
+		return err
+	}
+	if err := netns.SubnetFree(ctx, subnet); err != nil {
+		if errors.Is(err, netns.ErrSubnetInUse) {
+			return fmt.Errorf("--netns: %w: pass --netns-subnet with a subnet this machine does not use (e.g. 10.214.0.0/24); nothing was made", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// subnetFlag is --netns-subnet's value: a subnet netns.ParseSubnet takes.
+type subnetFlag struct{ p *netip.Prefix }
+
+func (f subnetFlag) String() string {
+	if f.p == nil || !f.p.IsValid() {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f subnetFlag) Set(s string) error {
+	p, err := netns.ParseSubnet(s)
+	if err != nil {
+		return err
+	}
+	*f.p = p
+	return nil
+}
+
+func (subnetFlag) Type() string { return "subnet" }
+
+// RegisterNetnsSubnet registers --netns-subnet on fs, into p: every
+// launcher whose cluster runs in network namespaces has it.
+func RegisterNetnsSubnet(fs *pflag.FlagSet, p *netip.Prefix) {
+	fs.Var(subnetFlag{p}, "netns-subnet", "with --netns, the IPv4 subnet of the nodes' namespaces (default "+netns.DefaultSubnet.String()+"; at the first up): another where this machine routes or uses that one")
+}
+
+// NetnsSubnetText is subnet as cluster.json records it: "" for the
+// default.
+func NetnsSubnetText(subnet netip.Prefix) string {
+	if !subnet.IsValid() || subnet == netns.DefaultSubnet {
+		return ""
+	}
+	return subnet.String()
+}
+
+// ReadNetnsSubnet reads a cluster.json's netns_subnet ("" is the
+// default, the zero Prefix).
+func ReadNetnsSubnet(s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, nil
+	}
+	p, err := netns.ParseSubnet(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("cluster.json's netns_subnet: %w", err)
+	}
+	return p, nil
+}
+
+// CheckNetnsSubnet refuses --netns-subnet without --netns.
+func CheckNetnsSubnet(netNS bool, subnet netip.Prefix) error {
+	if subnet.IsValid() && !netNS {
+		return errors.New("--netns-subnet goes with --netns: give both, or neither")
+	}
+	return nil
+}
+
 // EnsureNet returns the Net of prefix for nodes: the one that exists
-// (a cluster brought up again while its namespaces stayed), or a new one.
-// One that exists with other nodes is refused: it is not this cluster's
-// as recorded, and it is never changed behind the back of whoever made it.
-func EnsureNet(ctx context.Context, prefix string, nodes []int32) (*netns.Net, error) {
+// (a cluster brought up again while its namespaces stayed), or a new one
+// in subnet (zero: netns.DefaultSubnet). One that exists with other nodes
+// or in another subnet is refused: it is not this cluster's as recorded,
+// and it is never changed behind the back of whoever made it.
+func EnsureNet(ctx context.Context, prefix string, subnet netip.Prefix, nodes []int32) (*netns.Net, error) {
+	if !subnet.IsValid() {
+		subnet = netns.DefaultSubnet
+	}
 	n, ok, err := netns.Open(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("look for the cluster's network namespaces %s-*: %w", prefix, err)
@@ -82,9 +170,12 @@ func EnsureNet(ctx context.Context, prefix string, nodes []int32) (*netns.Net, e
 		if !slices.Equal(n.Nodes, want) {
 			return nil, fmt.Errorf("network namespaces %s-* exist for nodes %v, the cluster has nodes %v: take the cluster down (its `down` deletes them) or remove them with `ip netns delete`", prefix, n.Nodes, want)
 		}
+		if n.Subnet != subnet {
+			return nil, fmt.Errorf("network namespaces %s-* exist in subnet %s, the cluster's is %s: take the cluster down (its `down` deletes them) or remove them with `ip netns delete`", prefix, n.Subnet, subnet)
+		}
 		return n, nil
 	}
-	n, err = netns.Create(ctx, prefix, nodes)
+	n, err = netns.CreateIn(ctx, subnet, prefix, nodes)
 	if err != nil {
 		return nil, fmt.Errorf("create the cluster's network namespaces: %w", err)
 	}

@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
@@ -10,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 )
 
@@ -90,27 +94,15 @@ func TestWaitProgram(t *testing.T) {
 	}
 }
 
-// needNetns skips (or, with ACKCHECK_REQUIRE_NETNS set, fails) where
-// namespaces cannot be made.
-func needNetns(t *testing.T) {
-	t.Helper()
-	if err := NetnsPreflight(); err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_NETNS") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
-
 func TestEnsureNet(t *testing.T) {
-	needNetns(t)
+	need.NetnsTools(t)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("acktc%d", os.Getpid()%100000)
 	up := "ackcheck cluster x up --netns"
 	if err := NeedNet(ctx, prefix, up); err == nil || !strings.Contains(err.Error(), up) {
 		t.Fatalf("NeedNet before the Net exists: %v, want an error naming %q", err, up)
 	}
-	n, err := EnsureNet(ctx, prefix, []int32{2, 1})
+	n, err := EnsureNet(ctx, prefix, netip.Prefix{}, []int32{2, 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +111,20 @@ func TestEnsureNet(t *testing.T) {
 		t.Fatalf("NeedNet with the Net there: %v", err)
 	}
 	// Up again: the same Net, not a second one.
-	if again, err := EnsureNet(ctx, prefix, []int32{1, 2}); err != nil || again.Prefix != prefix {
+	if again, err := EnsureNet(ctx, prefix, netip.Prefix{}, []int32{1, 2}); err != nil || again.Prefix != prefix {
 		t.Fatalf("EnsureNet of an existing Net: %v, %v", again, err)
 	}
+	// Brought up again, the subnet it holds is no refusal: its guard
+	// route is ackcheck's.
+	if err := NetnsUpPreflight(ctx, prefix, netip.Prefix{}); err != nil {
+		t.Fatalf("preflight of a cluster whose namespaces exist: %v", err)
+	}
+	// Another subnet than it has: refused.
+	if _, err := EnsureNet(ctx, prefix, netip.MustParsePrefix("10.214.0.0/24"), []int32{1, 2}); err == nil || !strings.Contains(err.Error(), "10.214.0.0/24") {
+		t.Fatalf("EnsureNet in another subnet: %v, want a refusal naming both subnets", err)
+	}
 	// Other nodes than it has: refused, left as it is.
-	if _, err := EnsureNet(ctx, prefix, []int32{1, 2, 3}); err == nil || !strings.Contains(err.Error(), "[1 2]") {
+	if _, err := EnsureNet(ctx, prefix, netip.Prefix{}, []int32{1, 2, 3}); err == nil || !strings.Contains(err.Error(), "[1 2]") {
 		t.Fatalf("EnsureNet with other nodes: %v, want a refusal naming the nodes it has", err)
 	}
 	if got, ok, err := netns.Open(ctx, prefix); !ok || err != nil || len(got.Nodes) != 2 {
@@ -134,5 +135,53 @@ func TestEnsureNet(t *testing.T) {
 	}
 	if err := NeedNet(ctx, prefix, up); err == nil {
 		t.Fatal("NeedNet after the Net was deleted: no error")
+	}
+}
+
+// `cluster up --netns` refuses a subnet the machine routes, before it
+// makes anything, naming --netns-subnet: here the subnet of a route of the
+// machine's own (its link's), whatever it is.
+func TestNetnsUpPreflightRefusesARoutedSubnet(t *testing.T) {
+	need.NetnsTools(t)
+	ctx := context.Background()
+	out, err := exec.Command("ip", "-j", "-4", "route", "show", "table", "main").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []struct {
+		Dst  string `json:"dst"`
+		Type string `json:"type"` // "" for unicast; a guard route is "prohibit"
+	}
+	if err := json.Unmarshal(out, &routes); err != nil {
+		t.Fatal(err)
+	}
+	var held netip.Prefix
+	for _, r := range routes {
+		p, err := netip.ParsePrefix(r.Dst)
+		if err != nil || r.Type != "" || p.Bits() < 8 || p.Bits() > 24 || p.Addr().IsLoopback() {
+			continue
+		}
+		// The first /24 of it, as --netns-subnet would be written.
+		if sn, err := netns.ParseSubnet(netip.PrefixFrom(p.Masked().Addr(), 24).String()); err == nil {
+			held = sn
+			break
+		}
+	}
+	if !held.IsValid() {
+		t.Skip("this machine has no IPv4 route of /8 to /24 to try")
+	}
+	prefix := fmt.Sprintf("acktr%d", os.Getpid()%100000)
+	err = NetnsUpPreflight(ctx, prefix, held)
+	if err == nil || !errors.Is(err, netns.ErrSubnetInUse) || !strings.Contains(err.Error(), "--netns-subnet") {
+		t.Fatalf("preflight in %s, which the machine routes: %v; want a refusal naming --netns-subnet", held, err)
+	}
+	if _, ok, _ := netns.Open(ctx, prefix); ok {
+		t.Error("the refusal made namespaces")
+	}
+	if _, err := netns.CreateIn(ctx, held, prefix, []int32{1}); err == nil || !errors.Is(err, netns.ErrSubnetInUse) {
+		t.Fatalf("CreateIn in %s: %v, want ErrSubnetInUse", held, err)
+	}
+	if ok, err := netns.Guarded(ctx, held); ok || err != nil {
+		t.Errorf("a guard route for %s after the refusal (%v)", held, err)
 	}
 }

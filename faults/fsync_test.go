@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/lazyfs"
 	"github.com/ackcheck/ackcheck/remote"
 )
@@ -22,10 +23,7 @@ func TestWriteConfigSurvivesPowerLoss(t *testing.T) {
 	os.Mkdir(backing, 0o755)
 	l, err := lazyfs.Mount(backing, mnt, lazyfs.Options{})
 	if err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_FUSE") != "" {
-			t.Fatalf("FUSE is required here (ACKCHECK_REQUIRE_FUSE): %v", err)
-		}
-		t.Skipf("cannot mount FUSE here: %v", err)
+		need.Skip(t, need.FUSE, "cannot mount FUSE here: "+err.Error())
 	}
 	defer l.Unmount()
 	conf := filepath.Join(mnt, "etc", "server.properties")

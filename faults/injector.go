@@ -120,9 +120,17 @@ func (in *Injector) Run(ctx context.Context, start time.Time, steps []Step) {
 		}
 		in.targets.prefetch(pctx, start.Add(st.At), &wg)
 	}
+	// Each step acting on nodes is prepared a second before it is due
+	// (prepare.go): its nodes' shells and PIDs, its network's probe.
+	preps := make([]*stepPrep, len(steps))
+	for i, st := range steps {
+		if prepares(st) && in.Nodes != nil {
+			preps[i] = in.schedulePrepare(pctx, st, start.Add(st.At), &wg)
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for _, st := range steps {
+	for i, st := range steps {
 		due := start.Add(st.At)
 		timer.Reset(time.Until(due))
 		select {
@@ -130,7 +138,7 @@ func (in *Injector) Run(ctx context.Context, start time.Time, steps []Step) {
 			return
 		case <-timer.C:
 		}
-		in.dispatch(ctx, st, due, &wg)
+		in.dispatch(ctx, st, due, preps[i], &wg)
 	}
 }
 
@@ -141,7 +149,7 @@ func (in *Injector) Apply(ctx context.Context, st Step) Record {
 	in.init()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	return <-in.dispatch(ctx, st, time.Time{}, &wg)
+	return <-in.dispatch(ctx, st, time.Time{}, nil, &wg)
 }
 
 // apply has f do its work on what it picked, records the result, and for

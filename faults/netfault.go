@@ -19,11 +19,14 @@ import (
 //
 // Like a kill, each network fault picks its target when it is due, then:
 //
-//  1. probes every path (node to node, client to node) just before;
+//  1. probes every path (node to node, client to node) just before (on
+//     SSH nodes, whose probe costs round trips: in its preparation, 3 s
+//     before it is due; prepare.go);
 //  2. journals each rule (UndoNetRule, with the Net's prefix), fsynced,
 //     before it installs it, so that a crash of ackcheck leaves nothing
 //     `ackcheck heal` cannot find and remove;
-//  3. installs the rules, stamping At just before the first;
+//  3. installs the rules, stamping At just before the first (on SSH
+//     nodes: when the first install came back, as a signal over SSH);
 //  4. probes again: a path the rules were meant to cut that still answers
 //     makes the fault Failed, never Applied (its rules stay journaled and
 //     are removed by the heal);
@@ -477,7 +480,14 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 		proof.MeantCut = append(proof.MeantCut, p.String())
 	}
 	rec.NetworkProof = proof
-	proof.Before = probe(ctx, n, beforeTimeout)
+	// On SSH nodes the probe before the rules was taken in the step's
+	// preparation, 3 s before it was due (its At says when): taken now it
+	// would make the fault late by its round trips, and by its whole
+	// timeout for a path an earlier fault cut.
+	if proof.Before = on.prep.probed(ctx); proof.Before == nil {
+		proof.Before = probe(ctx, n, beforeTimeout)
+	}
+	_, overSSH := n.(*sshNet)
 	live := w.net.begin(isolated)
 	for i := range rules {
 		rules[i].Name = w.net.ruleName()
@@ -487,10 +497,18 @@ func (f onNet) apply(ctx context.Context, w *world, st Step, on picked, rec *Rec
 		if err != nil {
 			return "", err
 		}
+		left := time.Now()
 		if i == 0 {
-			rec.At = time.Now() // the first rule's time, after the journal's fsync (as a kill's signal)
+			rec.At = left // the first rule's time, after the journal's fsync (as a kill's signal)
 		}
-		if err := n.Apply(ctx, r); err != nil {
+		err = n.Apply(ctx, r)
+		if i == 0 && overSSH && err == nil {
+			// As a signal over SSH: stamped when the install came back,
+			// the earliest time the rule is known to be in force.
+			rec.At = time.Now()
+			rec.AtWithinMs = float64(rec.At.Sub(left)) / float64(time.Millisecond)
+		}
+		if err != nil {
 			// Apply is all or nothing for nft, but iptables on an SSH node
 			// is one transaction per family, and its own rollback may fail
 			// too: the entry is marked done only once a removal succeeded,

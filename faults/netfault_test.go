@@ -14,30 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 )
-
-// needNetns skips (or, with ACKCHECK_REQUIRE_NETNS set, fails) where
-// network namespaces cannot be made: not root, or ip/nft/tc missing.
-func needNetns(t *testing.T) {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "network namespaces need root"
-	}
-	for _, tool := range []string{"ip", "nft", "tc"} {
-		if _, err := exec.LookPath(tool); err != nil && why == "" {
-			why = tool + " is not installed"
-		}
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("ACKCHECK_REQUIRE_NETNS") != "" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-}
 
 var netSeq atomic.Int32
 
@@ -45,7 +24,7 @@ var netSeq atomic.Int32
 // test's own, deleted at the end even when the test fails.
 func testNet(t *testing.T) *netns.Net {
 	t.Helper()
-	needNetns(t)
+	need.NetnsTools(t)
 	prefix := fmt.Sprintf("akf%d-%d", os.Getpid()%100000, netSeq.Add(1))
 	n, err := netns.Create(context.Background(), prefix, []int32{1, 2, 3})
 	if err != nil {
@@ -476,7 +455,7 @@ func TestPartitionRecoveryWaitsForTheHeal(t *testing.T) {
 // On a single node (Pulsar standalone, Queen) partition-client cuts the
 // only path there is, the client's, and the heal gives it back.
 func TestPartitionClientOfASingleNode(t *testing.T) {
-	needNetns(t)
+	need.NetnsTools(t)
 	one, err := netns.Create(context.Background(), fmt.Sprintf("akf%d-solo", os.Getpid()%100000), []int32{1})
 	if err != nil {
 		t.Fatal(err)
@@ -496,7 +475,7 @@ func TestPartitionClientOfASingleNode(t *testing.T) {
 // A heal after `cluster down` deleted the Net finds nothing to remove and
 // says so; it is no failure, and the journal entry is done.
 func TestHealAfterClusterDown(t *testing.T) {
-	needNetns(t)
+	need.NetnsTools(t)
 	j, err := OpenJournal(filepath.Join(t.TempDir(), "heal.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func (s *Scripted) network() (Network, error) {
 	if s.nw != nil {
 		return s.nw, nil
 	}
-	n := &sshNet{nodes: map[int32]*sshNode{}, dial: s.netDial, sessions: map[int32]sshSession{}}
+	n := &sshNet{nodes: map[int32]*sshNode{}, dial: s.netDial, sessions: map[int32]sshSession{}, prep: &s.prep}
 	var key []string
 	for _, id := range s.ids {
 		spec, run := s.specs[id], s.runners[id]
@@ -142,6 +142,9 @@ type sshNet struct {
 	nodes map[int32]*sshNode
 	ports []int // every node's broker ports: what rules match
 	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	// prep is the nodes' prepared shells (Scripted.Prepare): a rule goes
+	// through a node's shell, whose session was checked when prepared.
+	prep *preparedSet
 
 	mu       sync.Mutex
 	sessions map[int32]sshSession // the last read of each node's
@@ -184,11 +187,7 @@ func (n *sshNet) session(ctx context.Context, id int32, fresh bool) (sshSession,
 		return s, nil
 	}
 	node := n.nodes[id]
-	out, err := node.run.Run(ctx, `echo "conn=$SSH_CONNECTION"; echo "uid=$(id -u)"; `+
-		`if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then echo nft=yes; fi; `+
-		`if command -v iptables-restore >/dev/null 2>&1 || [ -x /usr/sbin/iptables-restore ]; then echo iptables=yes; fi; `+
-		`if command -v ip6tables-restore >/dev/null 2>&1 || [ -x /usr/sbin/ip6tables-restore ]; then echo ip6tables=yes; fi; `+
-		`if sudo -n true >/dev/null 2>&1; then echo sudo=yes; fi`)
+	out, err := node.run.Run(ctx, sessionCmd)
 	if err != nil {
 		return s, fmt.Errorf("read node %d's SSH session and tools: %w", id, err)
 	}
@@ -200,6 +199,57 @@ func (n *sshNet) session(ctx context.Context, id int32, fresh bool) (sshSession,
 	n.sessions[id] = s
 	n.mu.Unlock()
 	return s, nil
+}
+
+// sessionCmd reads ackcheck's SSH session tuple on a node, its firewall
+// tools and its privileges.
+const sessionCmd = `echo "conn=$SSH_CONNECTION"; echo "uid=$(id -u)"; ` +
+	`if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then echo nft=yes; fi; ` +
+	`if command -v iptables-restore >/dev/null 2>&1 || [ -x /usr/sbin/iptables-restore ]; then echo iptables=yes; fi; ` +
+	`if command -v ip6tables-restore >/dev/null 2>&1 || [ -x /usr/sbin/ip6tables-restore ]; then echo ip6tables=yes; fi; ` +
+	`if sudo -n true >/dev/null 2>&1; then echo sudo=yes; fi`
+
+// prepareSessions reads, in each node's prepared shell, its session tuple
+// and tools, once per shell: a rule installed through that shell later
+// needs no fresh read, since the shell lives on the SSH connection they
+// describe (a redialled connection closes it). Nodes without a prepared
+// shell are left as they are.
+func (n *sshNet) prepareSessions(ctx context.Context) error {
+	errs := make([]error, len(n.ids))
+	var wg sync.WaitGroup
+	for i, id := range n.ids {
+		p := n.prep.get(id)
+		if p == nil || p.session != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := shellRunner{p.shell}.Run(ctx, sessionCmd)
+			if err == nil {
+				var s sshSession
+				if s, err = parseSession(out); err == nil {
+					n.prep.setSession(id, p.shell, s)
+					n.mu.Lock()
+					n.sessions[id] = s
+					n.mu.Unlock()
+					return
+				}
+			}
+			errs[i] = fmt.Errorf("node %d: read the SSH session in its prepared shell: %w", id, err)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runner is how commands reach node id: its prepared shell while that
+// lives (a command costs one round trip), else its Runner (a session each).
+func (n *sshNet) runner(id int32) remote.Runner {
+	if p := n.prep.get(id); p != nil {
+		return shellRunner{p.shell}
+	}
+	return n.nodes[id].run
 }
 
 // parseSession reads the preflight command's output.
@@ -419,33 +469,50 @@ func (n *sshNet) script(r netns.Rule, s sshSession) (string, error) {
 	return b.String(), nil
 }
 
-// nftRun runs an nft script on node id as one transaction.
-func (n *sshNet) nftRun(ctx context.Context, id int32, s sshSession, script string) error {
-	_, err := n.nodes[id].run.Run(ctx, s.sudo+"nft -f - <<'ACKCHECK_NFT'\n"+script+"ACKCHECK_NFT\n")
+// nftRun runs an nft script on a node, through run, as one transaction.
+func (n *sshNet) nftRun(ctx context.Context, run remote.Runner, s sshSession, script string) error {
+	_, err := run.Run(ctx, s.sudo+"nft -f - <<'ACKCHECK_NFT'\n"+script+"ACKCHECK_NFT\n")
 	return err
 }
 
 // Apply installs r on its node, after the session check preflight makes:
-// a rule is never installed on a node whose session it could cut.
+// a rule is never installed on a node whose session it could cut. On a
+// prepared node it is one command through the node's shell, with the
+// session its preparation read in that shell (the same SSH connection);
+// where the shell is gone, the session is read afresh first, as before.
 func (n *sshNet) Apply(ctx context.Context, r netns.Rule) error {
 	if _, ok := n.nodes[r.Node]; !ok {
 		return fmt.Errorf("node %d is not a node of the cluster file (nodes %v)", r.Node, n.ids)
+	}
+	if p := n.prep.get(r.Node); p != nil && p.session != nil {
+		err := n.install(ctx, shellRunner{p.shell}, r, *p.session)
+		var ee *remote.ExitError
+		if err == nil || errors.As(err, &ee) || p.shell.Alive() {
+			return err
+		}
+		// The shell died (its connection broke): check the session afresh.
 	}
 	s, err := n.session(ctx, r.Node, true)
 	if err != nil {
 		return err
 	}
+	return n.install(ctx, n.nodes[r.Node].run, r, s)
+}
+
+// install installs r through run on a node whose session is s, unless
+// the session check refuses it.
+func (n *sshNet) install(ctx context.Context, run remote.Runner, r netns.Rule, s sshSession) error {
 	if err := n.refuse(r.Node, s); err != nil {
 		return err
 	}
 	if tool, _ := n.firewall(r.Node, s); tool == "iptables" {
-		return n.iptApply(ctx, r, s)
+		return n.iptApply(ctx, run, r, s)
 	}
 	script, err := n.script(r, s)
 	if err != nil {
 		return err
 	}
-	if err := n.nftRun(ctx, r.Node, s, script); err != nil {
+	if err := n.nftRun(ctx, run, s, script); err != nil {
 		return fmt.Errorf("install %s on node %d: %w", r, r.Node, err)
 	}
 	return nil
@@ -480,7 +547,7 @@ func (n *sshNet) Remove(ctx context.Context, r netns.Rule) error {
 		return nil
 	}
 	for _, c := range []string{r.Name + "_out", r.Name + "_in"} {
-		err := n.nftRun(ctx, r.Node, s, fmt.Sprintf("flush chain inet ackcheck %s\ndelete chain inet ackcheck %s\n", c, c))
+		err := n.nftRun(ctx, n.nodes[r.Node].run, s, fmt.Sprintf("flush chain inet ackcheck %s\ndelete chain inet ackcheck %s\n", c, c))
 		if err != nil && !strings.Contains(err.Error(), "No such file or directory") {
 			return fmt.Errorf("remove %s on node %d: %w", r, r.Node, err)
 		}
@@ -580,7 +647,7 @@ func (n *sshNet) probeFrom(ctx context.Context, from int32, to []int32, timeout 
 	b.WriteString("wait\n")
 	ctx, cancel := context.WithTimeout(ctx, timeout+15*time.Second)
 	defer cancel()
-	out, err := n.nodes[from].run.Run(ctx, b.String())
+	out, err := n.runner(from).Run(ctx, b.String())
 	if err != nil {
 		return nil, fmt.Errorf("on node %d: %w", from, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ackcheck/ackcheck/netns"
+	"github.com/ackcheck/ackcheck/remote"
 )
 
 // iptables on SSH nodes without nft (or with `firewall: iptables`): the
@@ -80,7 +81,7 @@ func (n *sshNet) iptScripts(r netns.Rule, s sshSession) (map[string]string, erro
 
 // iptApply installs r with iptables-restore, IPv4 then IPv6; when the
 // second fails, the first is taken out again: nothing half-applied.
-func (n *sshNet) iptApply(ctx context.Context, r netns.Rule, s sshSession) error {
+func (n *sshNet) iptApply(ctx context.Context, run remote.Runner, r netns.Rule, s sshSession) error {
 	scripts, err := n.iptScripts(r, s)
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func (n *sshNet) iptApply(ctx context.Context, r netns.Rule, s sshSession) error
 			continue
 		}
 		// -w: wait for the xtables lock another firewall tool holds.
-		_, err := n.nodes[r.Node].run.Run(ctx, s.sudo+tool+"-restore -w --noflush <<'ACKCHECK_IPT'\n"+script+"ACKCHECK_IPT\n")
+		_, err := run.Run(ctx, s.sudo+tool+"-restore -w --noflush <<'ACKCHECK_IPT'\n"+script+"ACKCHECK_IPT\n")
 		if err != nil {
 			err = fmt.Errorf("install %s on node %d with %s-restore: %w", r, r.Node, tool, err)
 			if rerr := n.iptRemove(ctx, r, s); rerr != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 	"github.com/ackcheck/ackcheck/remote"
 	"github.com/ackcheck/ackcheck/remote/sshdtest"
@@ -33,7 +34,8 @@ type sshNodes struct {
 
 func startSSHNodes(t *testing.T) *sshNodes {
 	t.Helper()
-	needNetns(t)
+	need.NetnsTools(t)
+	need.SSHDTools(t)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("aks%d-%d", os.Getpid()%100000, netSeq.Add(1))
 	n, err := netns.Create(ctx, prefix, []int32{1, 2, 3})
@@ -101,19 +103,22 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 		schedule string
 		cut      []string
 	}{
-		{"nft", "at=0s partition node:1", paths("node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
-		{"nft", "at=0s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		{"nft", "at=3.2s partition node:1", paths("node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		{"nft", "at=3.2s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
 		// A TCP connect needs both directions: 2 -> 1 is cut too.
-		{"nft", "at=0s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
-		{"nft", "at=0s loss 100% pair:1-3", paths("node 1 -> node 3", "node 3 -> node 1")},
+		{"nft", "at=3.2s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
+		{"nft", "at=3.2s loss 100% pair:1-3", paths("node 1 -> node 3", "node 3 -> node 1")},
 		// The same rules by iptables, on nodes that ask for it.
-		{"iptables", "at=0s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
-		{"iptables", "at=0s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
+		{"iptables", "at=3.2s partition-client node:1", paths("client -> node 1", "node 1 -> node 2", "node 1 -> node 3", "node 2 -> node 1", "node 3 -> node 1")},
+		{"iptables", "at=3.2s partition one-way:1->2", paths("node 1 -> node 2", "node 2 -> node 1")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.firewall+" "+tc.schedule, func(t *testing.T) {
+			if tc.firewall == "iptables" {
+				need.Iptables(t) // where nft alone is installed, the nft cases run
+			}
 			s := c.scriptedWith([]int{brokerPort}, tc.firewall)
-			steps, err := ParseSchedule(tc.schedule + "; at=4s heal-network")
+			steps, err := ParseSchedule(tc.schedule + "; at=7.2s heal-network")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,12 +134,13 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			in := &Injector{Nodes: env.Nodes, Journal: j, Logf: t.Logf}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			// During the partition (between the probe after it, ~1 s, and
-			// the heal at 4 s), ackcheck's SSH session to node 1 still runs
-			// commands, and the rule is in force there.
+			// During the partition (between the probe after it, ~1 s after
+			// the fault at 3.2 s, and the heal at 7.2 s), ackcheck's SSH
+			// session to node 1 still runs commands, and the rule is in
+			// force there.
 			during := make(chan string, 1)
 			go func() {
-				time.Sleep(2500 * time.Millisecond)
+				time.Sleep(5700 * time.Millisecond)
 				list := "nft list table inet ackcheck"
 				if tc.firewall == "iptables" {
 					list = "iptables -S"
@@ -150,6 +156,19 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			f, h := recs[0], recs[1]
 			if f.Result != Applied || h.Result != Applied {
 				t.Fatalf("fault %s (%s), heal %s (%s)", f.Result, f.Error, h.Result, h.Error)
+			}
+			// On time: prepared 3 s ahead (the nodes' shells, the
+			// sessions, the probe before), the rule is one command
+			// through node 1's shell. Before: 390-530 ms late.
+			for _, r := range recs {
+				slip := r.At.Sub(r.Due)
+				t.Logf("%s: %+.1f ms after due (within %.1f ms)", r.Action, float64(slip)/float64(time.Millisecond), r.AtWithinMs)
+				if slip < -100*time.Millisecond || slip > 100*time.Millisecond {
+					t.Errorf("%s %s fired %s after it was due: want within 100 ms", r.Action, r.Target, slip)
+				}
+			}
+			if b := f.NetworkProof; b != nil && b.Before != nil && b.Before.At.After(f.Due) {
+				t.Errorf("the probe before the rules began %s after the fault was due: want it prepared ahead", b.Before.At.Sub(f.Due))
 			}
 			inForce := "tcp sport 19092 drop"
 			if tc.firewall == "iptables" {
@@ -182,13 +201,26 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			// Healed, every node's ruleset is as before the fault: no
 			// chain, and no empty table of ackcheck's either.
 			for id, r := range c.runners {
-				out, err := r.Run(ctx, "nft list tables; iptables -S; ip6tables -S")
+				out, err := r.Run(ctx, rulesets())
 				if err != nil || strings.Contains(out, "ackcheck") || strings.Contains(out, "ackc_") {
 					t.Errorf("node %d after the heal: %q %v", id, out, err)
 				}
 			}
 		})
 	}
+}
+
+// rulesets is the command that lists a node's firewall rules with every
+// tool this machine (whose namespaces are the nodes) has: nft, and
+// iptables and ip6tables where they are installed.
+func rulesets() string {
+	cmd := "nft list tables"
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		if need.Found(tool) {
+			cmd += "; " + tool + " -S"
+		}
+	}
+	return cmd
 }
 
 // Broker ports that include the SSH server port are refused by preflight,
@@ -277,6 +309,7 @@ func TestSSHNetworkHealAfterCrash(t *testing.T) {
 // uses every tool the node has. Before, that heal took the nft path,
 // found nothing, and left the iptables chains in force.
 func TestSSHNetworkHealWithAnotherFirewall(t *testing.T) {
+	need.Iptables(t)
 	c := startSSHNodes(t)
 	ctx := context.Background()
 	installed, err := c.scriptedWith([]int{brokerPort}, "iptables").network()

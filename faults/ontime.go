@@ -34,7 +34,10 @@ import (
 // stop of node 1).
 //
 // Every record of a scheduled step carries Due beside At; At is stamped
-// just before the action itself (the signal), so At-Due is the slip.
+// just before the action itself (the signal), so At-Due is the slip. On
+// nodes reached over SSH the action's own round trips are prepared three
+// seconds ahead (prepare.go): a shell on each node, the PIDs, a network
+// fault's probe before its rules.
 //
 // The reads in advance and the bounded read at the due time are the
 // targets' (pick.go); the order of the actions on each node is chain's,
@@ -67,9 +70,10 @@ func (c *chain) join(nodes []int32) (prev []chan struct{}, done func()) {
 
 // dispatch picks st's target now and starts its action on its own
 // goroutine, after the earlier actions on the same nodes. due is when the
-// schedule wanted it (zero for a step applied outside a schedule). The
-// returned channel yields the final record.
-func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, wg *sync.WaitGroup) <-chan Record {
+// schedule wanted it (zero for a step applied outside a schedule); prep is
+// what was prepared for it ahead (nil: nothing). The returned channel
+// yields the final record.
+func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, prep *stepPrep, wg *sync.WaitGroup) <-chan Record {
 	out := make(chan Record, 1)
 	rec := Record{Action: st.Action, Target: st.Target.String(), Node: -1,
 		At: time.Now(), Due: due, Expect: st.Action.Expectation()}
@@ -93,6 +97,7 @@ func (in *Injector) dispatch(ctx context.Context, st Step, due time.Time, wg *sy
 		out <- rec
 		return out
 	}
+	on.prep = prep
 	prev, done := in.chain.join(on.nodes)
 	wg.Add(1)
 	go func() {

@@ -24,6 +24,9 @@ type picked struct {
 	// sides, for a split chosen when it fires (minority, majority): the
 	// two sides it picked; zero otherwise.
 	sides [2]NodeSet
+	// prep is what was prepared for the step before it was due; nil when
+	// nothing was.
+	prep *stepPrep
 }
 
 // topologyTimeout bounds every topology read the injector makes.

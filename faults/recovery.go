@@ -203,12 +203,16 @@ func (r *rejoin) advance(t drivers.Topology, answer func(drivers.Topology) bool)
 	return false, inSync, why
 }
 
-// evidence says, for the record, what showed each node's absence.
+// evidence says, for the record, what the rejoin was seen as: each node
+// back (in sync, in the node list) after the absence its notes show. It is
+// read once the nodes are in sync, so it names the return, never the
+// absence alone ("node 2 back in the cluster's node list after leaving
+// it", not "node 2 left the cluster's node list").
 func (r *rejoin) evidence() string {
 	var parts []string
 	for _, n := range r.nodes {
 		if why, ok := r.left[n][-1]; ok {
-			parts = append(parts, fmt.Sprintf("node %d %s", n, why))
+			parts = append(parts, fmt.Sprintf("node %d %s", n, rejoinedAfter(why, 0)))
 			continue
 		}
 		kinds := map[string]int{}
@@ -217,7 +221,7 @@ func (r *rejoin) evidence() string {
 		}
 		var ks []string
 		for k, c := range kinds {
-			ks = append(ks, fmt.Sprintf("%s in %d partition(s)", k, c))
+			ks = append(ks, rejoinedAfter(k, c))
 		}
 		slices.Sort(ks)
 		switch {
@@ -230,6 +234,24 @@ func (r *rejoin) evidence() string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// rejoinedAfter says what a node back in sync was seen as, given a note of
+// its absence (rejoin.note) seen in count partitions (0: in the node list).
+func rejoinedAfter(why string, count int) string {
+	in := fmt.Sprintf(" in %d partition(s)", count)
+	switch why {
+	case "left the cluster's node list":
+		return "back in the cluster's node list after leaving it"
+	case "left the in-sync set":
+		return "back in the in-sync set after leaving it" + in
+	case "was reported offline":
+		return "back in sync after being reported offline" + in
+	case "saw the partition without a leader":
+		return "back in sync after the partition went without a leader" + in
+	}
+	// "went through a leader election (...)"
+	return "back in sync after the partition " + why + in
 }
 
 // watchRecovery measures, for the nodes taken away by rec, when they

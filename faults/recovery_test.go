@@ -52,7 +52,7 @@ func TestRejoin(t *testing.T) {
 				topo([]int32{1, 3}, part(0, 1, 5, full, shrunk), part(1, 1, 4, full, shrunk)),
 				topo(all, part(0, 1, 5, full, full), part(1, 1, 4, full, full)),
 			},
-			want: true, evidence: "left the cluster's node list",
+			want: true, evidence: "node 2 back in the cluster's node list after leaving it",
 		},
 		{
 			// Leaving the node list is evidence for every partition the
@@ -62,7 +62,7 @@ func TestRejoin(t *testing.T) {
 				topo([]int32{1, 3}, part(0, 1, 5, full, full)),
 				topo(all, part(0, 1, 5, full, full)),
 			},
-			want: true, evidence: "left the cluster's node list",
+			want: true, evidence: "node 2 back in the cluster's node list after leaving it",
 		},
 		{
 			// NATS describes a partition without a leader by an error:
@@ -73,7 +73,7 @@ func TestRejoin(t *testing.T) {
 				topo(all, drivers.PartitionState{Partition: 0, Leader: -1, Epoch: 5, Replicas: full, ISR: full, Err: "no leader"}),
 				topo(all, part(0, 2, 5, full, full)),
 			},
-			want: true, evidence: "without a leader",
+			want: true, evidence: "after the partition went without a leader",
 		},
 		{
 			// A partition described with an error and a leader (node 0)
@@ -122,7 +122,7 @@ func TestRejoin(t *testing.T) {
 				topo(all, part(0, 1, 5, full, full), part(1, 1, 4, full, shrunk)),
 				topo(all, part(0, 1, 5, full, full), part(1, 1, 4, full, full)),
 			},
-			want: true, evidence: "left the in-sync set in 2 partition(s)",
+			want: true, evidence: "back in the in-sync set after leaving it in 2 partition(s)",
 		},
 		{
 			name: "kill, only one partition seen shrunk", needEvidence: true,
@@ -138,7 +138,7 @@ func TestRejoin(t *testing.T) {
 				topo(all, drivers.PartitionState{Partition: 0, Leader: 1, Epoch: -1, Replicas: full, ISR: full, Offline: []int32{2}}),
 				topo(all, part(0, 1, -1, full, full)),
 			},
-			want: true, evidence: "was reported offline",
+			want: true, evidence: "back in sync after being reported offline",
 		},
 		{
 			name: "kill of a leader, new leader epoch", needEvidence: true,
@@ -180,7 +180,7 @@ func TestRejoin(t *testing.T) {
 			name: "kill of the leader, partition seen without a leader", needEvidence: true,
 			before: &drivers.Topology{Partitions: []drivers.PartitionState{part(0, 2, 5, full, full)}},
 			polls:  []drivers.Topology{topo(all, part(0, -1, 5, full, []int32{2})), topo(all, part(0, 2, 5, full, full))},
-			want:   true, evidence: "without a leader",
+			want:   true, evidence: "after the partition went without a leader",
 		},
 		{
 			name: "kill, sole replica (Pulsar owner)", needEvidence: true,

@@ -101,6 +101,8 @@ type Scripted struct {
 	// machine's network).
 	nw      *sshNet
 	netDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// prep holds what Prepare opened and read ahead of the faults.
+	prep preparedSet
 }
 
 var _ Nodes = (*Scripted)(nil)
@@ -129,30 +131,33 @@ func (s *Scripted) IDs() []int32 { return s.ids }
 // Where implements Nodes.
 func (s *Scripted) Where() string { return s.where }
 
-// PID implements Nodes.
-func (s *Scripted) PID(ctx context.Context, id int32) (int, error) {
-	n, r, err := s.node(id)
-	if err != nil {
-		return 0, err
-	}
-	var cmd string
+// pidCmd is the shell command that prints node n's broker PID, or
+// nothing (systemd: 0) when it does not run.
+func (s *Scripted) pidCmd(n NodeSpec) string {
 	switch {
 	case n.PIDFile != "":
 		// A pid file may be stale: the process must exist and not be a
 		// zombie.
-		cmd = fmt.Sprintf(`p=$(cat %s 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' /proc/"$p"/status 2>/dev/null && echo "$p"; true`, remote.Quote(n.PIDFile))
+		return fmt.Sprintf(`p=$(cat %s 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' /proc/"$p"/status 2>/dev/null && echo "$p"; true`, remote.Quote(n.PIDFile))
 	case n.PGrep != "":
 		// The pattern travels base64-encoded and is decoded only into
 		// pgrep's own arguments (pgrep never matches itself): written out,
 		// it would stand in the command line of the shell running this, and
 		// pgrep would report that shell as the broker whenever the broker
 		// is down.
-		cmd = fmt.Sprintf(`pgrep -o -f -- "$(printf %%s %s | base64 -d)"; true`,
+		return fmt.Sprintf(`pgrep -o -f -- "$(printf %%s %s | base64 -d)"; true`,
 			remote.Quote(base64.StdEncoding.EncodeToString([]byte(n.PGrep))))
-	default:
-		cmd = fmt.Sprintf(`systemctl show -p MainPID --value %s`, remote.Quote(n.SystemdUnit))
 	}
-	out, err := r.Run(ctx, cmd)
+	return fmt.Sprintf(`systemctl show -p MainPID --value %s`, remote.Quote(n.SystemdUnit))
+}
+
+// PID implements Nodes.
+func (s *Scripted) PID(ctx context.Context, id int32) (int, error) {
+	n, r, err := s.node(id)
+	if err != nil {
+		return 0, err
+	}
+	out, err := r.Run(ctx, s.pidCmd(n))
 	if err != nil {
 		return 0, fmt.Errorf("find node %d's process: %w", id, err)
 	}
@@ -174,10 +179,14 @@ func (s *Scripted) Signal(ctx context.Context, id int32, sig syscall.Signal) (in
 }
 
 // SignalTimed implements TimedSignaler: the signal went out between the
-// moment its kill command left and sent, when the command came back. The
-// PID is looked up by a command of its own before that, so its round
-// trip is not counted in within.
+// moment its kill command left and sent, when the command came back. On
+// a prepared node (Prepare) that is one command through its shell, with
+// the PID read ahead; otherwise the PID is looked up by a command of its
+// own before that, so its round trip is not counted in within.
 func (s *Scripted) SignalTimed(ctx context.Context, id int32, sig syscall.Signal) (pid int, sent time.Time, within time.Duration, err error) {
+	if pid, sent, within, ok, err := s.signalPrepared(ctx, id, sig); ok {
+		return pid, sent, within, err
+	}
 	_, r, err := s.node(id)
 	if err != nil {
 		return 0, time.Time{}, 0, err
@@ -338,8 +347,9 @@ func (s *Scripted) LoseUnsynced(ctx context.Context, id int32) (string, error) {
 	return strings.Join(strings.Fields(out), " "), nil
 }
 
-// Close closes every runner.
+// Close closes every prepared shell and every runner.
 func (s *Scripted) Close() error {
+	s.prep.close()
 	for _, r := range s.runners {
 		r.Close()
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ackcheck/ackcheck/internal/need"
 )
 
 // mount mounts a lazy filesystem for one test, or skips the test with the
@@ -34,10 +36,7 @@ func mountWith(t *testing.T, opts Options) (*FS, string) {
 	}
 	l, err := Mount(backing, mnt, opts)
 	if err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_FUSE") != "" {
-			t.Fatalf("FUSE is required here (ACKCHECK_REQUIRE_FUSE): %v", err)
-		}
-		t.Skipf("cannot mount FUSE here: %v", err)
+		need.Skip(t, need.FUSE, "cannot mount FUSE here: "+err.Error())
 	}
 	t.Cleanup(func() {
 		if err := l.Unmount(); err != nil {

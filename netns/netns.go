@@ -4,15 +4,22 @@
 // A Net is a set of Linux network namespaces ackcheck creates for one
 // local cluster: a hub namespace holding a bridge, and one namespace per
 // node, each joined to the bridge by a veth pair. The nodes get addresses
-// in Subnet (node N is .N), the hub .254: the client side (ackcheck's load,
+// in the Net's Subnet (node N is .N), the hub .254: the client side (ackcheck's load,
 // read-back and admin calls) dials from the hub (Dial), as a machine on
 // the nodes' network would.
 //
 // Invariants:
-//   - Nothing outside the Net's own namespaces is changed: the machine's
-//     own network namespace gets no link, address, route or rule. A veth
-//     pair is created inside the hub with its peer moved straight into the
-//     node's namespace, so neither end ever exists outside them.
+//   - Nothing outside the Net's own namespaces is changed but one route:
+//     the machine's own network namespace gets no link, address or rule,
+//     and only the guard route `prohibit <subnet>` (guard.go), which
+//     makes a packet for the subnet sent from the machine's own namespace
+//     fail there at once instead of following the default route off the
+//     machine. It is added before the first namespace of any Net in the
+//     subnet and removed with the last. A veth pair is created inside the
+//     hub with its peer moved straight into the node's namespace, so
+//     neither end ever exists outside them.
+//   - A Net is made only in a subnet nothing on the machine routes or
+//     holds (SubnetFree): the guard route would otherwise hide real hosts.
 //   - Every namespace of a Net is named Prefix+"-hub" or Prefix+"-n<N>",
 //     so that Open finds a Net again after a crash, and Delete removes all
 //     of it (deleting a namespace removes its links, rules and qdiscs).
@@ -39,11 +46,12 @@ import (
 	"strings"
 )
 
-// Subnet is the address range inside every Net. Nets are isolated from
-// one another and from the machine, so they can all use the same one.
-var Subnet = netip.MustParsePrefix("10.213.0.0/24")
+// DefaultSubnet is the address range inside a Net unless another is
+// chosen (`cluster <broker> up --netns-subnet`). Nets are isolated from one
+// another and from the machine, so they can all use the same one.
+var DefaultSubnet = netip.MustParsePrefix("10.213.0.0/24")
 
-// hubHost is the hub's host number in Subnet.
+// hubHost is the hub's host number in the subnet.
 const hubHost = 254
 
 // Net is one cluster's namespaces. Its zero value is not usable: make it
@@ -53,6 +61,17 @@ type Net struct {
 	Prefix string
 	// Nodes are the node IDs, each 1..253, in ascending order.
 	Nodes []int32
+	// Subnet is the Net's address range (ParseSubnet's rules); the zero
+	// value is DefaultSubnet.
+	Subnet netip.Prefix
+}
+
+// subnet is n.Subnet, or DefaultSubnet when unset.
+func (n *Net) subnet() netip.Prefix {
+	if n.Subnet.IsValid() {
+		return n.Subnet
+	}
+	return DefaultSubnet
 }
 
 // validPrefix keeps a namespace name short and plain: Linux allows 255
@@ -67,23 +86,37 @@ func (n *Net) Hub() string { return n.Prefix + "-hub" }
 func (n *Net) NodeNS(id int32) string { return fmt.Sprintf("%s-n%d", n.Prefix, id) }
 
 // NodeAddr is node id's address inside the Net.
-func (n *Net) NodeAddr(id int32) netip.Addr { return hostAddr(int(id)) }
+func (n *Net) NodeAddr(id int32) netip.Addr { return hostAddr(n.subnet(), int(id)) }
 
 // HubAddr is the client side's address: where the load and admin calls
 // come from, as far as the nodes can tell.
-func (n *Net) HubAddr() netip.Addr { return hostAddr(hubHost) }
+func (n *Net) HubAddr() netip.Addr { return hostAddr(n.subnet(), hubHost) }
 
-func hostAddr(host int) netip.Addr {
-	a := Subnet.Addr().As4()
+// hostAddr is host's address in subnet: its last byte (ParseSubnet keeps
+// the last byte of every subnet free for hosts).
+func hostAddr(subnet netip.Prefix, host int) netip.Addr {
+	a := subnet.Addr().As4()
 	a[3] = byte(host)
 	return netip.AddrFrom4(a)
 }
 
-// Create makes the Net's namespaces, bridge and links. A Net of that
-// prefix that already exists (Open finds it) is refused: a crashed run's
-// namespaces are removed by Delete first, never reused half-made. On any
-// failure, what Create made so far is deleted again.
-func Create(ctx context.Context, prefix string, nodes []int32) (n *Net, err error) {
+// Create is CreateIn with DefaultSubnet.
+func Create(ctx context.Context, prefix string, nodes []int32) (*Net, error) {
+	return CreateIn(ctx, DefaultSubnet, prefix, nodes)
+}
+
+// CreateIn makes the Net's namespaces, bridge and links, with addresses in
+// subnet. A Net of that prefix that already exists (Open finds it) is
+// refused: a crashed run's namespaces are removed by Delete first, never
+// reused half-made. A subnet the machine already routes or holds is
+// refused before anything is made (SubnetFree, ErrSubnetInUse); else the
+// guard route is in place before the first namespace. On any failure,
+// what CreateIn made so far is deleted again (the guard route with it,
+// when no other Net is in the subnet).
+func CreateIn(ctx context.Context, subnet netip.Prefix, prefix string, nodes []int32) (n *Net, err error) {
+	if err := checkSubnet(subnet); err != nil {
+		return nil, err
+	}
 	if !validPrefix.MatchString(prefix) {
 		return nil, fmt.Errorf("network namespace prefix %q: want lower-case letters, digits and '-', starting with a letter, at most 32", prefix)
 	}
@@ -100,23 +133,34 @@ func Create(ctx context.Context, prefix string, nodes []int32) (n *Net, err erro
 			return nil, fmt.Errorf("node %d given twice", id)
 		}
 	}
-	n = &Net{Prefix: prefix, Nodes: nodes}
+	n = &Net{Prefix: prefix, Nodes: nodes, Subnet: subnet}
+	unlock, err := lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if existing, err := namespaces(ctx); err != nil {
 		return nil, err
 	} else if slices.Contains(existing, n.Hub()) {
 		return nil, fmt.Errorf("network namespace %s already exists (a run that did not clean up?): remove it with `ip netns delete %s` and its nodes' %s-n*, or `ackcheck heal`", n.Hub(), n.Hub(), prefix)
 	}
+	if err := SubnetFree(ctx, subnet); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
-			n.Delete(context.WithoutCancel(ctx))
+			n.deleteLocked(context.WithoutCancel(ctx))
 		}
 	}()
+	if err := guard(ctx, subnet); err != nil {
+		return nil, err
+	}
 	hub := n.Hub()
 	steps := [][]string{
 		{"netns", "add", hub},
 		{"-n", hub, "link", "set", "lo", "up"},
 		{"-n", hub, "link", "add", "br0", "type", "bridge"},
-		{"-n", hub, "addr", "add", prefixed(n.HubAddr()), "dev", "br0"},
+		{"-n", hub, "addr", "add", prefixed(n.HubAddr(), subnet), "dev", "br0"},
 		{"-n", hub, "link", "set", "br0", "up"},
 	}
 	for _, id := range nodes {
@@ -128,7 +172,7 @@ func Create(ctx context.Context, prefix string, nodes []int32) (n *Net, err erro
 			// no end of it ever exists in the machine's own namespace.
 			[]string{"-n", hub, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns},
 			[]string{"-n", hub, "link", "set", port, "master", "br0", "up"},
-			[]string{"-n", ns, "addr", "add", prefixed(n.NodeAddr(id)), "dev", "eth0"},
+			[]string{"-n", ns, "addr", "add", prefixed(n.NodeAddr(id), subnet), "dev", "eth0"},
 			[]string{"-n", ns, "link", "set", "eth0", "up"},
 		)
 	}
@@ -140,10 +184,13 @@ func Create(ctx context.Context, prefix string, nodes []int32) (n *Net, err erro
 	return n, nil
 }
 
-func prefixed(a netip.Addr) string { return netip.PrefixFrom(a, Subnet.Bits()).String() }
+func prefixed(a netip.Addr, subnet netip.Prefix) string {
+	return netip.PrefixFrom(a, subnet.Bits()).String()
+}
 
 // Open finds the Net of prefix that Create made, from the namespaces that
-// exist; ok is false when its hub does not exist.
+// exist, and its subnet from the hub's address; ok is false when its hub
+// does not exist.
 func Open(ctx context.Context, prefix string) (n *Net, ok bool, err error) {
 	all, err := namespaces(ctx)
 	if err != nil {
@@ -163,16 +210,37 @@ func Open(ctx context.Context, prefix string) (n *Net, ok bool, err error) {
 		}
 	}
 	slices.Sort(n.Nodes)
+	if n.Subnet, err = hubSubnet(ctx, n.Hub()); err != nil {
+		return nil, false, err
+	}
 	return n, true, nil
 }
 
 // Delete removes every namespace of the Net, and with them their links,
-// rules and qdiscs. Namespaces already gone are no error; it tries all of
-// them and returns what failed.
+// rules and qdiscs, then the guard route of its subnet when no other Net
+// is in it. Namespaces already gone are no error; it tries all of them
+// and returns what failed.
 func (n *Net) Delete(ctx context.Context) error {
+	unlock, err := lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return n.deleteLocked(ctx)
+}
+
+// deleteLocked is Delete under the lock.
+func (n *Net) deleteLocked(ctx context.Context) error {
 	all, err := namespaces(ctx)
 	if err != nil {
 		return err
+	}
+	subnet := n.subnet()
+	if slices.Contains(all, n.Hub()) {
+		// The hub's own address says the subnet, whatever n was made from.
+		if sn, err := hubSubnet(ctx, n.Hub()); err == nil {
+			subnet = sn
+		}
 	}
 	var errs []error
 	for _, name := range all {
@@ -180,6 +248,11 @@ func (n *Net) Delete(ctx context.Context) error {
 			if _, err := run(ctx, "ip", "netns", "delete", name); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	if len(errs) == 0 {
+		if _, err := unguard(ctx, subnet); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -12,35 +12,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// needNetns skips (or, with ACKCHECK_REQUIRE_NETNS set, fails) where
-// namespaces cannot be made: not root, or ip/nft/tc missing.
-func needNetns(t *testing.T) {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "network namespaces need root"
-	}
-	for _, tool := range []string{"ip", "nft", "tc"} {
-		if _, err := exec.LookPath(tool); err != nil && why == "" {
-			why = tool + " is not installed"
-		}
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("ACKCHECK_REQUIRE_NETNS") != "" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-}
+	"github.com/ackcheck/ackcheck/internal/need"
+)
 
 // testNet makes a 3-node Net with a prefix of this test's own, deleted
 // at the end.
 func testNet(t *testing.T) *Net {
 	t.Helper()
-	needNetns(t)
+	need.NetnsTools(t)
 	prefix := fmt.Sprintf("ackt%d-%d", os.Getpid()%100000, time.Now().UnixNano()%1000)
 	n, err := Create(context.Background(), prefix, []int32{3, 1, 2})
 	if err != nil {
@@ -73,7 +53,7 @@ func hostLinks(t *testing.T) []string {
 // A Net is made, found again, refused twice, reachable end to end, and
 // deleted without a trace; the machine's own namespace never changes.
 func TestNetLifecycle(t *testing.T) {
-	needNetns(t)
+	need.NetnsTools(t)
 	ctx := context.Background()
 	before := hostLinks(t)
 	n := testNet(t)
@@ -395,7 +375,7 @@ func TestBandwidthLimits(t *testing.T) {
 // kernel has no netem (this project's machines), delay cannot run and
 // says so, while cut, loss and bandwidth can.
 func TestPreflight(t *testing.T) {
-	needNetns(t)
+	need.NetnsTools(t)
 	caps := Preflight(context.Background())
 	byKind := map[Kind]Capability{}
 	for _, c := range caps {

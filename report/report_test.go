@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/xml"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,7 +38,7 @@ func realRun(t *testing.T) (*verifier.Result, string) {
 	}
 	res.Faults = append(res.Faults,
 		verifier.FaultReport{Record: faults.Record{Action: "kill", Target: "most-leaders:t", Node: 2, Result: "applied",
-			InSyncEvidence: "node 2 left the cluster's node list"}, AtS: 1,
+			InSyncEvidence: "node 2 back in the cluster's node list after leaving it"}, AtS: 1,
 			ReadyMs: 900, InSyncMs: 1200, SlowestFirstAckMs: 300, FirstAckMs: map[int32]float64{0: 300},
 			LongestStallMs: 280, StallMs: map[int32]float64{0: 280},
 			KillProof: &verifier.KillProof{OldPID: 10, NewPID: 11, InodeBefore: 5, InodeAfter: 5, SameDataDir: true, SurvivorsUnchanged: true, Restarts: 1}},
@@ -141,7 +141,7 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		"| acked lost | 0 |  |",
 		"| check | count |  |\n|---|---:|---|",
 		"### Recovery\n\n| at | fault | node | slowest partition's first ack of a message sent after it | longest partition stall over it | killed server ready | all replicas in sync | rejoin seen as | kill proof |",
-		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 280 ms | 900 ms | 1200 ms | node 2 left the cluster's node list | PID 10 -> 11",
+		"| 1.0 s | kill most-leaders:t | 2 | 300 ms | 280 ms | 900 ms | 1200 ms | node 2 back in the cluster's node list after leaving it | PID 10 -> 11",
 		"| publish |",
 		"| acks | all |",
 	} {
@@ -206,12 +206,7 @@ func TestHlogRoundTrips(t *testing.T) {
 // The page renders in a real browser and shows something: headless
 // Chromium (Debian's) takes a screenshot, which must not be blank.
 func TestHTMLRendersInChromium(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_CHROMIUM") != "" {
-			t.Fatal("chromium missing and ACKCHECK_REQUIRE_CHROMIUM is set: apt-get install chromium")
-		}
-		t.Skip("chromium not installed (apt-get install chromium); set ACKCHECK_REQUIRE_CHROMIUM to make this a failure")
-	}
+	need.Tools(t, need.Chromium, "chromium")
 	res, out := realRun(t)
 	if err := report.Write(out, report.Input{Result: res, Settings: settings}); err != nil {
 		t.Fatal(err)
@@ -251,9 +246,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 
 // A blank page is recognised as blank: the check above can fail.
 func TestInkedSeesABlankPage(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium not installed")
-	}
+	need.Tools(t, need.Chromium, "chromium")
 	page := filepath.Join(t.TempDir(), "blank.html")
 	os.WriteFile(page, []byte("<html><body></body></html>"), 0o644)
 	shot := filepath.Join(t.TempDir(), "blank.png")

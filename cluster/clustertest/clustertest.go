@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/lazyfs"
 )
 
@@ -80,10 +81,7 @@ func LazyDir(t *testing.T, entries string) (*lazyfs.FS, string) {
 	l, err := lazyfs.Mount(backing, mnt, lazyfs.Options{Entries: entries})
 	if err != nil {
 		os.RemoveAll(dir)
-		if os.Getenv("ACKCHECK_REQUIRE_FUSE") != "" {
-			t.Fatalf("FUSE is required here (ACKCHECK_REQUIRE_FUSE): %v", err)
-		}
-		t.Skipf("cannot mount FUSE here: %v", err)
+		need.Skip(t, need.FUSE, "cannot mount FUSE here: "+err.Error())
 	}
 	t.Cleanup(func() {
 		if err := l.Unmount(); err != nil {

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"os/exec"
 
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/netns"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/spf13/cobra"
 )
@@ -25,7 +29,10 @@ with --netns or on a cluster file's SSH nodes) is put back, newest first; after 
 probes every path between the nodes and from the client, and fails if one
 is still cut. A run undoes
 its faults itself when it ends or is interrupted; heal is for a run whose
-ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
+ackcheck was killed. Every undo is idempotent: healing twice is harmless.
+Last, it removes the guard route (prohibit <subnet>) of a namespaces'
+subnet none of whose namespaces is left (deleted by hand, or by a crash
+of cluster down).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := runDirSettings(out, "heal")
@@ -40,7 +47,7 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 			_, pending := j.Pending()
 			if len(pending) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to heal")
-				return nil
+				return releaseGuards(cmd.Context(), cmd.OutOrStdout())
 			}
 			inj := &faults.Injector{Topic: s.Topic.Name, Journal: j, Logf: func(f string, a ...any) { fmt.Fprintf(cmd.OutOrStdout(), f+"\n", a...) }}
 			// Network rules in namespaces are found again by their
@@ -82,7 +89,7 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 			if err != nil {
 				return fmt.Errorf("heal incomplete (run it again once the cause is fixed): %w", err)
 			}
-			return nil
+			return releaseGuards(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
 	kf.register(cmd.Flags())
@@ -90,4 +97,21 @@ ackcheck was killed. Every undo is idempotent: healing twice is harmless.`,
 	cmd.Flags().StringVar(&clusterFile, "cluster-file", "", "the cluster file of the run's SSH nodes, when it is no longer where the run's settings say")
 	cmd.Flags().BoolVar(&acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones)")
 	return cmd
+}
+
+// releaseGuards removes the guard routes no network namespace needs any
+// more (netns.ReleaseUnused) and says which. A machine without ip has
+// made no namespace, and so has no guard.
+func releaseGuards(ctx context.Context, w io.Writer) error {
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil
+	}
+	released, err := netns.ReleaseUnused(ctx)
+	for _, sn := range released {
+		fmt.Fprintf(w, "healed: removed the guard route prohibit %s (no network namespace of ackcheck's is left in it)\n", sn)
+	}
+	if err != nil {
+		return fmt.Errorf("remove the guard routes of subnets no namespace uses: %w", err)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 	"github.com/ackcheck/ackcheck/remote/sshdtest"
 	"github.com/ackcheck/ackcheck/runner"
@@ -25,7 +26,7 @@ import (
 // faults.TestHealAfterCrashMidPartition's; here the journal is written
 // as the run writes it, before the rule.
 func TestHealCommandRemovesNetworkRule(t *testing.T) {
-	needNetnsTools(t, "ip", "nft")
+	need.NetnsTools(t)
 	ctx := context.Background()
 	n, err := netns.Create(ctx, fmt.Sprintf("akfh%d", os.Getpid()%100000), []int32{1, 2, 3})
 	if err != nil {
@@ -87,7 +88,8 @@ func TestHealCommandRemovesNetworkRule(t *testing.T) {
 // test itself (an nft chain as a run names it), so the heal finds
 // nothing it made itself.
 func TestHealCommandOverSSHRemovesNetworkRule(t *testing.T) {
-	needNetnsTools(t, "ip", "nft", "/usr/sbin/sshd")
+	need.NetnsTools(t)
+	need.SSHDTools(t)
 	ctx := context.Background()
 	bin := binary(t)
 	n, err := netns.Create(ctx, fmt.Sprintf("akfs%d", os.Getpid()%100000), []int32{1, 2, 3})
@@ -197,26 +199,4 @@ func TestHealCommandOverSSHRemovesNetworkRule(t *testing.T) {
 	if again, err := heal("--cluster-file", clusterFile); err != nil || !strings.Contains(again, "nothing to heal") {
 		t.Errorf("second heal: %q, %v", again, err)
 	}
-}
-
-// needNetnsTools skips (or, with ACKCHECK_REQUIRE_NETNS set, fails) where
-// network namespaces cannot be made or a tool is missing.
-func needNetnsTools(t *testing.T, tools ...string) {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "network namespaces need root"
-	}
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil && why == "" {
-			why = tool + " is not installed"
-		}
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("ACKCHECK_REQUIRE_NETNS") != "" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
 }

@@ -27,10 +27,14 @@ func kafkaNetnsDir(t *testing.T) string {
 	return dir
 }
 
-// netHeld lists what of netns.Subnet the machine's own namespace holds:
-// addresses and routes. It must hold none: the nodes are reached only
-// from the Net's hub.
-func netHeld(t *testing.T) []string {
+// netHeld lists what of the subnet 10.213.0.0/24 (netns.DefaultSubnet)
+// the machine's own namespace holds: addresses and routes, but for the
+// guard route that refuses the subnet (prohibit ... proto 213). It must
+// hold nothing else: the nodes are reached only from the Net's hub.
+func netHeld(t *testing.T) []string { return netHeldIn(t, "10.213.0.") }
+
+// netHeldIn is netHeld for the addresses starting with start.
+func netHeldIn(t *testing.T, start string) []string {
 	t.Helper()
 	var held []string
 	for _, args := range [][]string{{"-o", "addr"}, {"route", "show", "table", "all"}} {
@@ -39,12 +43,22 @@ func netHeld(t *testing.T) []string {
 			t.Fatalf("ip %v: %v", args, err)
 		}
 		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "10.213.0.") {
+			guard := strings.HasPrefix(line, "prohibit ") && strings.Contains(line, "proto 213")
+			if strings.Contains(line, start) && !guard {
 				held = append(held, line)
 			}
 		}
 	}
 	return held
+}
+
+// guardRoute is `ip route get addr` in the machine's own namespace (it
+// sends nothing): whether the guard route refuses a packet for addr.
+func guardRoute(t *testing.T, addr string) (refused bool, said string) {
+	t.Helper()
+	out, err := exec.Command("ip", "route", "get", addr).CombinedOutput()
+	said = strings.TrimSpace(string(out))
+	return err != nil && strings.Contains(said, "Permission denied"), said
 }
 
 // An ordinary leader kill (load, kill of the node leading most
@@ -115,9 +129,11 @@ func TestRealNetnsNATSLeaderKill(t *testing.T) {
 }
 
 // up and down of a cluster of its own in network namespaces, per broker
-// (Kafka with one node, to keep it short): up makes the Net, status says
-// so, and down leaves no namespace of its prefix and no link in the
-// machine's namespace that was not there before.
+// (Kafka with one node, to keep it short), in a subnet of its own
+// (--netns-subnet): up makes the Net and the guard route that refuses its
+// subnet in the machine's own namespace, status says so, and down leaves
+// no namespace of its prefix, no guard route, and no link in the machine's
+// namespace that was not there before.
 func TestRealNetnsUpDown(t *testing.T) {
 	for _, tc := range []struct {
 		kind, env string
@@ -125,8 +141,8 @@ func TestRealNetnsUpDown(t *testing.T) {
 		status    string // node 1's row in status, from its addresses on
 		ns        []string
 	}{
-		{"kafka", envKafkaNetns, []string{"--nodes", "1", "--heap-mb", "256"}, "10.213.0.1:9092  10.213.0.1:9093  true", []string{"hub", "n1"}},
-		{"nats", envNATSNetns, []string{"--nodes", "2"}, "nats://10.213.0.1:4222  http://10.213.0.1:8222  true", []string{"hub", "n1", "n2"}},
+		{"kafka", envKafkaNetns, []string{"--nodes", "1", "--heap-mb", "256"}, "10.213.230.1:9092  10.213.230.1:9093  true", []string{"hub", "n1"}},
+		{"nats", envNATSNetns, []string{"--nodes", "2"}, "nats://10.213.230.1:4222  http://10.213.230.1:8222  true", []string{"hub", "n1", "n2"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			if os.Getenv(tc.env) == "" {
@@ -177,7 +193,11 @@ func upDown(t *testing.T, kind string, upArgs []string, status string, ns []stri
 			n.Delete(context.Background())
 		}
 	})
-	up := append([]string{"cluster", kind, "up", "--netns", "--dir", dir}, upArgs...)
+	const subnet, node1 = "10.213.230.0/24", "10.213.230.1"
+	if refused, said := guardRoute(t, node1); refused {
+		t.Fatalf("before up, the subnet %s is refused already (%s): another cluster of this test left?", subnet, said)
+	}
+	up := append([]string{"cluster", kind, "up", "--netns", "--netns-subnet", subnet, "--dir", dir}, upArgs...)
 	if out, err := exec.Command(bin, up...).CombinedOutput(); err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	} else if !strings.Contains(string(out), "--netns "+prefix) {
@@ -194,14 +214,20 @@ func upDown(t *testing.T, kind string, upArgs []string, status string, ns []stri
 	if err != nil || !strings.Contains(string(st), "runs in network namespaces: "+prefix+"-n1") || !strings.Contains(string(st), status) {
 		t.Fatalf("status (%v), want a line saying it runs in namespaces and node 1 as %q:\n%s", err, status, st)
 	}
-	if held := netHeld(t); len(held) > 0 {
+	if held := netHeldIn(t, "10.213.230."); len(held) > 0 {
 		t.Fatalf("the machine's own namespace holds addresses of the Net: %v", held)
+	}
+	if refused, said := guardRoute(t, node1); !refused {
+		t.Fatalf("after up, ip route get %s from the machine's namespace: %q; want it refused by the guard route", node1, said)
 	}
 	if out, err := exec.Command(bin, "cluster", kind, "down", "--dir", dir).CombinedOutput(); err != nil {
 		t.Fatalf("down: %v\n%s", err, out)
 	}
 	if got := ours(); len(got) > 0 {
 		t.Errorf("namespaces left after down: %v", got)
+	}
+	if refused, said := guardRoute(t, node1); refused {
+		t.Errorf("after down, the guard route of %s is still there (%s)", subnet, said)
 	}
 	if after := links(); !slices.Equal(before, after) {
 		t.Errorf("links of the machine's namespace before up %v, after down %v", before, after)

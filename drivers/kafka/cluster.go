@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,9 @@ type ClusterOptions struct {
 	// package doc); BasePort is then unused. Fixed when the cluster is
 	// created.
 	NetNS bool
+	// NetnsSubnet is the subnet of the network namespaces with NetNS
+	// (zero: netns.DefaultSubnet). Fixed when the cluster is created.
+	NetnsSubnet netip.Prefix
 }
 
 // The ports of every node inside a Net: each node has its own address,
@@ -105,6 +109,8 @@ type Cluster struct {
 	opts ClusterOptions
 	// prefix names the cluster's network namespaces; "" without --netns.
 	prefix string
+	// subnet is the Net\'s subnet (zero: netns.DefaultSubnet).
+	subnet netip.Prefix
 }
 
 // clusterFile is what <dir>/cluster.json records.
@@ -121,6 +127,8 @@ type clusterFile struct {
 	// NetNS is the prefix of the nodes' network namespaces, "" when they
 	// run in the machine's own.
 	NetNS string `json:"netns,omitempty"`
+	// NetnsSubnet is their subnet, "" for netns.DefaultSubnet.
+	NetnsSubnet string `json:"netns_subnet,omitempty"`
 }
 
 // OpenCluster returns the cluster in opts.Dir. If the directory already holds
@@ -131,7 +139,10 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	opts.Dir = dir
-	prefix := ""
+	if err := cluster.CheckNetnsSubnet(opts.NetNS, opts.NetnsSubnet); err != nil {
+		return nil, err
+	}
+	prefix, subnet := "", opts.NetnsSubnet
 	if opts.NetNS {
 		prefix = cluster.NetnsPrefix(dir)
 	}
@@ -147,6 +158,9 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 			return nil, fmt.Errorf("the cluster in %s was created without --netns: take it down and remove the directory to create one in network namespaces", dir)
 		}
 		prefix = cf.NetNS
+		if subnet, err = cluster.ReadNetnsSubnet(cf.NetnsSubnet); err != nil {
+			return nil, fmt.Errorf("%s/%w", dir, err)
+		}
 		opts.NetNS = prefix != ""
 		opts.Nodes, opts.BasePort, opts.HeapMB, opts.LazyFS = cf.Nodes, cf.BasePort, cf.HeapMB, cf.LazyFS
 		if opts.CacheDir == "" {
@@ -157,7 +171,7 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		}
 	}
 	opts.defaults()
-	return &Cluster{opts: opts, prefix: prefix}, nil
+	return &Cluster{opts: opts, prefix: prefix, subnet: subnet}, nil
 }
 
 // Net implements cluster.InNetns: the cluster's network namespaces; nil
@@ -167,7 +181,7 @@ func (k *Cluster) Net() *netns.Net {
 	if k.prefix == "" {
 		return nil
 	}
-	return &netns.Net{Prefix: k.prefix, Nodes: k.Nodes()}
+	return &netns.Net{Prefix: k.prefix, Nodes: k.Nodes(), Subnet: k.subnet}
 }
 
 // ProbePort implements cluster.InNetns: the inter-broker listener's
@@ -370,23 +384,24 @@ func writeProps(path string, props map[string]string) error {
 // starts every node that is not running. It returns when every node
 // answers on its client port, or with the log lines that say why not.
 func (k *Cluster) Up(ctx context.Context) error {
+	// Before anything is fetched or made: root, ip, nft, a free subnet.
+	if k.prefix != "" {
+		if err := cluster.NetnsUpPreflight(ctx, k.prefix, k.subnet); err != nil {
+			return err
+		}
+	}
 	if err := k.Fetch(ctx); err != nil {
 		return err
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return errors.New("java not found: install Java 17 to run Apache Kafka")
 	}
-	if k.prefix != "" {
-		if err := cluster.NetnsPreflight(); err != nil {
-			return err
-		}
-	}
 	if err := k.create(ctx); err != nil {
 		return err
 	}
 	if k.prefix != "" {
 		// Before any node starts: each is started inside its namespace.
-		if _, err := cluster.EnsureNet(ctx, k.prefix, k.Nodes()); err != nil {
+		if _, err := cluster.EnsureNet(ctx, k.prefix, k.subnet, k.Nodes()); err != nil {
 			return err
 		}
 	}
@@ -462,7 +477,7 @@ func (k *Cluster) create(ctx context.Context) error {
 	// cluster.json last: once it is durable, so is everything above.
 	cf := clusterFile{Kind: kafkaKind, Version: Version, ClusterID: clusterID, Nodes: k.opts.Nodes,
 		BasePort: k.opts.BasePort, HeapMB: k.opts.HeapMB, CacheDir: k.opts.CacheDir,
-		LazyFS: k.opts.LazyFS, LazyFSBin: k.opts.LazyFSBinary, NetNS: k.prefix}
+		LazyFS: k.opts.LazyFS, LazyFSBin: k.opts.LazyFSBinary, NetNS: k.prefix, NetnsSubnet: cluster.NetnsSubnetText(k.subnet)}
 	data, _ := json.MarshalIndent(cf, "", "  ")
 	return cluster.WriteFileDurable(meta, data, 0o644, nil)
 }
@@ -685,6 +700,7 @@ func (f *kafkaFlags) Register(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&f.opts.Props, "prop", nil, "extra server.properties for every node, k=v (at the first up)")
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put each node's data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
 	fs.BoolVar(&f.opts.NetNS, "netns", false, "run each node in a network namespace of its own at 10.213.0.N, for network faults (at the first up; needs root, ip and nft)")
+	cluster.RegisterNetnsSubnet(fs, &f.opts.NetnsSubnet)
 }
 
 func (f *kafkaFlags) Open(dir string) (cluster.Local, error) {

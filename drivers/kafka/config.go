@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"reflect"
 	"strings"
@@ -79,16 +80,17 @@ type Config struct {
 // for the kernel's retries (about two minutes).
 const netnsDialTimeout = 10 * time.Second
 
-// inNetnsSubnet reports whether a host:port is an IP address in
-// netns.Subnet. Such an address exists only inside the namespaces
-// ackcheck makes; from the machine's own namespace a connect to it
-// follows the default route out of the machine.
-func inNetnsSubnet(hostport string) bool {
+// inNetnsSubnet says which subnet of ackcheck's network namespaces
+// a host:port is in (netns.SubnetOf), if any. Such an address exists
+// only inside the namespaces ackcheck makes: from the machine's own
+// namespace a connect to it is refused by the guard route while a Net is
+// up, and follows the default route off the machine when none is.
+func inNetnsSubnet(hostport string) (netip.Prefix, bool) {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
-		return false
+		return netip.Prefix{}, false
 	}
-	return netns.InSubnet(host)
+	return netns.SubnetOf(host)
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -157,8 +159,8 @@ func (c Config) Validate() error {
 	}
 	if c.NetNS == "" {
 		for _, b := range c.Brokers {
-			if inNetnsSubnet(b) {
-				return fmt.Errorf("broker %s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", b, netns.Subnet)
+			if subnet, ok := inNetnsSubnet(b); ok {
+				return fmt.Errorf("broker %s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from this machine's own namespace it is refused, or leaves the machine when no namespace is up", b, subnet)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/lazyfs"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -201,10 +202,7 @@ func kfakePowerLoss(t *testing.T, syncWrites bool, entries string) *verifier.Res
 	os.Mkdir(backing, 0o755)
 	fs, err := lazyfs.Mount(backing, filepath.Join(dir, "data"), lazyfs.Options{Entries: entries})
 	if err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_FUSE") != "" {
-			t.Fatalf("FUSE is required here: %v", err)
-		}
-		t.Skipf("cannot mount FUSE here: %v", err)
+		need.Skip(t, need.FUSE, "cannot mount FUSE here: "+err.Error())
 	}
 	node := &kfakeNode{t: t, fs: fs, port: freePort(t), sync: syncWrites}
 	t.Cleanup(func() {

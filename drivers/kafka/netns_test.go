@@ -13,6 +13,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -105,23 +106,11 @@ func TestOpenClusterNetns(t *testing.T) {
 	}
 }
 
-// needNetns skips (or, with ACKCHECK_REQUIRE_NETNS set, fails) where
-// namespaces cannot be made.
-func needNetns(t *testing.T) {
-	t.Helper()
-	if err := cluster.NetnsPreflight(); err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_NETNS") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
-
 // The driver reaches a broker that listens only inside a node's
 // namespace through the hub (kfake, listening in node 1 of a Net of this
 // test's own), and does not without the Net's hub.
 func TestDriverDialsThroughNet(t *testing.T) {
-	needNetns(t)
+	need.NetnsTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := netns.Create(ctx, fmt.Sprintf("acktk%d", os.Getpid()%100000), []int32{1})

@@ -121,6 +121,13 @@ func TestRealSSHLeaderKillAndFsync(t *testing.T) {
 	if kp == nil || kp.NewPID == 0 || kp.NewPID == kp.OldPID || !kp.SameDataDir || !kp.SurvivorsUnchanged {
 		t.Fatalf("kill proof over SSH: %+v", kp)
 	}
+	// On time over SSH: the node prepared 3 s ahead (a shell, the PID), the
+	// kill is one command at its due time. Before: 390-530 ms late.
+	if k := res.Faults[1]; k.DueS == nil || k.AtS-*k.DueS > 0.1 || k.AtS-*k.DueS < -0.1 {
+		t.Errorf("the kill over SSH: at_s %.3f, due_s %v (within %.1f ms): want within 100 ms", k.AtS, dueText(k.DueS), k.AtWithinMs)
+	} else {
+		t.Logf("the kill over SSH: at_s %.3f, due_s %.3f (%+.1f ms, within %.1f ms)", k.AtS, *k.DueS, (k.AtS-*k.DueS)*1000, k.AtWithinMs)
+	}
 	// The brokers' own account of the kill, from each node's log: fetched
 	// over the same SSH connections, printed beside the figures.
 	if o := res.Faults[1].Oracle; o == nil || o.Ready == nil || o.InSync == nil || !strings.Contains(o.Source, "read from ssh ") ||
@@ -268,4 +275,12 @@ func TestRealSSHInterruptAndHeal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dueText is a fault's due_s for messages ("none" when absent).
+func dueText(d *float64) string {
+	if d == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.3f", *d)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,9 @@ type ClusterOptions struct {
 	// NetNS runs each node in a network namespace of its own; BasePort
 	// is then unused. Fixed when the cluster is created.
 	NetNS bool
+	// NetnsSubnet is the subnet of the network namespaces with NetNS
+	// (zero: netns.DefaultSubnet). Fixed when the cluster is created.
+	NetnsSubnet netip.Prefix
 }
 
 // The ports of every node inside a Net: each node has its own address.
@@ -74,6 +78,8 @@ type Cluster struct {
 	opts ClusterOptions
 	// prefix names the cluster's network namespaces; "" without --netns.
 	prefix string
+	// subnet is the Net\'s subnet (zero: netns.DefaultSubnet).
+	subnet netip.Prefix
 }
 
 type natsFile struct {
@@ -89,6 +95,8 @@ type natsFile struct {
 	// NetNS is the prefix of the nodes' network namespaces, "" when they
 	// run in the machine's own.
 	NetNS string `json:"netns,omitempty"`
+	// NetnsSubnet is their subnet, "" for netns.DefaultSubnet.
+	NetnsSubnet string `json:"netns_subnet,omitempty"`
 }
 
 // OpenCluster opens the cluster in opts.Dir; what cluster.json recorded wins
@@ -99,7 +107,10 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	opts.Dir = dir
-	prefix := ""
+	if err := cluster.CheckNetnsSubnet(opts.NetNS, opts.NetnsSubnet); err != nil {
+		return nil, err
+	}
+	prefix, subnet := "", opts.NetnsSubnet
 	if opts.NetNS {
 		prefix = cluster.NetnsPrefix(dir)
 	}
@@ -120,6 +131,9 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 			return nil, fmt.Errorf("the cluster in %s was created without --netns: take it down and remove the directory to create one in network namespaces", dir)
 		}
 		prefix = nf.NetNS
+		if subnet, err = cluster.ReadNetnsSubnet(nf.NetnsSubnet); err != nil {
+			return nil, fmt.Errorf("%s/%w", dir, err)
+		}
 		opts.NetNS = prefix != ""
 	}
 	if opts.Nodes == 0 {
@@ -137,7 +151,7 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	if opts.Nodes < 1 || opts.Nodes > 9 {
 		return nil, fmt.Errorf("--nodes %d: give 1 to 9", opts.Nodes)
 	}
-	return &Cluster{opts: opts, prefix: prefix}, nil
+	return &Cluster{opts: opts, prefix: prefix, subnet: subnet}, nil
 }
 
 // Net implements cluster.InNetns: the cluster's network namespaces; nil
@@ -147,7 +161,7 @@ func (n *Cluster) Net() *netns.Net {
 	if n.prefix == "" {
 		return nil
 	}
-	return &netns.Net{Prefix: n.prefix, Nodes: n.Nodes()}
+	return &netns.Net{Prefix: n.prefix, Nodes: n.Nodes(), Subnet: n.subnet}
 }
 
 // ProbePort implements cluster.InNetns: the route port, over which the
@@ -307,20 +321,21 @@ func (n *Cluster) conf(id int32) string {
 // every node that is not running. It returns when every node's /healthz
 // answers ok.
 func (n *Cluster) Up(ctx context.Context) error {
-	if err := n.Fetch(ctx); err != nil {
-		return err
-	}
+	// Before anything is fetched or made: root, ip, nft, a free subnet.
 	if n.prefix != "" {
-		if err := cluster.NetnsPreflight(); err != nil {
+		if err := cluster.NetnsUpPreflight(ctx, n.prefix, n.subnet); err != nil {
 			return err
 		}
+	}
+	if err := n.Fetch(ctx); err != nil {
+		return err
 	}
 	if err := n.create(); err != nil {
 		return err
 	}
 	if n.prefix != "" {
 		// Before any node starts: each is started inside its namespace.
-		if _, err := cluster.EnsureNet(ctx, n.prefix, n.Nodes()); err != nil {
+		if _, err := cluster.EnsureNet(ctx, n.prefix, n.subnet, n.Nodes()); err != nil {
 			return err
 		}
 	}
@@ -377,7 +392,7 @@ func (n *Cluster) writeFiles() error {
 func (n *Cluster) writeClusterJSON() error {
 	nf := natsFile{Kind: natsKind, Version: Version, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort, CacheDir: n.opts.CacheDir,
 		SyncAlways: n.opts.SyncAlways, LazyFS: n.opts.LazyFS, LazyFSBin: n.opts.LazyFSBinary, LazyFSMode: n.opts.LazyFSEntries,
-		NetNS: n.prefix}
+		NetNS: n.prefix, NetnsSubnet: cluster.NetnsSubnetText(n.subnet)}
 	data, _ := json.MarshalIndent(nf, "", "  ")
 	return cluster.WriteFileDurable(filepath.Join(n.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
@@ -658,6 +673,7 @@ func (f *natsFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.sync, "sync", "default", "jetstream sync_interval: default (the server's, 2m) or always; on an existing cluster, switched by a clean restart")
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put each node's store dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
 	fs.BoolVar(&f.opts.NetNS, "netns", false, "run each node in a network namespace of its own at 10.213.0.N, for network faults (at the first up; needs root, ip and nft)")
+	cluster.RegisterNetnsSubnet(fs, &f.opts.NetnsSubnet)
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (a directory change is durable only once its directory is fsynced; lazyfs's default) or journal (any fsync commits every change, as ext4 and XFS do)")
 }
 

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
@@ -155,8 +156,8 @@ func (c Config) Validate() error {
 	}
 	if c.NetNS == "" {
 		for _, s := range append(slices.Clone(c.Servers), c.MonitorURLs...) {
-			if inNetnsSubnet(s) {
-				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", s, netns.Subnet)
+			if subnet, ok := inNetnsSubnet(s); ok {
+				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from this machine's own namespace it is refused, or leaves the machine when no namespace is up", s, subnet)
 			}
 		}
 	} else if !netns.ValidPrefix(c.NetNS) {
@@ -168,16 +169,17 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// inNetnsSubnet reports whether a URL's host is an IP address in
-// netns.Subnet: it exists only inside the namespaces ackcheck makes, and
-// from the machine's own namespace a connect to it would follow the
-// default route out of the machine.
-func inNetnsSubnet(raw string) bool {
+// inNetnsSubnet says which subnet of ackcheck's network namespaces
+// a URL's host is in (netns.SubnetOf), if any. Such an address exists
+// only inside the namespaces ackcheck makes: from the machine's own
+// namespace a connect to it is refused by the guard route while a Net is
+// up, and follows the default route off the machine when none is.
+func inNetnsSubnet(raw string) (netip.Prefix, bool) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return false
+		return netip.Prefix{}, false
 	}
-	return netns.InSubnet(u.Hostname())
+	return netns.SubnetOf(u.Hostname())
 }
 
 // Driver talks to one NATS cluster. Create it with New.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 )
 
@@ -105,18 +106,6 @@ func TestOpenClusterNetns(t *testing.T) {
 	}
 }
 
-// needNetns skips (or, with ACKCHECK_REQUIRE_NETNS set, fails) where
-// namespaces cannot be made.
-func needNetns(t *testing.T) {
-	t.Helper()
-	if err := cluster.NetnsPreflight(); err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_NETNS") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
-
 // fakeServer answers the NATS handshake (INFO, then PONG to each PING)
 // on l, enough for nats.Connect to succeed.
 func fakeServer(l net.Listener) {
@@ -146,7 +135,7 @@ func fakeServer(l net.Listener) {
 // server that listens only inside a node's namespace through the hub,
 // and fail without the Net.
 func TestDriverDialsThroughNet(t *testing.T) {
-	needNetns(t)
+	need.NetnsTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	nt, err := netns.Create(ctx, fmt.Sprintf("acktn%d", os.Getpid()%100000), []int32{1})

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,9 @@ type ClusterOptions struct {
 	// so the lookups' answers lead the client back through the hub. Fixed
 	// when the standalone is created.
 	NetNS bool
+	// NetnsSubnet is the subnet of the network namespaces with NetNS
+	// (zero: netns.DefaultSubnet). Fixed when the cluster is created.
+	NetnsSubnet netip.Prefix
 }
 
 // Cluster is a local Apache Pulsar standalone: broker, bookie and metadata
@@ -75,6 +79,8 @@ type Cluster struct {
 	opts ClusterOptions
 	// prefix names the standalone's network namespaces; "" without --netns.
 	prefix string
+	// subnet is the Net\'s subnet (zero: netns.DefaultSubnet).
+	subnet netip.Prefix
 }
 
 type pulsarFile struct {
@@ -92,6 +98,8 @@ type pulsarFile struct {
 	// NetNS is the prefix of the standalone's network namespaces, "" when
 	// it runs in the machine's own.
 	NetNS string `json:"netns,omitempty"`
+	// NetnsSubnet is their subnet, "" for netns.DefaultSubnet.
+	NetnsSubnet string `json:"netns_subnet,omitempty"`
 }
 
 // OpenCluster returns the standalone in opts.Dir; a directory that already
@@ -102,7 +110,10 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	opts.Dir = dir
-	prefix := ""
+	if err := cluster.CheckNetnsSubnet(opts.NetNS, opts.NetnsSubnet); err != nil {
+		return nil, err
+	}
+	prefix, subnet := "", opts.NetnsSubnet
 	if opts.NetNS {
 		prefix = cluster.NetnsPrefix(dir)
 	}
@@ -124,6 +135,9 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 			return nil, fmt.Errorf("the standalone in %s was created without --netns: take it down and remove the directory to create one in a network namespace", dir)
 		}
 		prefix = pf.NetNS
+		if subnet, err = cluster.ReadNetnsSubnet(pf.NetnsSubnet); err != nil {
+			return nil, fmt.Errorf("%s/%w", dir, err)
+		}
 		opts.NetNS = prefix != ""
 	}
 	if opts.BrokerPort == 0 {
@@ -145,7 +159,7 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	if opts.CacheDir == "" {
 		opts.CacheDir = cluster.DefaultCacheDir()
 	}
-	return &Cluster{opts: opts, prefix: prefix}, nil
+	return &Cluster{opts: opts, prefix: prefix, subnet: subnet}, nil
 }
 
 // Net implements cluster.InNetns: the standalone's network namespaces
@@ -154,7 +168,7 @@ func (p *Cluster) Net() *netns.Net {
 	if p.prefix == "" {
 		return nil
 	}
-	return &netns.Net{Prefix: p.prefix, Nodes: p.Nodes()}
+	return &netns.Net{Prefix: p.prefix, Nodes: p.Nodes(), Subnet: p.subnet}
 }
 
 // ProbePort implements cluster.InNetns: the broker's binary protocol
@@ -347,23 +361,24 @@ func (p *Cluster) bindAddress() string {
 // starts it unless it runs. It returns when the broker passes its health
 // check, or with the log lines that say why not.
 func (p *Cluster) Up(ctx context.Context) error {
+	// Before anything is fetched or made: root, ip, nft, a free subnet.
+	if p.prefix != "" {
+		if err := cluster.NetnsUpPreflight(ctx, p.prefix, p.subnet); err != nil {
+			return err
+		}
+	}
 	if err := p.Fetch(ctx); err != nil {
 		return err
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return errors.New("java not found: install Java 17 to run Apache Pulsar")
 	}
-	if p.prefix != "" {
-		if err := cluster.NetnsPreflight(); err != nil {
-			return err
-		}
-	}
 	if err := p.create(ctx); err != nil {
 		return err
 	}
 	if p.prefix != "" {
 		// Before the standalone starts: it is started inside its namespace.
-		if _, err := cluster.EnsureNet(ctx, p.prefix, p.Nodes()); err != nil {
+		if _, err := cluster.EnsureNet(ctx, p.prefix, p.subnet, p.Nodes()); err != nil {
 			return err
 		}
 	}
@@ -439,7 +454,7 @@ func (p *Cluster) writeFiles() error {
 func (p *Cluster) writeClusterJSON() error {
 	pf := pulsarFile{Kind: pulsarKind, Version: Version, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
 		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData,
-		LazyFS: p.opts.LazyFS, LazyFSBin: p.opts.LazyFSBinary, LazyFSMode: p.opts.LazyFSEntries, NetNS: p.prefix}
+		LazyFS: p.opts.LazyFS, LazyFSBin: p.opts.LazyFSBinary, LazyFSMode: p.opts.LazyFSEntries, NetNS: p.prefix, NetnsSubnet: cluster.NetnsSubnetText(p.subnet)}
 	data, _ := json.MarshalIndent(pf, "", "  ")
 	return cluster.WriteFileDurable(filepath.Join(p.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
@@ -725,6 +740,7 @@ func (f *pulsarFlags) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put the data dir on ackcheck lazyfs, so that power-loss faults can drop unsynced writes (at the first up; needs FUSE)")
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
 	fs.BoolVar(&f.opts.NetNS, "netns", false, "run the standalone in a network namespace of its own at 10.213.0.1, for network faults (at the first up; needs root, ip and nft)")
+	cluster.RegisterNetnsSubnet(fs, &f.opts.NetnsSubnet)
 }
 
 func (f *pulsarFlags) Open(dir string) (cluster.Local, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
 	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/netns"
 	"github.com/ackcheck/ackcheck/runner"
@@ -61,12 +62,7 @@ func netnsStandalone(t *testing.T) *pulsar.Cluster {
 	if os.Getenv(pulsartest.EnvCluster) == "" {
 		t.Skipf("neither %s nor %s is set: this machine is not known to run Pulsar (cluster pulsar up --netns --dir D)", EnvNetns, pulsartest.EnvCluster)
 	}
-	if err := cluster.NetnsPreflight(); err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_NETNS") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	need.NetnsTools(t)
 	base, err := os.MkdirTemp("", "pulsarns-")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -76,16 +77,17 @@ type Config struct {
 // cut off from the client drops the SYN.
 const netnsDialTimeout = 5 * time.Second
 
-// inNetnsSubnet reports whether a URL's host is an IP address in
-// netns.Subnet: it exists only inside the namespaces ackcheck makes, and
-// from the machine's own namespace a connect to it would follow the
-// default route out of the machine.
-func inNetnsSubnet(raw string) bool {
+// inNetnsSubnet says which subnet of ackcheck's network namespaces
+// a URL's host is in (netns.SubnetOf), if any. Such an address exists
+// only inside the namespaces ackcheck makes: from the machine's own
+// namespace a connect to it is refused by the guard route while a Net is
+// up, and follows the default route off the machine when none is.
+func inNetnsSubnet(raw string) (netip.Prefix, bool) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return false
+		return netip.Prefix{}, false
 	}
-	return netns.InSubnet(u.Hostname())
+	return netns.SubnetOf(u.Hostname())
 }
 
 // hubDial dials from the hub of the Net of prefix, within netnsDialTimeout.
@@ -152,8 +154,8 @@ func (c Config) Validate() error {
 	}
 	if c.NetNS == "" {
 		for _, s := range urls {
-			if inNetnsSubnet(s) {
-				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", s, netns.Subnet)
+			if subnet, ok := inNetnsSubnet(s); ok {
+				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from this machine's own namespace it is refused, or leaves the machine when no namespace is up", s, subnet)
 			}
 		}
 		return nil

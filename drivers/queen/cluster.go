@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
@@ -75,6 +76,9 @@ type ClusterOptions struct {
 	// NetNS runs the server and its database in a network namespace of
 	// their own (see the package's cluster comment). At the first up only.
 	NetNS bool
+	// NetnsSubnet is the subnet of the network namespaces with NetNS
+	// (zero: netns.DefaultSubnet). Fixed when the cluster is created.
+	NetnsSubnet netip.Prefix
 }
 
 type queenFile struct {
@@ -88,6 +92,8 @@ type queenFile struct {
 	// NetNS is the prefix of the cluster's network namespaces, "" when
 	// it runs in the machine's own.
 	NetNS string `json:"netns,omitempty"`
+	// NetnsSubnet is their subnet, "" for netns.DefaultSubnet.
+	NetnsSubnet string `json:"netns_subnet,omitempty"`
 }
 
 // Cluster is a local Queen MQ cluster.
@@ -95,6 +101,8 @@ type Cluster struct {
 	opts ClusterOptions
 	// prefix names the cluster's network namespaces; "" without --netns.
 	prefix string
+	// subnet is the Net\'s subnet (zero: netns.DefaultSubnet).
+	subnet netip.Prefix
 }
 
 var (
@@ -111,7 +119,10 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	opts.Dir = dir
-	prefix := ""
+	if err := cluster.CheckNetnsSubnet(opts.NetNS, opts.NetnsSubnet); err != nil {
+		return nil, err
+	}
+	prefix, subnet := "", opts.NetnsSubnet
 	if opts.NetNS {
 		prefix = cluster.NetnsPrefix(dir)
 	}
@@ -127,6 +138,9 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 			return nil, fmt.Errorf("the cluster in %s was created without --netns: take it down and remove the directory to create one in a network namespace", dir)
 		}
 		prefix = qf.NetNS
+		if subnet, err = cluster.ReadNetnsSubnet(qf.NetnsSubnet); err != nil {
+			return nil, fmt.Errorf("%s/%w", dir, err)
+		}
 		opts.NetNS = prefix != ""
 		if opts.Home == "" {
 			opts.Home = qf.Home
@@ -147,7 +161,7 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	return &Cluster{opts: opts, prefix: prefix}, nil
+	return &Cluster{opts: opts, prefix: prefix, subnet: subnet}, nil
 }
 
 // Net implements cluster.InNetns: the cluster's network namespaces, one
@@ -157,7 +171,7 @@ func (q *Cluster) Net() *netns.Net {
 	if q.prefix == "" {
 		return nil
 	}
-	return &netns.Net{Prefix: q.prefix, Nodes: []int32{ServerNode}}
+	return &netns.Net{Prefix: q.prefix, Nodes: []int32{ServerNode}, Subnet: q.subnet}
 }
 
 // ProbePort implements cluster.InNetns: the Queen server's HTTP port,
@@ -358,12 +372,12 @@ func reachableByPostgres(ctx context.Context, dir string) error {
 // the Queen server, and returns once /health answers healthy.
 func (q *Cluster) Up(ctx context.Context) error {
 	if q.prefix != "" {
-		if err := cluster.NetnsPreflight(); err != nil {
+		if err := cluster.NetnsUpPreflight(ctx, q.prefix, q.subnet); err != nil {
 			return err
 		}
 		// Before any node starts (create starts PostgreSQL): each is
 		// started inside the namespace.
-		if _, err := cluster.EnsureNet(ctx, q.prefix, q.Net().Nodes); err != nil {
+		if _, err := cluster.EnsureNet(ctx, q.prefix, q.subnet, q.Net().Nodes); err != nil {
 			return err
 		}
 	}
@@ -550,7 +564,7 @@ func (q *Cluster) writeSettings() error {
 
 func (q *Cluster) writeClusterJSON() error {
 	qf := queenFile{Kind: queenKind, Home: q.opts.Home, BasePort: q.opts.BasePort, SynchronousCommitOff: q.opts.SynchronousCommitOff,
-		LazyFS: q.opts.LazyFS, LazyFSBin: q.opts.LazyFSBinary, LazyFSMode: q.opts.LazyFSEntries, NetNS: q.prefix}
+		LazyFS: q.opts.LazyFS, LazyFSBin: q.opts.LazyFSBinary, LazyFSMode: q.opts.LazyFSEntries, NetNS: q.prefix, NetnsSubnet: cluster.NetnsSubnetText(q.subnet)}
 	data, _ := json.MarshalIndent(qf, "", "  ")
 	return cluster.WriteFileDurable(filepath.Join(q.opts.Dir, "cluster.json"), data, 0o644, nil)
 }
@@ -996,6 +1010,7 @@ func (f *queenFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.syncOff, "synchronous-commit", "on", "PostgreSQL synchronous_commit: on (its default) or off; on an existing cluster, switched by a clean restart of PostgreSQL")
 	fs.BoolVar(&f.opts.LazyFS, "lazyfs", false, "put PostgreSQL's data dir and Queen's file-buffer dir each on ackcheck lazyfs (at the first up; needs FUSE)")
 	fs.BoolVar(&f.opts.NetNS, "netns", false, "run the server and PostgreSQL in a network namespace of their own at 10.213.0.1, for network faults (at the first up; needs root, ip and nft)")
+	cluster.RegisterNetnsSubnet(fs, &f.opts.NetnsSubnet)
 	fs.StringVar(&f.opts.LazyFSEntries, "lazyfs-entries", "", "with --lazyfs: strict (lazyfs's default) or journal (any fsync commits every directory change, as ext4 and XFS do)")
 }
 

@@ -30,6 +30,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -140,24 +141,25 @@ func (c Config) Validate() error {
 	}
 	if c.NetNS == "" {
 		for _, u := range []string{c.URL, c.PostgresURL} {
-			if inNetnsSubnet(u) {
-				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from here it would leave the machine", u, netns.Subnet)
+			if subnet, ok := inNetnsSubnet(u); ok {
+				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from this machine's own namespace it is refused, or leaves the machine when no namespace is up", u, subnet)
 			}
 		}
 	}
 	return nil
 }
 
-// inNetnsSubnet reports whether a URL's host is an IP address in
-// netns.Subnet: it exists only inside the namespaces ackcheck makes, and
-// from the machine's own namespace a connect to it would follow the
-// default route out of the machine.
-func inNetnsSubnet(raw string) bool {
+// inNetnsSubnet says which subnet of ackcheck's network namespaces
+// a URL's host is in (netns.SubnetOf), if any. Such an address exists
+// only inside the namespaces ackcheck makes: from the machine's own
+// namespace a connect to it is refused by the guard route while a Net is
+// up, and follows the default route off the machine when none is.
+func inNetnsSubnet(raw string) (netip.Prefix, bool) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return false
+		return netip.Prefix{}, false
 	}
-	return netns.InSubnet(u.Hostname())
+	return netns.SubnetOf(u.Hostname())
 }
 
 // Driver is a connection to one Queen server and its database.

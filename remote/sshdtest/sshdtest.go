@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ackcheck/ackcheck/internal/need"
 )
 
 // Server is a running sshd.
@@ -54,11 +56,9 @@ func StartWith(t *testing.T, opts Options) *Server {
 		opts.Dial = net.Dial
 	}
 	const sshd = "/usr/sbin/sshd"
-	if _, err := os.Stat(sshd); err != nil {
-		if os.Getenv("ACKCHECK_REQUIRE_SSHD") != "" {
-			t.Fatalf("%s missing and ACKCHECK_REQUIRE_SSHD is set: apt-get install openssh-server", sshd)
-		}
-		t.Skipf("%s missing: apt-get install openssh-server (set ACKCHECK_REQUIRE_SSHD to make this a failure)", sshd)
+	need.SSHDTools(t)
+	if opts.Netns != "" {
+		need.NetnsTools(t)
 	}
 	dir := t.TempDir()
 	keygen := func(name string) string {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/runner"
@@ -67,7 +68,7 @@ func SaveSummary(t testing.TB, name string, res *verifier.Result) {
 // Chromium it only logs, unless ACKCHECK_REQUIRE_CHROMIUM is set.
 func CheckReportRenders(t testing.TB, out, name string) {
 	t.Helper()
-	if _, err := exec.LookPath("chromium"); err != nil && os.Getenv("ACKCHECK_REQUIRE_CHROMIUM") == "" {
+	if !need.Found("chromium") && os.Getenv(string(need.Chromium)) == "" {
 		t.Log("chromium not installed: report.html not rendered")
 		return
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers/queen"
+	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 )
 
@@ -48,12 +48,11 @@ func open(dir string) (*queen.Cluster, error) {
 // for the network-fault tests; without it, NetnsCluster starts one of its
 // own. EnvHome is the Queen home (shared/queen/build.sh's output) such a
 // cluster is made from, when neither it nor EnvCluster's cluster.json
-// names one. EnvRequireNetns makes the tests fail, not skip, where
-// network namespaces cannot be made (CI sets it).
+// names one. ACKCHECK_REQUIRE_NETNS (internal/need) makes the tests fail,
+// not skip, where network namespaces cannot be made (CI sets it).
 const (
-	EnvNetns        = "ACKCHECK_QUEEN_NETNS_DIR"
-	EnvHome         = "ACKCHECK_QUEEN_HOME"
-	EnvRequireNetns = "ACKCHECK_REQUIRE_NETNS"
+	EnvNetns = "ACKCHECK_QUEEN_NETNS_DIR"
+	EnvHome  = "ACKCHECK_QUEEN_HOME"
 )
 
 // NetnsCluster returns a Queen cluster whose server and database run in a
@@ -82,12 +81,7 @@ func NetnsCluster(t *testing.T) *queen.Cluster {
 		}
 		return q
 	}
-	if err := cluster.NetnsPreflight(); err != nil {
-		if os.Getenv(EnvRequireNetns) != "" {
-			t.Fatalf("%s is set: %v", EnvRequireNetns, err)
-		}
-		t.Skip(err)
-	}
+	need.NetnsTools(t)
 	home := os.Getenv(EnvHome)
 	if d := os.Getenv(EnvCluster); home == "" && d != "" {
 		var cf struct {
