@@ -43,6 +43,7 @@ type Config struct {
 	Producers   int           // 0: Defaults().Producers
 	MessageSize int           // bytes per value, at least message.MinSize
 	Keys        int           // > 0: spread messages over this many keys
+	Placement   Placement     // unkeyed messages: round-robin (default) or batch:N (placement.go)
 	MaxInFlight int           // 0: Defaults().MaxInFlight
 	// DrainTimeout bounds the wait for outstanding outcomes after the last
 	// send; what is still outstanding then is recorded Unknown. 0:
@@ -496,7 +497,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		}
 		m := drivers.Message{
 			Value:     s.enc.Encode(buf, id, intended),
-			Partition: cfg.Partitions[i%nparts],
+			Partition: cfg.Partitions[cfg.Placement.partition(i, P, nparts)],
 			SentAt:    time.Unix(0, sentAt),
 		}
 		if cfg.Keys > 0 {

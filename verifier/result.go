@@ -132,6 +132,14 @@ type Result struct {
 	// Resume is the command that finishes an incomplete verdict.
 	Resume string `json:"resume,omitempty"`
 
+	// Partitions is the number of partitions the run wrote to (its
+	// topic's, or its shard's), and PartitionsTouched how many of them got
+	// at least one acked message (Queen makes a partition at its first
+	// push: these are the ones that exist). Both 0 in result.json of runs
+	// from before they were counted.
+	Partitions        int   `json:"partitions,omitempty"`
+	PartitionsTouched int64 `json:"partitions_touched"`
+
 	LongestNoAckMs float64 `json:"longest_no_ack_ms"`
 	LongestNoAckAt float64 `json:"longest_no_ack_start_s"`
 	Publish        Latency `json:"publish_latency_ms"`
@@ -386,6 +394,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		row("other run", r.OtherRun, "records of another ackcheck run in range: two runs shared the topic")
 	}
 	tw.Flush()
+	r.writePartitions(w)
 	fmt.Fprintf(w, "  longest without acks: %.0f ms (from %.1f s)\n", r.LongestNoAckMs, r.LongestNoAckAt)
 	fmt.Fprintf(w, "  publish latency ms: p50 %.2f  p99 %.2f  p999 %.2f  max %.2f\n", r.Publish.P50, r.Publish.P99, r.Publish.P999, r.Publish.Max)
 	if r.PacingLag.Count > 0 {
@@ -458,9 +467,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if !r.ReadBackComplete {
 		fmt.Fprintln(w, "  read-back incomplete:")
 	}
-	for p, n := range r.ReadBackNotes {
-		fmt.Fprintf(w, "    partition %d: %s\n", p, n)
-	}
+	r.writeReadBackNotes(w)
 	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(r.Verdict))
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)

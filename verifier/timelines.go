@@ -45,6 +45,7 @@ type timelines struct {
 	acks           []uint64 // bit i: an ack arrived in [start+i ms, +1 ms)
 	perSecond      []Second
 	partAcks       map[int32]*[]uint64 // per partition: 10 ms buckets with acks
+	touched        int64               // partitions with at least one ack: len(partAcks)
 	lastAckAt      int64
 }
 
@@ -119,6 +120,7 @@ func (t *timelines) add(h *history, lost bool) {
 		if pa == nil {
 			pa = new([]uint64)
 			t.partAcks[h.ack.Partition] = pa
+			t.touched++
 		}
 		*pa = t.mark(*pa, at, gapResolution)
 		if sec := t.second(at); sec != nil {
@@ -157,6 +159,7 @@ func (t *timelines) finish(res *Result, parts []int32) {
 		return longestStall(t.partAckBuckets(p), loadLen, t.start, from, to)
 	})
 	res.Timeline = t.perSecond
+	res.Partitions, res.PartitionsTouched = len(parts), t.touched
 	res.GapMinMs = float64(gapMin / time.Millisecond)
 	res.PartitionGaps = map[int32][]Gap{}
 	for _, p := range parts {

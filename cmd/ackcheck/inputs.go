@@ -22,6 +22,27 @@ import (
 // depends on the driver (checkMessageSize) is applied as soon as the
 // driver is known, still before it connects.
 
+// placementFlag is --placement's value (load.ParsePlacement).
+type placementFlag struct{ p *load.Placement }
+
+func (v placementFlag) Set(s string) error {
+	p, err := load.ParsePlacement(s)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+func (v placementFlag) String() string {
+	if v.p == nil {
+		return load.RoundRobin
+	}
+	return v.p.String()
+}
+
+func (placementFlag) Type() string { return "placement" }
+
 // partitionLimits lists each driver's partition limit for --partitions'
 // help: "kafka 1000000, nats 10000, ...".
 func partitionLimits() string {

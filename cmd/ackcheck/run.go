@@ -100,6 +100,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&r.lc.Duration, "duration", d.Duration, "how long the load is scheduled")
 	f.IntVar(&r.lc.MessageSize, "message-size", d.MessageSize, "bytes per message value, ID and checksum included; at most the driver's limit (kafka 999000, pulsar 5177344, nats 1044480, queen 1048576), and max-in-flight x size must fit in memory")
 	f.IntVar(&r.lc.Keys, "keys", 0, "spread messages over this many keys (0: round-robin over partitions, no key)")
+	f.Var(placementFlag{&r.lc.Placement}, "placement", "where unkeyed messages go: round-robin (message i on partition i mod P) or batch:N (N consecutive messages of a producer to one partition, then the next, in turn over all partitions)")
 	f.IntVar(&r.lc.Producers, "producers", d.Producers, "independent producers sharing the rate")
 	f.IntVar(&r.lc.MaxInFlight, "max-in-flight", d.MaxInFlight, "sends awaiting an outcome at most; a send due beyond it is shed and counted")
 	f.StringVar(&r.out, "out", "", "run directory (created): ledger, run.json, result.json")
@@ -309,6 +310,8 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 		return fmt.Errorf("--topic is empty: name the topic to write")
 	case r.topic.ReplicationFactor < 1:
 		return fmt.Errorf("--replication-factor %d: use at least 1", r.topic.ReplicationFactor)
+	case r.lc.Keys > 0 && r.lc.Placement.Batch > 1:
+		return fmt.Errorf("--placement %s with --keys %d: keys choose the partition; give one or the other", r.lc.Placement, r.lc.Keys)
 	}
 	// The driver's own limit waits for the driver (openDriver), as the
 	// message size's does; none asks for more than the largest.
