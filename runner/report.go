@@ -98,7 +98,7 @@ const StaleSuffix = ".stale"
 // verdictFiles are what a verdict writes into a run directory beside the
 // evidence (ledger/, reads/) it was judged from.
 func verdictFiles() []string {
-	return append([]string{"result.json", verifier.LostFile, verifier.DuplicatesFile, verifier.ReorderedFile}, report.Files...)
+	return append([]string{"result.json", verifier.LostFile, verifier.DuplicatesFile, verifier.ReorderedFile, verifier.PartitionsFile}, report.Files...)
 }
 
 // markStale renames each file of the last verdict to NAME.stale before

@@ -181,7 +181,9 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	tl.finish(res, parts)
+	if err := tl.finish(res, parts, opts.ListDir); err != nil {
+		return nil, err
+	}
 	if err := inv.finish(opts.ListDir, res); err != nil {
 		return nil, err
 	}

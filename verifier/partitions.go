@@ -1,9 +1,15 @@
 package verifier
 
 import (
+	"bufio"
+	"container/heap"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"time"
 )
 
 // summaryNotes is the most partitions' read-back notes the summary
@@ -36,4 +42,118 @@ func (r *Result) writeReadBackNotes(w io.Writer) {
 		}
 		fmt.Fprintf(w, "    partition %d: %s\n", p, r.ReadBackNotes[p])
 	}
+}
+
+// PartitionsFile is where Check writes, in Options.ListDir, every
+// partition's figures: a PartitionLine a line, in partition order.
+const PartitionsFile = "partitions.jsonl"
+
+// PartitionLine is one partition's figures in PartitionsFile.
+type PartitionLine struct {
+	Partition int32 `json:"partition"`
+	Acked     int64 `json:"acked"`
+	// Gaps are its stretches of at least gap_min_ms without acks during
+	// the load, as Result.PartitionGaps.
+	Gaps []Gap `json:"gaps"`
+}
+
+// maxGapPartitions is the most partitions result.json lists in
+// partition_gaps whole; beyond it lists the listedGapPartitions with the
+// longest stretch without acks, and PartitionsFile has every one.
+const (
+	maxGapPartitions    = 1000
+	listedGapPartitions = 100
+)
+
+// partitionFigures fills res.PartitionGaps and, with dir set, writes
+// PartitionsFile. Up to maxGapPartitions partitions every one is in
+// PartitionGaps, gaps or not (as before issue 37); beyond, only the
+// listedGapPartitions with the longest gap, so that result.json and the
+// report's lanes stay readable at a million partitions. Memory beyond
+// the partitions' own acks: the listed partitions' gaps.
+func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, dir string) error {
+	var w *bufio.Writer
+	var f *os.File
+	if dir != "" {
+		var err error
+		if f, err = os.Create(filepath.Join(dir, PartitionsFile+".tmp")); err != nil {
+			return fmt.Errorf("write the partitions' figures: %w (is the run directory writable?)", err)
+		}
+		defer f.Close() // after the rename, a no-op error
+		w = bufio.NewWriterSize(f, 1<<16)
+	}
+	whole := len(parts) <= maxGapPartitions
+	res.PartitionGaps = map[int32][]Gap{}
+	var worst gapHeap
+	var line []byte
+	for _, p := range parts {
+		var gs []Gap
+		longest := 0.0
+		for _, g := range gaps(t.partAckBuckets(p), loadLen, int64(gapMin/gapResolution)) {
+			gap := Gap{FromS: (time.Duration(g[0]) * gapResolution).Seconds(), ToS: (time.Duration(g[1]) * gapResolution).Seconds()}
+			gs = append(gs, gap)
+			longest = max(longest, gap.ToS-gap.FromS)
+		}
+		if w != nil {
+			var acked int64
+			if pa := t.partAcks[p]; pa != nil {
+				acked = pa.acked
+			}
+			if gs == nil {
+				gs = []Gap{}
+			}
+			var err error
+			if line, err = json.Marshal(PartitionLine{Partition: p, Acked: acked, Gaps: gs}); err != nil {
+				return err
+			}
+			w.Write(line)
+			w.WriteByte('\n')
+		}
+		switch {
+		case whole:
+			res.PartitionGaps[p] = append([]Gap{}, gs...) // every partition is listed, gaps or not
+		case len(gs) > 0 && (worst.Len() < listedGapPartitions || longest > worst[0].longest):
+			heap.Push(&worst, gapEntry{p: p, longest: longest, gaps: gs})
+			if worst.Len() > listedGapPartitions {
+				heap.Pop(&worst)
+			}
+		}
+	}
+	for _, e := range worst {
+		res.PartitionGaps[e.p] = e.gaps
+	}
+	if !whole {
+		res.PartitionGapsListed = fmt.Sprintf("the %d partitions (of %d) with the longest stretch without acks; every partition's in %s", len(worst), len(parts), PartitionsFile)
+	}
+	if w == nil {
+		return nil
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write the partitions' figures: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write the partitions' figures: %w", err)
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, PartitionsFile))
+}
+
+// gapEntry is a partition in gapHeap; gapHeap is a min-heap by longest
+// gap, so that its root is the first to go when a longer one comes.
+type gapEntry struct {
+	p       int32
+	longest float64
+	gaps    []Gap
+}
+
+type gapHeap []gapEntry
+
+func (h gapHeap) Len() int           { return len(h) }
+func (h gapHeap) Less(i, j int) bool { return h[i].longest < h[j].longest }
+func (h gapHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *gapHeap) Push(x any)        { *h = append(*h, x.(gapEntry)) }
+func (h *gapHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }

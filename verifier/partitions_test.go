@@ -2,7 +2,9 @@ package verifier
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +70,61 @@ func TestSummaryShortAtManyPartitions(t *testing.T) {
 		}
 		if !strings.Contains(b.String(), "partition 2: stopped short") {
 			t.Errorf("%d partitions: the first notes are missing:\n%s", n, b.String())
+		}
+	}
+}
+
+// Issue 37, point 5: every partition's figures go to partitions.jsonl;
+// result.json lists every partition's gaps up to 1,000 partitions, and
+// beyond only the 100 with the longest stretch, saying so.
+func TestPartitionsFileAndListedGaps(t *testing.T) {
+	for _, tc := range []struct {
+		partitions int
+		listed     int
+		partial    bool
+	}{
+		{16, 16, false},
+		{maxGapPartitions + 500, listedGapPartitions, true}, // fires: 1,500 partitions, 100 listed
+	} {
+		dir := t.TempDir()
+		l, err := ledger.Open(filepath.Join(dir, "l"), ledger.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := int64(tc.partitions) * 2
+		if err := SyntheticRun(l, ids, 2, tc.partitions); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Check(context.Background(), l, Options{ListDir: dir})
+		l.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.PartitionGaps) != tc.listed || (res.PartitionGapsListed != "") != tc.partial {
+			t.Errorf("%d partitions: %d listed in partition_gaps, listed note %q", tc.partitions, len(res.PartitionGaps), res.PartitionGapsListed)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, PartitionsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var acked int64
+		var lines int
+		for _, ln := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var pl PartitionLine
+			if err := json.Unmarshal([]byte(ln), &pl); err != nil {
+				t.Fatalf("%q: %v", ln, err)
+			}
+			if int(pl.Partition) != lines {
+				t.Errorf("line %d is partition %d", lines, pl.Partition)
+			}
+			if len(pl.Gaps) == 0 {
+				t.Errorf("partition %d: no gaps, but its two acks are half an hour apart", pl.Partition)
+			}
+			acked += pl.Acked
+			lines++
+		}
+		if lines != tc.partitions || acked != ids {
+			t.Errorf("%d partitions: %s has %d lines and %d acked, want %d and %d", tc.partitions, PartitionsFile, lines, acked, tc.partitions, ids)
 		}
 	}
 }

@@ -225,8 +225,12 @@ type Result struct {
 	Timeline []Second `json:"timeline,omitempty"`
 	// PartitionGaps lists, per partition, the stretches of at least
 	// GapMinMs during the load in which it got no ack.
-	PartitionGaps map[int32][]Gap `json:"partition_gaps,omitempty"`
-	GapMinMs      float64         `json:"gap_min_ms,omitempty"`
+	// Beyond 1,000 partitions it lists only the 100 with the longest
+	// stretch, and PartitionGapsListed says so; partitions.jsonl in the
+	// run directory has every partition's (PartitionsFile).
+	PartitionGaps       map[int32][]Gap `json:"partition_gaps,omitempty"`
+	PartitionGapsListed string          `json:"partition_gaps_listed,omitempty"`
+	GapMinMs            float64         `json:"gap_min_ms,omitempty"`
 
 	// Hist holds the histograms (not in result.json: reports write them
 	// as .hlog files).
