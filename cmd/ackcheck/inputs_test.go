@@ -70,6 +70,9 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 		{"partitions beyond every driver's limit", []string{"--partitions", "1000000000"}, "--partitions 1000000000: use 1 to 10000000 (no driver asks for more; queen's limit)"},
 		{"partitions one beyond kafka's limit", []string{"--partitions", "1000001"}, "--partitions 1000001: the kafka driver asks for 1 to 1000000 partitions: the cluster itself refuses"},
 		{"workload partitions beyond every limit", []string{"--workload", workload("wide", "name: wide\npartitionsPerTopic: 1000000000\n")}, "--partitions 1000000000: use 1 to 10000000"},
+		{"placement batch:0", []string{"--placement", "batch:0"}, "--placement batch:0: want batch:N with N a whole number of at least 1"},
+		{"placement unknown", []string{"--placement", "random"}, "--placement random: want round-robin or batch:N"},
+		{"placement with keys", []string{"--placement", "batch:4", "--keys", "10"}, "--placement batch:4 with --keys 10: keys choose the partition"},
 		{"progress every 1ns", []string{"--progress-interval", "1ns"}, "--progress-interval 1ns: use at least 100ms"},
 		{"progress 0", []string{"--progress-interval", "0"}, "--progress-interval 0s: must be above 0"},
 		{"read idle 0", []string{"--read-idle-timeout", "0"}, "--read-idle-timeout 0s: must be above 0: give a positive duration such as 1s, or leave the flag out for its default, 1m0s"},
@@ -90,11 +93,12 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 		{"progress every 100ms", []string{"--progress-interval", "100ms"}, ""},
 		{"junit in the run directory", []string{"--junit", "OUT/junit.xml"}, ""},
 		{"one message", []string{"--rate", "1", "--duration", "1s"}, ""},
+		{"placement batch:5", []string{"--placement", "batch:5"}, ""},
 	}
 	ctx := context.Background()
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			topic := "in" + string(rune('a'+i))
+			topic := fmt.Sprintf("in%02d", i)
 			out := filepath.Join(dir, "runs", topic, "r")
 			args := append([]string{"run", "--brokers", brokers, "--topic", topic, "--out", out}, short...)
 			for _, a := range tc.args {
@@ -119,8 +123,13 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, "runs", "iny", "r", "junit.xml")); err != nil {
-		t.Errorf("--junit in the run directory: %v", err)
+	for i, tc := range tests {
+		if tc.name != "junit in the run directory" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "runs", fmt.Sprintf("in%02d", i), "r", "junit.xml")); err != nil {
+			t.Errorf("--junit in the run directory: %v", err)
+		}
 	}
 }
 
