@@ -269,7 +269,26 @@ func longestGap(timeline []uint64, n int64) (length, start int64) {
 func gaps(bm []uint64, n, minLen int64) [][2]int64 {
 	var out [][2]int64
 	start := int64(-1)
-	for i := int64(0); i <= n; i++ {
+	for i := int64(0); i <= n; {
+		// A whole word at once where it can be: a million partitions'
+		// bitmaps are mostly empty words (issue 37).
+		if i%64 == 0 && i+64 <= n {
+			w := uint64(0)
+			if i/64 < int64(len(bm)) {
+				w = bm[i/64]
+			}
+			if w == 0 {
+				if start < 0 {
+					start = i
+				}
+				i += 64
+				continue
+			}
+			if w == ^uint64(0) && start < 0 {
+				i += 64
+				continue
+			}
+		}
 		set := i == n || (i/64 < int64(len(bm)) && bm[i/64]>>(i%64)&1 == 1)
 		switch {
 		case !set && start < 0:
@@ -280,6 +299,7 @@ func gaps(bm []uint64, n, minLen int64) [][2]int64 {
 			}
 			start = -1
 		}
+		i++
 	}
 	return out
 }

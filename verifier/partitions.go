@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -102,12 +104,8 @@ func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, 
 			if gs == nil {
 				gs = []Gap{}
 			}
-			var err error
-			if line, err = json.Marshal(PartitionLine{Partition: p, Acked: acked, Gaps: gs}); err != nil {
-				return err
-			}
+			line = appendPartitionLine(line[:0], PartitionLine{Partition: p, Acked: acked, Gaps: gs})
 			w.Write(line)
-			w.WriteByte('\n')
 		}
 		switch {
 		case whole:
@@ -135,6 +133,37 @@ func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, 
 		return fmt.Errorf("write the partitions' figures: %w", err)
 	}
 	return os.Rename(f.Name(), filepath.Join(dir, PartitionsFile))
+}
+
+// appendPartitionLine appends pl to b as the JSON line encoding/json
+// would write (without reflection: a million lines took a second).
+func appendPartitionLine(b []byte, pl PartitionLine) []byte {
+	b = append(b, `{"partition":`...)
+	b = strconv.AppendInt(b, int64(pl.Partition), 10)
+	b = append(b, `,"acked":`...)
+	b = strconv.AppendInt(b, pl.Acked, 10)
+	b = append(b, `,"gaps":[`...)
+	for i, g := range pl.Gaps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"from_s":`...)
+		b = appendSeconds(b, g.FromS)
+		b = append(b, `,"to_s":`...)
+		b = appendSeconds(b, g.ToS)
+		b = append(b, '}')
+	}
+	return append(b, "]}\n"...)
+}
+
+// appendSeconds appends v as encoding/json does: plain decimals from
+// 1e-6 to 1e21 (every gap's seconds), else encoding/json's own.
+func appendSeconds(b []byte, v float64) []byte {
+	if a := math.Abs(v); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.AppendFloat(b, v, 'f', -1, 64)
+	}
+	j, _ := json.Marshal(v)
+	return append(b, j...)
 }
 
 // gapEntry is a partition in gapHeap; gapHeap is a min-heap by longest

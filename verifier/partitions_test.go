@@ -128,3 +128,65 @@ func TestPartitionsFileAndListedGaps(t *testing.T) {
 		}
 	}
 }
+
+// appendPartitionLine writes what encoding/json writes.
+func TestPartitionLineAsJSON(t *testing.T) {
+	for _, pl := range []PartitionLine{
+		{Partition: 0, Acked: 0, Gaps: []Gap{}},
+		{Partition: 999999, Acked: 12, Gaps: []Gap{{FromS: 0, ToS: 0.51}, {FromS: 1.5, ToS: 12345.67}, {FromS: 1e-7, ToS: 3e21}}},
+	} {
+		want, err := json.Marshal(pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendPartitionLine(nil, pl); string(got) != string(want)+"\n" {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}
+
+// gaps skips whole words and finds what the bit-by-bit scan found.
+func TestGapsWordAtATime(t *testing.T) {
+	slow := func(bm []uint64, n, minLen int64) [][2]int64 {
+		var out [][2]int64
+		start := int64(-1)
+		for i := int64(0); i <= n; i++ {
+			set := i == n || (i/64 < int64(len(bm)) && bm[i/64]>>(i%64)&1 == 1)
+			switch {
+			case !set && start < 0:
+				start = i
+			case set && start >= 0:
+				if i-start >= minLen {
+					out = append(out, [2]int64{start, i})
+				}
+				start = -1
+			}
+		}
+		return out
+	}
+	for seed := uint64(1); seed < 300; seed++ {
+		bm := make([]uint64, seed%9)
+		x := seed * 0x9e3779b97f4a7c15
+		for i := range bm {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			switch x % 4 {
+			case 0:
+				bm[i] = 0
+			case 1:
+				bm[i] = ^uint64(0)
+			default:
+				bm[i] = x
+			}
+		}
+		for _, n := range []int64{0, 1, 63, 64, 65, 200, 700} {
+			for _, minLen := range []int64{1, 3, 50} {
+				got, want := gaps(bm, n, minLen), slow(bm, n, minLen)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("bm %x, n %d, min %d: got %v, want %v", bm, n, minLen, got, want)
+				}
+			}
+		}
+	}
+}
