@@ -27,11 +27,20 @@ func (o Offsets) MarshalJSON() ([]byte, error) {
 	if o == nil {
 		return []byte("null"), nil
 	}
+	// Partitions 0 to n-1, as a topic's are, need no sort.
 	ps := make([]int32, 0, len(o))
+	dense := true
 	for p := range o {
 		ps = append(ps, p)
+		dense = dense && p >= 0 && int(p) < len(o)
 	}
-	slices.Sort(ps)
+	if dense {
+		for i := range ps {
+			ps[i] = int32(i)
+		}
+	} else {
+		slices.Sort(ps)
+	}
 	var b []byte
 	if len(o) <= compactOffsets {
 		b = append(b, '{')

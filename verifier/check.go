@@ -266,17 +266,24 @@ func longestGap(timeline []uint64, n int64) (length, start int64) {
 
 // gaps returns the [from, to) bucket ranges of at least minLen empty
 // buckets among the first n of bm.
-func gaps(bm []uint64, n, minLen int64) [][2]int64 {
+func gaps(bm []uint64, n, minLen int64) [][2]int64 { return gapsFrom(bm, 0, n, minLen) }
+
+// gapsFrom is gaps of a bitmap whose first word is word base: the words
+// before it and after its end are empty.
+func gapsFrom(bm []uint64, base, n, minLen int64) [][2]int64 {
+	word := func(w int64) uint64 {
+		if w < base || w-base >= int64(len(bm)) {
+			return 0
+		}
+		return bm[w-base]
+	}
 	var out [][2]int64
 	start := int64(-1)
 	for i := int64(0); i <= n; {
 		// A whole word at once where it can be: a million partitions'
 		// bitmaps are mostly empty words (issue 37).
 		if i%64 == 0 && i+64 <= n {
-			w := uint64(0)
-			if i/64 < int64(len(bm)) {
-				w = bm[i/64]
-			}
+			w := word(i / 64)
 			if w == 0 {
 				if start < 0 {
 					start = i
@@ -289,7 +296,7 @@ func gaps(bm []uint64, n, minLen int64) [][2]int64 {
 				continue
 			}
 		}
-		set := i == n || (i/64 < int64(len(bm)) && bm[i/64]>>(i%64)&1 == 1)
+		set := i == n || word(i/64)>>(i%64)&1 == 1
 		switch {
 		case !set && start < 0:
 			start = i
@@ -322,13 +329,19 @@ func WindowFor(d time.Duration) time.Duration {
 // without an ack among the first n of bm that overlaps [from, to] (Unix
 // ns; to = 0: the end of the load). Zero when acks never paused there.
 func longestStall(bm []uint64, n, loadStart, from, to int64) float64 {
+	return longestStallFrom(bm, 0, n, loadStart, from, to)
+}
+
+// longestStallFrom is longestStall of a bitmap whose first word is word
+// base (gapsFrom).
+func longestStallFrom(bm []uint64, base, n, loadStart, from, to int64) float64 {
 	fb := (from - loadStart) / int64(gapResolution)
 	tb := n
 	if to > 0 {
 		tb = min(n, (to-loadStart)/int64(gapResolution))
 	}
 	longest := int64(0)
-	for _, g := range gaps(bm, n, 1) {
+	for _, g := range gapsFrom(bm, base, n, 1) {
 		if g[1] > fb && g[0] <= tb {
 			longest = max(longest, g[1]-g[0])
 		}

@@ -91,7 +91,8 @@ func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, 
 	for _, p := range parts {
 		var gs []Gap
 		longest := 0.0
-		for _, g := range gaps(t.partAckBuckets(p), loadLen, int64(gapMin/gapResolution)) {
+		bm, base := t.partAckBuckets(p)
+		for _, g := range gapsFrom(bm, base, loadLen, int64(gapMin/gapResolution)) {
 			gap := Gap{FromS: (time.Duration(g[0]) * gapResolution).Seconds(), ToS: (time.Duration(g[1]) * gapResolution).Seconds()}
 			gs = append(gs, gap)
 			longest = max(longest, gap.ToS-gap.FromS)

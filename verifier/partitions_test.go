@@ -186,6 +186,14 @@ func TestGapsWordAtATime(t *testing.T) {
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("bm %x, n %d, min %d: got %v, want %v", bm, n, minLen, got, want)
 				}
+				// The same bitmap kept from its first non-empty word on.
+				base := 0
+				for base < len(bm) && bm[base] == 0 {
+					base++
+				}
+				if got := gapsFrom(bm[base:], int64(base), n, minLen); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("bm %x from word %d, n %d, min %d: got %v, want %v", bm, base, n, minLen, got, want)
+				}
 			}
 		}
 	}

@@ -46,7 +46,6 @@ type timelines struct {
 	perSecond      []Second
 	partAcks       map[int32]*partAcks // per partition: acks and their 10 ms buckets
 	touched        int64               // partitions with at least one ack: len(partAcks)
-	scratch        []uint64            // partBuckets' buffer, reused partition after partition
 	lastAckAt      int64
 }
 
@@ -177,21 +176,13 @@ func (t *timelines) markPart(pa *partAcks, at int64) {
 	pa.buckets[w-pa.base] |= 1 << (i % 64)
 }
 
-// partAckBuckets are partition p's 10 ms buckets with acks from the
-// load's start (nil: none), in t.scratch: valid until the next call.
-func (t *timelines) partAckBuckets(p int32) []uint64 {
-	pa := t.partAcks[p]
-	if pa == nil || len(pa.buckets) == 0 {
-		return nil
+// partAckBuckets are partition p's 10 ms buckets with acks, as a bitmap
+// whose first word is word base of the load's (nil: none).
+func (t *timelines) partAckBuckets(p int32) (bm []uint64, base int64) {
+	if pa := t.partAcks[p]; pa != nil {
+		return pa.buckets, pa.base
 	}
-	n := int(pa.base) + len(pa.buckets)
-	if cap(t.scratch) < n {
-		t.scratch = make([]uint64, n)
-	}
-	bm := t.scratch[:n]
-	clear(bm[:pa.base])
-	copy(bm[pa.base:], pa.buckets)
-	return bm
+	return nil, 0
 }
 
 // finish writes the timelines into res; parts are the run's partitions.
@@ -203,7 +194,8 @@ func (t *timelines) finish(res *Result, parts []int32, dir string) error {
 		loadLen = (t.end - t.start) / int64(gapResolution)
 	}
 	res.Faults = t.faults.finish(parts, func(p int32, from, to int64) float64 {
-		return longestStall(t.partAckBuckets(p), loadLen, t.start, from, to)
+		bm, base := t.partAckBuckets(p)
+		return longestStallFrom(bm, base, loadLen, t.start, from, to)
 	})
 	res.Timeline = t.perSecond
 	res.Partitions, res.PartitionsTouched = len(parts), t.touched
