@@ -198,3 +198,43 @@ func TestGapsWordAtATime(t *testing.T) {
 		}
 	}
 }
+
+// Issue 37, point 5: beyond 1,000 partitions a fault's first_ack_ms and
+// stall_ms keep the 100 slowest partitions each, those that never acked
+// again first, and say so; up to 1,000 every partition is kept.
+func TestFaultPartitionFiguresBounded(t *testing.T) {
+	for _, tc := range []struct {
+		partitions, kept int
+		listed           bool
+	}{
+		{16, 16, false},
+		{1500, listedGapPartitions, true}, // fires
+	} {
+		const at = int64(1_000_000_000)
+		ft := &faultTracker{reports: []FaultReport{{}}, at: []int64{at}, first: []map[int32]int64{{}}}
+		var parts []int32
+		for p := range int32(tc.partitions) {
+			parts = append(parts, p)
+			if p%10 != 3 { // every tenth never acks again
+				ft.first[0][p] = at + int64(p)*1_000_000 // p ms after the fault
+			}
+		}
+		reps := ft.finish(parts, func(p int32, _, _ int64) float64 { return float64(p) })
+		f := reps[0]
+		if len(f.FirstAckMs) != tc.kept || len(f.StallMs) != tc.kept || (f.PartitionsListed != "") != tc.listed {
+			t.Fatalf("%d partitions: %d first acks, %d stalls kept, listed %q", tc.partitions, len(f.FirstAckMs), len(f.StallMs), f.PartitionsListed)
+		}
+		last := int32(tc.partitions - 1)
+		if f.StallMs[last] != float64(last) || f.FirstAckMs[3] != -1 || f.SlowestFirstAckMs != -1 || f.LongestStallMs != float64(last) {
+			t.Errorf("%d partitions: the slowest were dropped: stall of %d %v, first ack of 3 %v, slowest %v, longest %v",
+				tc.partitions, last, f.StallMs[last], f.FirstAckMs[3], f.SlowestFirstAckMs, f.LongestStallMs)
+		}
+		if tc.listed {
+			for p, v := range f.FirstAckMs {
+				if v != -1 {
+					t.Errorf("partition %d kept at %v ms while %d partitions never acked again", p, v, tc.partitions/10)
+				}
+			}
+		}
+	}
+}
