@@ -160,3 +160,28 @@ const (
 type FaultExpecter interface {
 	ExpectFault(f NodeFault, d Driver) string
 }
+
+// PartitionLimiter is implemented by a profile that says how many
+// partitions the broker can be asked for, and why that many. The command
+// line refuses a larger --partitions before anything is created, naming
+// the limit and its reason; a topic that exists is used with its own
+// count, whatever the limit. A profile without it gets DefaultMaxPartitions.
+type PartitionLimiter interface {
+	// MaxPartitions is the most partitions ackcheck asks the broker to
+	// make; why says where the number comes from, as a clause that
+	// follows "the <broker> driver asks for at most N partitions: ".
+	MaxPartitions() (n int, why string)
+}
+
+// DefaultMaxPartitions is the partition limit of a profile that states
+// none (PartitionLimiter): a bound found by trying, not a broker's own.
+const DefaultMaxPartitions = 10_000
+
+// MaxPartitions is p's partition limit and its reason: the profile's own
+// (PartitionLimiter), else DefaultMaxPartitions.
+func MaxPartitions(p Profile) (int, string) {
+	if l, ok := p.(PartitionLimiter); ok {
+		return l.MaxPartitions()
+	}
+	return DefaultMaxPartitions, "its profile states no limit of its own, and 10,000 is the most ackcheck has run with it"
+}

@@ -17,8 +17,8 @@ type RunInfo struct {
 	Producers int    `json:"producers"`
 	// StartOffsets are the partitions' end offsets before the load: the
 	// read-back starts there, so older records in a reused topic are skipped.
-	StartOffsets map[int32]int64 `json:"start_offsets"`
-	LoadStart    time.Time       `json:"load_start"`
+	StartOffsets Offsets   `json:"start_offsets"`
+	LoadStart    time.Time `json:"load_start"`
 	// LoadEnd is zero until the load finished.
 	LoadEnd time.Time `json:"load_end"`
 	// Clean is set once every send and outcome of the load is committed.

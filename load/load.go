@@ -49,6 +49,7 @@ type Config struct {
 	Producers   int           // 0: Defaults().Producers
 	MessageSize int           // bytes per value, at least message.MinSize
 	Keys        int           // > 0: spread messages over this many keys
+	Placement   Placement     // unkeyed messages: round-robin (default) or batch:N (placement.go)
 	MaxInFlight int           // 0: Defaults().MaxInFlight
 	// ShedAfter is how long past its scheduled time a paced send waits
 	// for a place under MaxInFlight before it is shed; the wait is in its
@@ -547,7 +548,7 @@ func (s *sender) produce(ctx context.Context, ps *producerState) error {
 		}
 		m := drivers.Message{
 			Value:     s.enc.Encode(buf, id, intended),
-			Partition: cfg.Partitions[i%nparts],
+			Partition: cfg.Partitions[cfg.Placement.partition(i, P, nparts)],
 			SentAt:    time.Unix(0, sentAt),
 		}
 		if cfg.Keys > 0 {

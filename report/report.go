@@ -172,6 +172,9 @@ func Charts(in Input) []string {
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
 	ln := lanes{ID: "partition-gaps", Title: "Partitions without acks", XMax: end, Bands: bands}
+	if r.PartitionGapsListed != "" {
+		ln.Title += ": " + r.PartitionGapsListed
+	}
 	for _, p := range parts {
 		ln.Rows = append(ln.Rows, fmt.Sprintf("p%d", p))
 		var gs [][2]float64

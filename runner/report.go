@@ -15,9 +15,21 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/report"
 	"github.com/ackcheck/ackcheck/verifier"
 )
+
+// keysRow is the settings row of --keys and --placement.
+func keysRow(s Settings) string {
+	switch {
+	case s.Keys > 0:
+		return fmt.Sprint(s.Keys)
+	case s.Placement != "" && s.Placement != load.RoundRobin:
+		return "none: " + s.Placement + " over partitions (" + strings.TrimPrefix(s.Placement, "batch:") + " consecutive messages of a producer to one partition)"
+	}
+	return "none: round-robin over partitions"
+}
 
 // settingsRows lists a run's settings for reports, from run.json and the
 // ledger's run description.
@@ -27,7 +39,7 @@ func settingsRows(s Settings, run ledger.RunInfo) [][2]string {
 		{"topic", fmt.Sprintf("%s (%d partitions, replication factor %d)", s.Topic.Name, s.Topic.Partitions, s.Topic.ReplicationFactor)},
 		{"rate", fmt.Sprintf("%.0f msg/s for %s, %d producers", s.Rate, humanDuration(s.Duration), s.Producers)},
 		{"message size", drivers.HumanBytes(int64(s.MessageSize))},
-		{"keys", map[bool]string{true: "none: round-robin over partitions", false: fmt.Sprint(s.Keys)}[s.Keys == 0]},
+		{"keys", keysRow(s)},
 		{"max in flight", fmt.Sprint(s.MaxInFlight)},
 	}
 	rows = append(rows, s.DriverRows...)
@@ -86,7 +98,7 @@ const StaleSuffix = ".stale"
 // verdictFiles are what a verdict writes into a run directory beside the
 // evidence (ledger/, reads/) it was judged from.
 func verdictFiles() []string {
-	return append([]string{"result.json", verifier.LostFile, verifier.DuplicatesFile, verifier.ReorderedFile}, report.Files...)
+	return append([]string{"result.json", verifier.LostFile, verifier.DuplicatesFile, verifier.ReorderedFile, verifier.PartitionsFile}, report.Files...)
 }
 
 // markStale renames each file of the last verdict to NAME.stale before

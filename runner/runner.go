@@ -48,9 +48,12 @@ type Settings struct {
 	Producers   int               `json:"producers"`
 	MessageSize int               `json:"message_size"`
 	Keys        int               `json:"keys"`
-	MaxInFlight int               `json:"max_in_flight"`
-	CreatedAt   time.Time         `json:"created_at"`
-	Faults      *FaultSource      `json:"faults,omitempty"`
+	// Placement is --placement ("round-robin" or "batch:N"); absent in
+	// run.json of runs from before it, which were round-robin.
+	Placement   string       `json:"placement,omitempty"`
+	MaxInFlight int          `json:"max_in_flight"`
+	CreatedAt   time.Time    `json:"created_at"`
+	Faults      *FaultSource `json:"faults,omitempty"`
 	// Checks are the checks the run's verdict was judged by; verify and
 	// report judge by them again unless a check flag is given (see
 	// verifier.Rejudge). Nil in run.json of runs from before they were
@@ -713,7 +716,7 @@ func writeSettings(cfg Config, lc load.Config, runID uint64, totalRate float64) 
 	s := Settings{
 		RunID: verifier.RunIDText(runID), Driver: cfg.Driver.Name(), DriverSettings: ds,
 		Topic: cfg.Topic, Rate: lc.Rate, Duration: lc.Duration.String(), Producers: lc.Producers,
-		MessageSize: lc.MessageSize, Keys: lc.Keys, MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
+		MessageSize: lc.MessageSize, Keys: lc.Keys, Placement: lc.Placement.String(), MaxInFlight: lc.MaxInFlight, CreatedAt: time.Now(),
 	}
 	checks := verifier.ChecksOf(cfg.Check)
 	s.Checks = &checks

@@ -235,7 +235,9 @@ func classifyHistories(ctx context.Context, src *runSource, reads *ledger.Ledger
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	tl.finish(res, parts)
+	if err := tl.finish(res, parts, opts.ListDir); err != nil {
+		return err
+	}
 	return inv.finish(opts.ListDir, res)
 }
 
@@ -326,11 +328,37 @@ func longestGap(timeline []uint64, n int64) (length, start int64) {
 
 // gaps returns the [from, to) bucket ranges of at least minLen empty
 // buckets among the first n of bm.
-func gaps(bm []uint64, n, minLen int64) [][2]int64 {
+func gaps(bm []uint64, n, minLen int64) [][2]int64 { return gapsFrom(bm, 0, n, minLen) }
+
+// gapsFrom is gaps of a bitmap whose first word is word base: the words
+// before it and after its end are empty.
+func gapsFrom(bm []uint64, base, n, minLen int64) [][2]int64 {
+	word := func(w int64) uint64 {
+		if w < base || w-base >= int64(len(bm)) {
+			return 0
+		}
+		return bm[w-base]
+	}
 	var out [][2]int64
 	start := int64(-1)
-	for i := int64(0); i <= n; i++ {
-		set := i == n || (i/64 < int64(len(bm)) && bm[i/64]>>(i%64)&1 == 1)
+	for i := int64(0); i <= n; {
+		// A whole word at once where it can be: a million partitions'
+		// bitmaps are mostly empty words (issue 37).
+		if i%64 == 0 && i+64 <= n {
+			w := word(i / 64)
+			if w == 0 {
+				if start < 0 {
+					start = i
+				}
+				i += 64
+				continue
+			}
+			if w == ^uint64(0) && start < 0 {
+				i += 64
+				continue
+			}
+		}
+		set := i == n || word(i/64)>>(i%64)&1 == 1
 		switch {
 		case !set && start < 0:
 			start = i
@@ -340,6 +368,7 @@ func gaps(bm []uint64, n, minLen int64) [][2]int64 {
 			}
 			start = -1
 		}
+		i++
 	}
 	return out
 }
@@ -362,13 +391,19 @@ func WindowFor(d time.Duration) time.Duration {
 // without an ack among the first n of bm that overlaps [from, to] (Unix
 // ns; to = 0: the end of the load). Zero when acks never paused there.
 func longestStall(bm []uint64, n, loadStart, from, to int64) float64 {
+	return longestStallFrom(bm, 0, n, loadStart, from, to)
+}
+
+// longestStallFrom is longestStall of a bitmap whose first word is word
+// base (gapsFrom).
+func longestStallFrom(bm []uint64, base, n, loadStart, from, to int64) float64 {
 	fb := (from - loadStart) / int64(gapResolution)
 	tb := n
 	if to > 0 {
 		tb = min(n, (to-loadStart)/int64(gapResolution))
 	}
 	longest := int64(0)
-	for _, g := range gaps(bm, n, 1) {
+	for _, g := range gapsFrom(bm, base, n, 1) {
 		if g[1] > fb && g[0] <= tb {
 			longest = max(longest, g[1]-g[0])
 		}

@@ -1,7 +1,10 @@
 package verifier
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -36,6 +39,11 @@ type FaultReport struct {
 	StallMs map[int32]float64 `json:"stall_ms,omitempty"`
 	// LongestStallMs is the largest of StallMs.
 	LongestStallMs float64 `json:"longest_stall_ms"`
+	// PartitionsListed, set beyond 1,000 partitions, says that FirstAckMs
+	// and StallMs keep only the 100 slowest partitions each (those that
+	// never acked again first): a million partitions a fault would be two
+	// million entries in result.json. The largest figures are kept whole.
+	PartitionsListed string `json:"partitions_listed,omitempty"`
 	// KillProof, for kills: that the process really died and came back.
 	KillProof *KillProof `json:"kill_proof,omitempty"`
 	// OracleReadyMs and OracleInSyncMs are Record.Oracle's figures (the
@@ -298,6 +306,38 @@ func (ft *faultTracker) finish(partitions []int32, stall func(p int32, from, to 
 		if never {
 			rep.SlowestFirstAckMs = -1
 		}
+		if len(partitions) > maxGapPartitions {
+			rep.FirstAckMs = slowestOf(rep.FirstAckMs, listedGapPartitions)
+			rep.StallMs = slowestOf(rep.StallMs, listedGapPartitions)
+			rep.PartitionsListed = fmt.Sprintf("first_ack_ms and stall_ms: the %d slowest partitions of %d each", listedGapPartitions, len(partitions))
+		}
 	}
 	return ft.reports
+}
+
+// slowestOf keeps the n largest figures of m, -1 (never) counted above
+// every other, ties broken by partition.
+func slowestOf(m map[int32]float64, n int) map[int32]float64 {
+	type pv struct {
+		p int32
+		v float64
+	}
+	all := make([]pv, 0, len(m))
+	for p, v := range m {
+		if v < 0 {
+			v = math.Inf(1)
+		}
+		all = append(all, pv{p, v})
+	}
+	slices.SortFunc(all, func(a, b pv) int {
+		if c := cmp.Compare(b.v, a.v); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.p, b.p)
+	})
+	out := make(map[int32]float64, min(n, len(all)))
+	for _, e := range all[:min(n, len(all))] {
+		out[e.p] = m[e.p]
+	}
+	return out
 }

@@ -53,7 +53,7 @@ type ReadBackReport struct {
 	Foreign  int64            `json:"foreign"`
 	OtherRun int64            `json:"other_run"`
 	Notes    map[int32]string `json:"notes,omitempty"`
-	Ends     map[int32]int64  `json:"ends"`
+	Ends     ledger.Offsets   `json:"ends"`
 	// Error is the request that failed when the read-back could not
 	// finish (a broker gone, a fetch refused); Complete is then false and
 	// the read-back holds what was read before it.
@@ -83,7 +83,7 @@ type ReadBackReport struct {
 	// acked message whose acked offset lies below it is lost, whether or
 	// not the rest of its partition was read (Result.LostBelowLogStart).
 	// Empty for a driver that cannot say.
-	LogStarts map[int32]int64 `json:"log_starts,omitempty"`
+	LogStarts ledger.Offsets `json:"log_starts,omitempty"`
 }
 
 // logStartOf returns where rb found partition p's log to begin, when it

@@ -132,6 +132,14 @@ type Result struct {
 	// Resume is the command that finishes an incomplete verdict.
 	Resume string `json:"resume,omitempty"`
 
+	// Partitions is the number of partitions the run wrote to (its
+	// topic's, or its shard's), and PartitionsTouched how many of them got
+	// at least one acked message (Queen makes a partition at its first
+	// push: these are the ones that exist). Both 0 in result.json of runs
+	// from before they were counted.
+	Partitions        int   `json:"partitions,omitempty"`
+	PartitionsTouched int64 `json:"partitions_touched"`
+
 	LongestNoAckMs float64 `json:"longest_no_ack_ms"`
 	LongestNoAckAt float64 `json:"longest_no_ack_start_s"`
 	Publish        Latency `json:"publish_latency_ms"`
@@ -217,8 +225,12 @@ type Result struct {
 	Timeline []Second `json:"timeline,omitempty"`
 	// PartitionGaps lists, per partition, the stretches of at least
 	// GapMinMs during the load in which it got no ack.
-	PartitionGaps map[int32][]Gap `json:"partition_gaps,omitempty"`
-	GapMinMs      float64         `json:"gap_min_ms,omitempty"`
+	// Beyond 1,000 partitions it lists only the 100 with the longest
+	// stretch, and PartitionGapsListed says so; partitions.jsonl in the
+	// run directory has every partition's (PartitionsFile).
+	PartitionGaps       map[int32][]Gap `json:"partition_gaps,omitempty"`
+	PartitionGapsListed string          `json:"partition_gaps_listed,omitempty"`
+	GapMinMs            float64         `json:"gap_min_ms,omitempty"`
 
 	// Hist holds the histograms (not in result.json: reports write them
 	// as .hlog files).
@@ -401,6 +413,7 @@ func (r *Result) writeCounts(w io.Writer) {
 		row("other run", r.OtherRun, "records of another ackcheck run in range: two runs shared the topic")
 	}
 	tw.Flush()
+	r.writePartitions(w)
 }
 
 // writeLatencies is the summary's lines of time: the longest stretch
@@ -494,9 +507,7 @@ func (r *Result) writeVerdict(w io.Writer) {
 	if !r.ReadBackComplete {
 		fmt.Fprintln(w, "  read-back incomplete:")
 	}
-	for p, n := range r.ReadBackNotes {
-		fmt.Fprintf(w, "    partition %d: %s\n", p, n)
-	}
+	r.writeReadBackNotes(w)
 	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(r.Verdict))
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)

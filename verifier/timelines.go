@@ -44,13 +44,14 @@ type timelines struct {
 	windows        []*window
 	acks           []uint64 // bit i: an ack arrived in [start+i ms, +1 ms)
 	perSecond      []Second
-	partAcks       map[int32]*[]uint64 // per partition: 10 ms buckets with acks
+	partAcks       map[int32]*partAcks // per partition: acks and their 10 ms buckets
+	touched        int64               // partitions with at least one ack: len(partAcks)
 	lastAckAt      int64
 }
 
 func newTimelines(run ledger.RunInfo, window time.Duration, ft *faultTracker) *timelines {
 	t := &timelines{loadStart: run.LoadStart, start: run.LoadStart.UnixNano(), window: window, faults: ft,
-		pubAll: latency.New(3), e2eAll: latency.New(3), partAcks: map[int32]*[]uint64{}}
+		pubAll: latency.New(3), e2eAll: latency.New(3), partAcks: map[int32]*partAcks{}}
 	if !run.LoadEnd.IsZero() {
 		t.end = run.LoadEnd.UnixNano()
 	}
@@ -114,13 +115,15 @@ func (t *timelines) add(h *history, lost bool) {
 		latency.Record(t.pubAll, time.Duration(h.ack.Time))
 		at := h.send.Time + h.ack.Time
 		t.acks = t.mark(t.acks, at, ackResolution)
-		// One map read per ack; the slice grows in place.
+		// One map read per ack; the buckets grow in place.
 		pa := t.partAcks[h.ack.Partition]
 		if pa == nil {
-			pa = new([]uint64)
+			pa = &partAcks{}
 			t.partAcks[h.ack.Partition] = pa
+			t.touched++
 		}
-		*pa = t.mark(*pa, at, gapResolution)
+		pa.acked++
+		t.markPart(pa, at)
 		if sec := t.second(at); sec != nil {
 			sec.Acked++
 		}
@@ -139,34 +142,66 @@ func (t *timelines) add(h *history, lost bool) {
 	}
 }
 
-// partAckBuckets are partition p's 10 ms buckets with acks (nil: none).
-func (t *timelines) partAckBuckets(p int32) []uint64 {
-	if pa := t.partAcks[p]; pa != nil {
-		return *pa
+// partAcks is one partition's acks: how many, and its 10 ms buckets
+// with acks as a bitmap whose first word is word base of the load's. A
+// partition holds only the words from its earliest ack to its latest:
+// with a million partitions of a message or two each, one word each,
+// not the whole load's length (issue 37: 256 bytes a partition for a
+// 20 s load before).
+type partAcks struct {
+	acked   int64
+	base    int64 // word index of buckets[0]
+	buckets []uint64
+}
+
+// markPart sets the bucket of at in pa, within the load and maxTimeline.
+func (t *timelines) markPart(pa *partAcks, at int64) {
+	i := (at - t.start) / int64(gapResolution)
+	if i < 0 || i >= int64(maxTimeline/gapResolution) || (t.end != 0 && at > t.end) {
+		return
 	}
-	return nil
+	w := i / 64
+	switch {
+	case len(pa.buckets) == 0:
+		pa.base = w
+		pa.buckets = append(pa.buckets, 0)
+	case w < pa.base:
+		grown := make([]uint64, int64(len(pa.buckets))+pa.base-w)
+		copy(grown[pa.base-w:], pa.buckets)
+		pa.buckets, pa.base = grown, w
+	}
+	for int64(len(pa.buckets)) <= w-pa.base {
+		pa.buckets = append(pa.buckets, 0)
+	}
+	pa.buckets[w-pa.base] |= 1 << (i % 64)
+}
+
+// partAckBuckets are partition p's 10 ms buckets with acks, as a bitmap
+// whose first word is word base of the load's (nil: none).
+func (t *timelines) partAckBuckets(p int32) (bm []uint64, base int64) {
+	if pa := t.partAcks[p]; pa != nil {
+		return pa.buckets, pa.base
+	}
+	return nil, 0
 }
 
 // finish writes the timelines into res; parts are the run's partitions.
-func (t *timelines) finish(res *Result, parts []int32) {
+// With dir set it writes every partition's figures to PartitionsFile
+// there (partitionFigures).
+func (t *timelines) finish(res *Result, parts []int32, dir string) error {
 	loadLen := int64(0)
 	if t.end != 0 {
 		loadLen = (t.end - t.start) / int64(gapResolution)
 	}
 	res.Faults = t.faults.finish(parts, func(p int32, from, to int64) float64 {
-		return longestStall(t.partAckBuckets(p), loadLen, t.start, from, to)
+		bm, base := t.partAckBuckets(p)
+		return longestStallFrom(bm, base, loadLen, t.start, from, to)
 	})
 	res.Timeline = t.perSecond
+	res.Partitions, res.PartitionsTouched = len(parts), t.touched
 	res.GapMinMs = float64(gapMin / time.Millisecond)
-	res.PartitionGaps = map[int32][]Gap{}
-	for _, p := range parts {
-		res.PartitionGaps[p] = []Gap{} // every partition is listed, gaps or not
-		for _, g := range gaps(t.partAckBuckets(p), loadLen, int64(gapMin/gapResolution)) {
-			res.PartitionGaps[p] = append(res.PartitionGaps[p], Gap{
-				FromS: (time.Duration(g[0]) * gapResolution).Seconds(),
-				ToS:   (time.Duration(g[1]) * gapResolution).Seconds(),
-			})
-		}
+	if err := t.partitionFigures(res, parts, loadLen, dir); err != nil {
+		return err
 	}
 	res.Hist = &Histograms{Start: t.loadStart, Window: t.window, PublishAll: t.pubAll, E2EAll: t.e2eAll}
 	for _, w := range t.windows {
@@ -189,4 +224,5 @@ func (t *timelines) finish(res *Result, parts []int32) {
 	gap, at := longestGap(t.acks, (end-t.start)/int64(ackResolution))
 	res.LongestNoAckMs = float64(gap) * float64(ackResolution) / float64(time.Millisecond)
 	res.LongestNoAckAt = (time.Duration(at) * ackResolution).Seconds()
+	return nil
 }

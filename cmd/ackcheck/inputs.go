@@ -22,13 +22,65 @@ import (
 // depends on the driver (checkMessageSize) is applied as soon as the
 // driver is known, still before it connects.
 
-// maxPartitions is the most --partitions ackcheck creates a topic with.
-// --partitions 1000000000 was once sent to the broker, which grew to
-// 7.6 GB. Kafka's guidance is a few thousand partitions per broker, and a
-// durability check gains nothing from more partitions than producers and
-// brokers can keep busy; 10,000 is above every run so far. A topic that
-// already exists is used as it is, whatever its count.
-const maxPartitions = 10_000
+// placementFlag is --placement's value (load.ParsePlacement).
+type placementFlag struct{ p *load.Placement }
+
+func (v placementFlag) Set(s string) error {
+	p, err := load.ParsePlacement(s)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+func (v placementFlag) String() string {
+	if v.p == nil {
+		return load.RoundRobin
+	}
+	return v.p.String()
+}
+
+func (placementFlag) Type() string { return "placement" }
+
+// partitionLimits lists each driver's partition limit for --partitions'
+// help: "kafka 1000000, nats 10000, ...".
+func partitionLimits() string {
+	var parts []string
+	for _, p := range profiles() {
+		n, _ := drivers.MaxPartitions(p)
+		parts = append(parts, fmt.Sprintf("%s %d", p.Name(), n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkPartitions refuses a --partitions the driver's profile does not
+// ask its broker for (drivers.MaxPartitions: each profile says its own
+// limit and why). With p nil, the driver is not known yet: it refuses
+// what no driver asks for. --partitions 1000000000 was once sent to a
+// broker, which grew to 7.6 GB; the limits keep that from happening again
+// while letting each broker go as far as it goes. A topic that already
+// exists is used as it is, whatever its count: the limit is on what
+// ackcheck asks to be created.
+func checkPartitions(p drivers.Profile, n int) error {
+	if p == nil {
+		var most drivers.Profile
+		mostN := 0
+		for _, q := range profiles() {
+			if m, _ := drivers.MaxPartitions(q); most == nil || m > mostN {
+				most, mostN = q, m
+			}
+		}
+		if n < 1 || n > mostN {
+			return fmt.Errorf("--partitions %d: use 1 to %d (no driver asks for more; %s's limit)", n, mostN, most.Name())
+		}
+		return nil
+	}
+	if max, why := drivers.MaxPartitions(p); n < 1 || n > max {
+		return fmt.Errorf("--partitions %d: the %s driver asks for 1 to %d partitions: %s", n, p.Name(), max, why)
+	}
+	return nil
+}
 
 // minProgressInterval is the shortest --progress-interval: at 1ns the
 // progress goroutine printed 200,000 lines in 2 s.
@@ -277,8 +329,10 @@ func (s peerShape) validate(available uint64, from string) error {
 	switch {
 	case s.Messages < 1:
 		return fmt.Errorf("--messages %d: use at least 1", s.Messages)
-	case s.Partitions < 1 || s.Partitions > maxPartitions:
-		return fmt.Errorf("--partitions %d: use 1 to %d", s.Partitions, maxPartitions)
+	}
+	// bench --peer measures the brokers list's first (see below).
+	if err := checkPartitions(profiles()[0], s.Partitions); err != nil {
+		return err
 	}
 	// Its load settings are bounded where every load's are; each is a
 	// flag of bench --peer, so a 0 is the user's, not a default.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/runner"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -64,9 +67,12 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 		{"message size above kafka's", []string{"--message-size", "1048576"}, "--message-size 1048576: the kafka driver sends at most 999000 bytes"},
 		{"workload message size of 2 GiB", []string{"--workload", workload("big", "name: big\nmessageSize: 2147483648\n")}, "--message-size 2147483648: no driver sends more than"},
 		{"in flight beyond memory", []string{"--message-size", "999000", "--rate", "10000", "--duration", "60s"}, "could take about"},
-		{"partitions beyond the bound", []string{"--partitions", "1000000000"}, "--partitions 1000000000: use 1 to 10000"},
-		{"partitions one beyond the bound", []string{"--partitions", "10001"}, "--partitions 10001: use 1 to 10000"},
-		{"workload partitions beyond the bound", []string{"--workload", workload("wide", "name: wide\npartitionsPerTopic: 1000000000\n")}, "--partitions 1000000000: use 1 to 10000"},
+		{"partitions beyond every driver's limit", []string{"--partitions", "1000000000"}, "--partitions 1000000000: use 1 to 10000000 (no driver asks for more; queen's limit)"},
+		{"partitions one beyond kafka's limit", []string{"--partitions", "1000001"}, "--partitions 1000001: the kafka driver asks for 1 to 1000000 partitions: the cluster itself refuses"},
+		{"workload partitions beyond every limit", []string{"--workload", workload("wide", "name: wide\npartitionsPerTopic: 1000000000\n")}, "--partitions 1000000000: use 1 to 10000000"},
+		{"placement batch:0", []string{"--placement", "batch:0"}, "--placement batch:0: want batch:N with N a whole number of at least 1"},
+		{"placement unknown", []string{"--placement", "random"}, "--placement random: want round-robin or batch:N"},
+		{"placement with keys", []string{"--placement", "batch:4", "--keys", "10"}, "--placement batch:4 with --keys 10: keys choose the partition"},
 		{"progress every 1ns", []string{"--progress-interval", "1ns"}, "--progress-interval 1ns: use at least 100ms"},
 		{"progress 0", []string{"--progress-interval", "0"}, "--progress-interval 0s: must be above 0"},
 		{"read idle 0", []string{"--read-idle-timeout", "0"}, "--read-idle-timeout 0s: must be above 0: give a positive duration such as 1s, or leave the flag out for its default, 1m0s"},
@@ -87,11 +93,12 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 		{"progress every 100ms", []string{"--progress-interval", "100ms"}, ""},
 		{"junit in the run directory", []string{"--junit", "OUT/junit.xml"}, ""},
 		{"one message", []string{"--rate", "1", "--duration", "1s"}, ""},
+		{"placement batch:5", []string{"--placement", "batch:5"}, ""},
 	}
 	ctx := context.Background()
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			topic := "in" + string(rune('a'+i))
+			topic := fmt.Sprintf("in%02d", i)
 			out := filepath.Join(dir, "runs", topic, "r")
 			args := append([]string{"run", "--brokers", brokers, "--topic", topic, "--out", out}, short...)
 			for _, a := range tc.args {
@@ -116,8 +123,13 @@ func TestInputsBoundedBeforeAnySideEffect(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, "runs", "iny", "r", "junit.xml")); err != nil {
-		t.Errorf("--junit in the run directory: %v", err)
+	for i, tc := range tests {
+		if tc.name != "junit in the run directory" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "runs", fmt.Sprintf("in%02d", i), "r", "junit.xml")); err != nil {
+			t.Errorf("--junit in the run directory: %v", err)
+		}
 	}
 }
 
@@ -289,7 +301,8 @@ func TestPeerShapeBounds(t *testing.T) {
 		{"kfake holds every record", func(s *peerShape) { s.Size = 64 << 10 }, "the in-process kfake would hold about 61.0 GiB"},
 		{"a broker of its own holds them", func(s *peerShape) { s.Size = 64 << 10; s.Brokers = []string{"b:9092"}; s.MaxInFlight = 1000 }, ""},
 		{"in flight beyond memory", func(s *peerShape) { s.Size = 512 << 10; s.Messages = 40_000; s.MaxInFlight = 40_000 }, "could take about 58.6 GiB"},
-		{"partitions", func(s *peerShape) { s.Partitions = 1_000_000_000 }, "--partitions 1000000000: use 1 to 10000"},
+		{"partitions", func(s *peerShape) { s.Partitions = 1_000_000_000 }, "--partitions 1000000000: the kafka driver asks for 1 to 1000000 partitions"},
+		{"partitions above the old cap of 10,000", func(s *peerShape) { s.Partitions = 20_000 }, ""},
 		{"no messages", func(s *peerShape) { s.Messages = 0 }, "--messages 0"},
 		{"tiny values", func(s *peerShape) { s.Size = 8 }, "--message-size must be at least"},
 	} {
@@ -331,5 +344,88 @@ func TestDeadlineFlag(t *testing.T) {
 		case tc.refuse != "" && d != 5*time.Second:
 			t.Errorf("%s: refused but changed the value to %s", tc.arg, d)
 		}
+	}
+}
+
+// Issue 37, point 1: each driver's profile says its own partition limit
+// and why; the limit is accepted and one more is refused, naming the
+// driver, the limit and the reason. Without a driver, the largest limit
+// applies; a profile that states none gets drivers.DefaultMaxPartitions.
+func TestPartitionLimitPerProfile(t *testing.T) {
+	most := 0
+	for _, p := range profiles() {
+		max, why := drivers.MaxPartitions(p)
+		if why == "" || max < 1 {
+			t.Errorf("%s: limit %d, reason %q: a profile's limit needs a reason", p.Name(), max, why)
+		}
+		most = maxInt(most, max)
+		if err := checkPartitions(p, max); err != nil {
+			t.Errorf("%s at its limit %d: %v", p.Name(), max, err)
+		}
+		want := fmt.Sprintf("--partitions %d: the %s driver asks for 1 to %d partitions: %s", max+1, p.Name(), max, why)
+		if err := checkPartitions(p, max+1); err == nil || err.Error() != want {
+			t.Errorf("%s at %d: got %v, want %q", p.Name(), max+1, err, want)
+		}
+		if err := checkPartitions(p, 0); err == nil {
+			t.Errorf("%s: 0 partitions accepted", p.Name())
+		}
+	}
+	if err := checkPartitions(nil, most); err != nil {
+		t.Errorf("no driver yet, at the largest limit %d: %v", most, err)
+	}
+	if err := checkPartitions(nil, most+1); err == nil || !strings.Contains(err.Error(), "no driver asks for more") {
+		t.Errorf("no driver yet, at %d: got %v", most+1, err)
+	}
+	var plain drivers.Profile = plainProfile{profiles()[0]}
+	if max, _ := drivers.MaxPartitions(plain); max != drivers.DefaultMaxPartitions {
+		t.Errorf("a profile without a limit of its own: %d, want %d", max, drivers.DefaultMaxPartitions)
+	}
+}
+
+// plainProfile hides a profile's optional interfaces.
+type plainProfile struct{ drivers.Profile }
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// Issue 37, point 1: a topic that exists is used with its own partition
+// count, whatever --partitions says (here more than the topic has).
+func TestExistingTopicKeepsItsPartitions(t *testing.T) {
+	c := kfakeCluster(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "there"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "r")
+	var stdout, stderr bytes.Buffer
+	code := execute(ctx, []string{"run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--topic", "there", "--partitions", "20000",
+		"--rate", "30", "--duration", "1s", "--out", out}, &stdout, &stderr)
+	if code != exitPass {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	td, err := adm.ListTopics(ctx, "there")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(td["there"].Partitions); n != 3 {
+		t.Errorf("the topic has %d partitions after the run, want its own 3", n)
+	}
+	run, err := runner.ReadRunInfo(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.StartOffsets) != 3 {
+		t.Errorf("run.json start offsets for %d partitions, want the topic's 3", len(run.StartOffsets))
 	}
 }

@@ -92,7 +92,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	r.kf.register(f)
 	r.cf.register(cmd)
 	f.StringVar(&r.topic.Name, "topic", "ackcheck", "topic to write; created if missing, used as it is if it exists")
-	f.IntVar(&r.topic.Partitions, "partitions", 16, "partitions of a topic ackcheck creates, 1 to 10000")
+	f.IntVar(&r.topic.Partitions, "partitions", 16, "partitions of a topic ackcheck creates, 1 to the driver's limit ("+partitionLimits()+"); a topic that exists keeps its own")
 	f.IntVar(&r.topic.ReplicationFactor, "replication-factor", 3, "replication factor of a topic ackcheck creates")
 	f.StringToStringVar(&r.topicCfg, "topic-config", nil, "topic configs for a topic ackcheck creates, k=v[,k=v]")
 	d := load.Defaults() // the load's defaults have one home
@@ -100,6 +100,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&r.lc.Duration, "duration", d.Duration, "how long the load is scheduled")
 	f.IntVar(&r.lc.MessageSize, "message-size", d.MessageSize, "bytes per message value, ID and checksum included; at most the driver's limit (kafka 999000, pulsar 5177344, nats 1044480, queen 1048576), and max-in-flight x size must fit in memory")
 	f.IntVar(&r.lc.Keys, "keys", 0, "spread messages over this many keys (0: round-robin over partitions, no key)")
+	f.Var(placementFlag{&r.lc.Placement}, "placement", "where unkeyed messages go: round-robin (message i on partition i mod P) or batch:N (N consecutive messages of a producer to one partition, then the next, in turn over all partitions)")
 	f.IntVar(&r.lc.Producers, "producers", d.Producers, "independent producers sharing the rate")
 	f.IntVar(&r.lc.MaxInFlight, "max-in-flight", d.MaxInFlight, "sends awaiting an outcome at most; a send due beyond it is shed and counted")
 	f.StringVar(&r.out, "out", "", "run directory (created): ledger, run.json, result.json")
@@ -258,6 +259,9 @@ func (r *runFlags) openDriver(cmd *cobra.Command) (drivers.Driver, any, error) {
 	if err := checkMessageSize(p, r.lc.MessageSize); err != nil {
 		return nil, nil, err
 	}
+	if err := checkPartitions(p, r.topic.Partitions); err != nil {
+		return nil, nil, err
+	}
 	// The user's own flags first: the cluster's addresses, set below, are
 	// the right driver's by construction.
 	if err := flagsBelongTo(p.Name(), fs); err != nil {
@@ -321,10 +325,15 @@ func (r *runFlags) refuse(cmd *cobra.Command) error {
 	switch {
 	case r.topic.Name == "":
 		return fmt.Errorf("--topic is empty: name the topic to write")
-	case r.topic.Partitions < 1 || r.topic.Partitions > maxPartitions:
-		return fmt.Errorf("--partitions %d: use 1 to %d for a topic ackcheck creates (a topic that exists is used with its own count)", r.topic.Partitions, maxPartitions)
 	case r.topic.ReplicationFactor < 1:
 		return fmt.Errorf("--replication-factor %d: use at least 1", r.topic.ReplicationFactor)
+	case r.lc.Keys > 0 && r.lc.Placement.Batch > 1:
+		return fmt.Errorf("--placement %s with --keys %d: keys choose the partition; give one or the other", r.lc.Placement, r.lc.Keys)
+	}
+	// The driver's own limit waits for the driver (openDriver), as the
+	// message size's does; none asks for more than the largest.
+	if err := checkPartitions(nil, r.topic.Partitions); err != nil {
+		return err
 	}
 	if err := refuseDurations(fs); err != nil {
 		return err

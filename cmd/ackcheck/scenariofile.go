@@ -363,7 +363,7 @@ func sectionOf(name string, owners map[string]string) int {
 		return 4
 	}
 	switch name {
-	case "topic", "partitions", "replication-factor", "topic-config", "rate", "duration", "message-size", "keys", "producers", "max-in-flight", "no-e2e", "no-verify", "workload":
+	case "topic", "partitions", "replication-factor", "topic-config", "rate", "duration", "message-size", "keys", "placement", "producers", "max-in-flight", "no-e2e", "no-verify", "workload":
 		return 1
 	case "fault", "fsync", "kill-at", "restart-after", "loss-at", "recovery-timeout":
 		return 2

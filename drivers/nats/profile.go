@@ -108,3 +108,12 @@ func (n *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	}
 	return d, d.Config(), nil
 }
+
+// MaxPartitions implements drivers.PartitionLimiter: the driver makes one
+// JetStream stream per partition, each replicated stream a Raft group of
+// its own with its own leader election; NATS advises some thousands of
+// streams per server, and creating 10,000 one by one already takes
+// minutes. Beyond that a run measures stream creation, not durability.
+func (Profile) MaxPartitions() (int, string) {
+	return 10_000, "the driver makes one JetStream stream per partition, each replicated stream its own Raft group; NATS advises some thousands of streams per server"
+}

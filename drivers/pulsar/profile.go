@@ -125,3 +125,13 @@ func (p *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	}
 	return d, d.Config(), nil
 }
+
+// MaxPartitions implements drivers.PartitionLimiter: a partitioned
+// topic's limit is the broker's maxNumPartitionsPerPartitionedTopic (0,
+// no limit, by default), which refuses the creation itself when set. Each
+// partition is a topic of its own with its own managed ledger and, in
+// pulsar-client-go, its own producer per load producer; a public
+// benchmark carried 50,000. 100,000 is a sanity bound above that.
+func (Profile) MaxPartitions() (int, string) {
+	return 100_000, "the broker's maxNumPartitionsPerPartitionedTopic refuses beyond its own setting; each partition is a topic with its own ledger and its own client producer, so this is a sanity bound twice the most a public benchmark carried"
+}

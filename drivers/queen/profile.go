@@ -133,3 +133,12 @@ func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	}
 	return d, d.Config(), nil
 }
+
+// MaxPartitions implements drivers.PartitionLimiter: Queen makes a
+// partition at the first push that names it, in the same log entry as the
+// message; ackcheck creates none. 10,000,000 is the name space the load
+// writes into (partition names "p0" to "p9999999"), not a creation: the
+// partitions a run touches are the ones that exist after it.
+func (Profile) MaxPartitions() (int, string) {
+	return 10_000_000, "Queen makes a partition at its first push, so this is the name space the load writes into, not a count created up front"
+}

@@ -1,0 +1,189 @@
+package verifier
+
+import (
+	"bufio"
+	"container/heap"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// summaryNotes is the most partitions' read-back notes the summary
+// prints; the rest are counted, and all are in result.json. With a
+// million partitions a line each would bury the verdict.
+const summaryNotes = 5
+
+// writePartitions prints the partition counts: how many the run wrote to
+// and how many got an acked message (issue 37: --partitions-touched).
+func (r *Result) writePartitions(w io.Writer) {
+	if r.Partitions == 0 {
+		return // a result.json from before the count
+	}
+	fmt.Fprintf(w, "  partitions: %d, %d of them with at least one acked message\n", r.Partitions, r.PartitionsTouched)
+}
+
+// writeReadBackNotes prints the read-back notes of the first
+// summaryNotes partitions in partition order, then how many more there
+// are: the summary stays short whatever the partition count.
+func (r *Result) writeReadBackNotes(w io.Writer) {
+	ps := make([]int32, 0, len(r.ReadBackNotes))
+	for p := range r.ReadBackNotes {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	for i, p := range ps {
+		if i == summaryNotes {
+			fmt.Fprintf(w, "    ... and %d more partitions (result.json read_back_notes)\n", len(ps)-summaryNotes)
+			break
+		}
+		fmt.Fprintf(w, "    partition %d: %s\n", p, r.ReadBackNotes[p])
+	}
+}
+
+// PartitionsFile is where Check writes, in Options.ListDir, every
+// partition's figures: a PartitionLine a line, in partition order.
+const PartitionsFile = "partitions.jsonl"
+
+// PartitionLine is one partition's figures in PartitionsFile.
+type PartitionLine struct {
+	Partition int32 `json:"partition"`
+	Acked     int64 `json:"acked"`
+	// Gaps are its stretches of at least gap_min_ms without acks during
+	// the load, as Result.PartitionGaps.
+	Gaps []Gap `json:"gaps"`
+}
+
+// maxGapPartitions is the most partitions result.json lists in
+// partition_gaps whole; beyond it lists the listedGapPartitions with the
+// longest stretch without acks, and PartitionsFile has every one.
+const (
+	maxGapPartitions    = 1000
+	listedGapPartitions = 100
+)
+
+// partitionFigures fills res.PartitionGaps and, with dir set, writes
+// PartitionsFile. Up to maxGapPartitions partitions every one is in
+// PartitionGaps, gaps or not (as before issue 37); beyond, only the
+// listedGapPartitions with the longest gap, so that result.json and the
+// report's lanes stay readable at a million partitions. Memory beyond
+// the partitions' own acks: the listed partitions' gaps.
+func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, dir string) error {
+	var w *bufio.Writer
+	var f *os.File
+	if dir != "" {
+		var err error
+		if f, err = os.Create(filepath.Join(dir, PartitionsFile+".tmp")); err != nil {
+			return fmt.Errorf("write the partitions' figures: %w (is the run directory writable?)", err)
+		}
+		defer f.Close() // after the rename, a no-op error
+		w = bufio.NewWriterSize(f, 1<<16)
+	}
+	whole := len(parts) <= maxGapPartitions
+	res.PartitionGaps = map[int32][]Gap{}
+	var worst gapHeap
+	var line []byte
+	for _, p := range parts {
+		var gs []Gap
+		longest := 0.0
+		bm, base := t.partAckBuckets(p)
+		for _, g := range gapsFrom(bm, base, loadLen, int64(gapMin/gapResolution)) {
+			gap := Gap{FromS: (time.Duration(g[0]) * gapResolution).Seconds(), ToS: (time.Duration(g[1]) * gapResolution).Seconds()}
+			gs = append(gs, gap)
+			longest = max(longest, gap.ToS-gap.FromS)
+		}
+		if w != nil {
+			var acked int64
+			if pa := t.partAcks[p]; pa != nil {
+				acked = pa.acked
+			}
+			if gs == nil {
+				gs = []Gap{}
+			}
+			line = appendPartitionLine(line[:0], PartitionLine{Partition: p, Acked: acked, Gaps: gs})
+			w.Write(line)
+		}
+		switch {
+		case whole:
+			res.PartitionGaps[p] = append([]Gap{}, gs...) // every partition is listed, gaps or not
+		case len(gs) > 0 && (worst.Len() < listedGapPartitions || longest > worst[0].longest):
+			heap.Push(&worst, gapEntry{p: p, longest: longest, gaps: gs})
+			if worst.Len() > listedGapPartitions {
+				heap.Pop(&worst)
+			}
+		}
+	}
+	for _, e := range worst {
+		res.PartitionGaps[e.p] = e.gaps
+	}
+	if !whole {
+		res.PartitionGapsListed = fmt.Sprintf("the %d partitions (of %d) with the longest stretch without acks; every partition's in %s", len(worst), len(parts), PartitionsFile)
+	}
+	if w == nil {
+		return nil
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write the partitions' figures: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write the partitions' figures: %w", err)
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, PartitionsFile))
+}
+
+// appendPartitionLine appends pl to b as the JSON line encoding/json
+// would write (without reflection: a million lines took a second).
+func appendPartitionLine(b []byte, pl PartitionLine) []byte {
+	b = append(b, `{"partition":`...)
+	b = strconv.AppendInt(b, int64(pl.Partition), 10)
+	b = append(b, `,"acked":`...)
+	b = strconv.AppendInt(b, pl.Acked, 10)
+	b = append(b, `,"gaps":[`...)
+	for i, g := range pl.Gaps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"from_s":`...)
+		b = appendSeconds(b, g.FromS)
+		b = append(b, `,"to_s":`...)
+		b = appendSeconds(b, g.ToS)
+		b = append(b, '}')
+	}
+	return append(b, "]}\n"...)
+}
+
+// appendSeconds appends v as encoding/json does: plain decimals from
+// 1e-6 to 1e21 (every gap's seconds), else encoding/json's own.
+func appendSeconds(b []byte, v float64) []byte {
+	if a := math.Abs(v); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.AppendFloat(b, v, 'f', -1, 64)
+	}
+	j, _ := json.Marshal(v)
+	return append(b, j...)
+}
+
+// gapEntry is a partition in gapHeap; gapHeap is a min-heap by longest
+// gap, so that its root is the first to go when a longer one comes.
+type gapEntry struct {
+	p       int32
+	longest float64
+	gaps    []Gap
+}
+
+type gapHeap []gapEntry
+
+func (h gapHeap) Len() int           { return len(h) }
+func (h gapHeap) Less(i, j int) bool { return h[i].longest < h[j].longest }
+func (h gapHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *gapHeap) Push(x any)        { *h = append(*h, x.(gapEntry)) }
+func (h *gapHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
