@@ -55,6 +55,14 @@ type Injector struct {
 	// before it uses the newest one read in advance. Default 50ms.
 	ResolveWait time.Duration
 
+	// DataFiles are the broker profile's globs of its data files, for
+	// file faults written without one.
+	DataFiles []string
+	// Seed makes the file faults repeatable: the same seed and schedule
+	// change the same offsets and bits of the same files. 0: a seed from
+	// the clock, recorded in each file fault's record.
+	Seed int64
+
 	once     sync.Once
 	w        *world
 	targets  *targets
@@ -85,8 +93,12 @@ func (in *Injector) init() {
 			ids = in.Nodes.IDs()
 		}
 		in.targets = newTargets(in.Driver, in.Topic, in.ResolveWait)
-		in.w = &world{Env: Env{Nodes: in.Nodes, Driver: in.Driver, ConfigFsync: in.ConfigFsync},
-			topic: in.Topic, journal: in.Journal, states: newNodeStates(ids), read: in.targets.read, logf: logf, net: &netLive{}}
+		if in.Seed == 0 {
+			in.Seed = time.Now().UnixNano()
+		}
+		in.w = &world{Env: Env{Nodes: in.Nodes, Driver: in.Driver, ConfigFsync: in.ConfigFsync, DataFiles: in.DataFiles},
+			topic: in.Topic, journal: in.Journal, states: newNodeStates(ids), read: in.targets.read, logf: logf, net: &netLive{},
+			seed: in.Seed, files: &fileSnaps{}}
 		in.log.mu.Lock()
 		in.log.ledger, in.log.logf, in.log.onChange = in.Ledger, logf, in.OnChange
 		in.log.mu.Unlock()

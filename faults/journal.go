@@ -30,6 +30,9 @@ const (
 	// UndoNetRule removes a network rule (Rule) from the namespaces of
 	// the Net whose prefix is Net.
 	UndoNetRule UndoKind = "net-rule"
+	// UndoFile puts a node's data file (File) back from its copy
+	// (Backup), whose sha256 is Sum: the undo of the file faults.
+	UndoFile UndoKind = "file"
 )
 
 // Undo is one thing a fault changed and how to put it back. Every undo is
@@ -50,6 +53,10 @@ type Undo struct {
 	Net  string      `json:"net,omitempty"`
 	Port int         `json:"port,omitempty"`
 	Rule *netns.Rule `json:"rule,omitempty"`
+	// file: File goes back to the copy Backup, whose sha256 is Sum.
+	File   string `json:"file,omitempty"`
+	Backup string `json:"backup,omitempty"`
+	Sum    string `json:"sum,omitempty"`
 	// Why says what the fault did, for the heal report.
 	Why string `json:"why"`
 }
@@ -74,6 +81,8 @@ func (u Undo) String() string {
 			v = *u.Value
 		}
 		return fmt.Sprintf("turn %s %s", u.Key, v)
+	case UndoFile:
+		return fmt.Sprintf("put node %d's file %s back from %s", u.Node, u.File, u.Backup)
 	case UndoNetRule:
 		if u.Rule == nil {
 			return "remove a network rule"

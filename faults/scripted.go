@@ -345,3 +345,18 @@ func (s *Scripted) Close() error {
 	}
 	return nil
 }
+
+var _ FileNodes = (*Scripted)(nil)
+
+// DataDirOn implements FileNodes: the node's data_dir, reached through its
+// runner.
+func (s *Scripted) DataDirOn(id int32) (string, remote.Runner, error) {
+	n, r, err := s.node(id)
+	if err != nil {
+		return "", nil, err
+	}
+	if n.DataDir == "" {
+		return "", nil, fmt.Errorf("node %d has no data_dir in the cluster file: file faults need it", id)
+	}
+	return n.DataDir, r, nil
+}
