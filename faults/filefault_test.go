@@ -305,7 +305,7 @@ func TestStalePutsSnapshotBack(t *testing.T) {
 // none to pick, before anything applies.
 func TestFileFaultPreflight(t *testing.T) {
 	dir := dataDir(t, 1)
-	steps, _ := ParseSchedule("at=1s kill node:2; at=2s bitflip node:2")
+	steps, _ := ParseSchedule("at=1s kill node:2; at=2s bitflip node:2; at=3s restart node:2")
 	tests := []struct {
 		name string
 		env  Env
@@ -346,6 +346,34 @@ func TestParseFileFaults(t *testing.T) {
 		}
 		if err != nil || steps[0].String() != tc.want {
 			t.Errorf("%q: %v %v, want %q", tc.in, steps, err, tc.want)
+		}
+	}
+}
+
+// Preflight refuses a file fault on a node the schedule has not taken
+// down at that moment, and takes one on a node killed before it.
+func TestPreflightFileFaultNeedsNodeDown(t *testing.T) {
+	env := Env{Nodes: fileNodes{newFakeNodes(1, 2, 3), map[int32]string{2: dataDir(t, 1)}}, DataFiles: []string{"*.blk"}}
+	for _, tc := range []struct {
+		sched string
+		ok    bool
+	}{
+		{"at=1s kill node:2; at=2s bitflip node:2; at=3s restart node:2", true},
+		{"at=1s stop node:2; at=2s truncate node:2 *.blk; at=3s stale node:2", true},
+		{"at=2s bitflip node:2", false},
+		{"at=1s kill node:1; at=2s bitflip node:2", false},
+		{"at=1s kill node:2; at=2s restart node:2; at=3s truncate node:2", false},
+		{"at=1s snapshot node:2", true},
+	} {
+		steps, err := ParseSchedule(tc.sched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Preflight(context.Background(), env, steps)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: %v, want ok %v", tc.sched, err, tc.ok)
+		} else if err != nil && !strings.Contains(err.Error(), "runs then") {
+			t.Errorf("%q: %v does not say why", tc.sched, err)
 		}
 	}
 }

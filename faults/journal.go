@@ -249,11 +249,12 @@ func (j *Journal) HasNodeConfig(node int32) bool {
 }
 
 // NeedsCluster reports whether undoing undos needs the cluster's nodes or
-// its broker: every kind but a network rule does (a rule is removed from
-// its namespaces, found again by their prefix).
+// its broker: every kind but a network rule (removed from its namespaces,
+// found again by their prefix) and a file (put back through the nodes'
+// runners, NeedsNodes) does.
 func NeedsCluster(undos []Undo) bool {
 	for _, u := range undos {
-		if u.Kind != UndoNetRule {
+		if u.Kind != UndoNetRule && u.Kind != UndoFile {
 			return true
 		}
 	}

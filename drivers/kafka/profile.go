@@ -203,3 +203,6 @@ func (k *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	public.SASLPassword = ""
 	return d, public, nil
 }
+
+// DataFiles implements drivers.DataFiler: the log segments.
+func (Profile) DataFiles() []string { return []string{"*.log"} }

@@ -108,3 +108,7 @@ func (n *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	}
 	return d, d.Config(), nil
 }
+
+// DataFiles implements drivers.DataFiler: JetStream's message blocks, the
+// files Jepsen's NATS analysis corrupted.
+func (Profile) DataFiles() []string { return []string{"*.blk"} }

@@ -125,3 +125,7 @@ func (p *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	}
 	return d, d.Config(), nil
 }
+
+// DataFiles implements drivers.DataFiler: BookKeeper's entry logs (the
+// ledgers' data).
+func (Profile) DataFiles() []string { return []string{"*.log"} }

@@ -133,3 +133,8 @@ func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	}
 	return d, d.Config(), nil
 }
+
+// DataFiles implements drivers.DataFiler: PostgreSQL's relation files
+// (named by their OIDs, from 1; WAL segments and pg_xact files begin
+// with 0 and are left alone).
+func (Profile) DataFiles() []string { return []string{"[1-9]*"} }
