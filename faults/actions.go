@@ -36,6 +36,8 @@ const (
 	Bitflip         Action = "bitflip"
 	Truncate        Action = "truncate"
 	Stale           Action = "stale"
+	DiskError       Action = "disk-error"
+	DiskOK          Action = "disk-ok"
 	// UnexpectedDeath is not done but observed: a node's process vanished
 	// while no fault had taken it down; it fails the verdict. It has no
 	// entry: no schedule names it.
@@ -246,6 +248,14 @@ var actionTable = []actionSpec{
 		target: oneTarget, targets: fileTargets, tail: parseGlob, tailForm: "[<glob>]",
 		expect: "the node starts on partly old data; it must detect it (checksums, sequence numbers) and catch up from its peers; no acked message is lost while a majority of replicas is intact",
 		make:   onFilesOf(putStale), undo: putFile},
+	{action: DiskError, help: "make P% (default all) of the node's fsync, write or read calls fail with EIO, until disk-ok (a data dir on lazyfs)", example: "at=10s disk-error node:2 fsync 50%",
+		target: oneTarget, targets: fileTargets, tail: parseDiskCall, tailForm: "fsync|write|read [<P>%]",
+		expect: "the node's disk calls fail with EIO: a broker that cannot trust an fsync stops (PostgreSQL panics, Kafka takes the log dir offline) and its peers carry on; nothing acked is lost",
+		make:   func(Target) fault { return diskFault{on: true} }, undo: []undoSpec{{UndoDiskError, diskFault{}}}},
+	{action: DiskOK, help: "end the node's disk errors", example: "at=30s disk-ok node:2",
+		target: oneTarget, targets: fileTargets,
+		expect: "the node's disk calls work again; a node that stopped on the errors must be restarted",
+		make:   func(Target) fault { return diskFault{} }, noUndo: "it is disk-error's undo: it marks it done"},
 }
 
 // fileTargets are the targets of the file faults: a node named, whose

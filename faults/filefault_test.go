@@ -336,6 +336,12 @@ func TestParseFileFaults(t *testing.T) {
 		{"at=2s bitflip node:2 [", "", "syntax error"},
 		{"at=2s bitflip node:2 *.blk *.idx", "", "one glob"},
 		{"at=2s bitflip leader:t/0", "", "cannot target"},
+		{"at=2s disk-error node:2 fsync 50%", "at=2s disk-error node:2 fsync 50%", ""},
+		{"at=2s disk-error node:2 write", "at=2s disk-error node:2 write", ""},
+		{"at=2s disk-error node:2", "", "needs the call"},
+		{"at=2s disk-error node:2 open", "", "use fsync, write or read"},
+		{"at=2s disk-error node:2 read 150%", "", "%"},
+		{"at=2s disk-ok node:2 fsync", "", "not in the form"},
 	} {
 		steps, err := ParseSchedule(tc.in)
 		if tc.err != "" {

@@ -33,6 +33,8 @@ const (
 	// UndoFile puts a node's data file (File) back from its copy
 	// (Backup), whose sha256 is Sum: the undo of the file faults.
 	UndoFile UndoKind = "file"
+	// UndoDiskError ends a node's disk errors (disk-ok).
+	UndoDiskError UndoKind = "disk-error"
 )
 
 // Undo is one thing a fault changed and how to put it back. Every undo is
@@ -81,6 +83,8 @@ func (u Undo) String() string {
 			v = *u.Value
 		}
 		return fmt.Sprintf("turn %s %s", u.Key, v)
+	case UndoDiskError:
+		return fmt.Sprintf("end node %d's disk errors", u.Node)
 	case UndoFile:
 		return fmt.Sprintf("put node %d's file %s back from %s", u.Node, u.File, u.Backup)
 	case UndoNetRule:
@@ -254,7 +258,7 @@ func (j *Journal) HasNodeConfig(node int32) bool {
 // runners, NeedsNodes) does.
 func NeedsCluster(undos []Undo) bool {
 	for _, u := range undos {
-		if u.Kind != UndoNetRule && u.Kind != UndoFile {
+		if u.Kind != UndoNetRule && u.Kind != UndoFile && u.Kind != UndoDiskError {
 			return true
 		}
 	}

@@ -114,6 +114,10 @@ type Record struct {
 	// checksums before and after.
 	Seed  int64        `json:"seed,omitempty"`
 	Files []FileChange `json:"files,omitempty"`
+
+	// Disk, for disk-error and disk-ok: the error put in force, or what
+	// the errors did (calls failed of calls seen), as lazyfs counted.
+	Disk string `json:"disk,omitempty"`
 }
 
 // recordLog holds a run's records in the order they were made, and

@@ -44,6 +44,10 @@ type NodeSpec struct {
 	// faults; with the data dir on ackcheck lazyfs:
 	// "ackcheck lazyfs lose --control /var/lib/kafka.lazyfs.sock".
 	LoseCommand string `yaml:"lose_command"`
+	// LazyfsControl is the control socket of the ackcheck lazyfs the
+	// node's data dir is mounted on, for disk-error faults (they run
+	// `ackcheck lazyfs disk-error --control <it>` on the node).
+	LazyfsControl string `yaml:"lazyfs_control"`
 	// Log is the broker's log file on the node
 	// ("/var/log/kafka/server.log"), read after the load for the brokers'
 	// own account of each fault (the log oracle; faults/oracle.go).
