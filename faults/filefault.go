@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -209,7 +208,7 @@ func (f fileFault) act(ctx context.Context, w *world, node int32, st Step, rec *
 		if fi.size == 0 {
 			continue // nothing to flip or cut
 		}
-		ch, err := changeFile(ctx, w, ops, node, dir, fi, func(ch *FileChange) error {
+		ch, err := changeFile(ctx, w, st.Action, ops, node, dir, fi, func(ch *FileChange) error {
 			if f.kind == flipBits {
 				return flip(ctx, ops, fi, rng, ch)
 			}
@@ -260,7 +259,7 @@ func pickFiles(rng *rand.Rand, files []fileInfo) []fileInfo {
 // changeFile copies fi whole beside the data dir, checks the copy,
 // journals its restore, and only then lets change alter the file; it
 // returns what changed, with the checksums.
-func changeFile(ctx context.Context, w *world, ops fileOps, node int32, dir string, fi fileInfo, change func(*FileChange) error) (*FileChange, error) {
+func changeFile(ctx context.Context, w *world, a Action, ops fileOps, node int32, dir string, fi fileInfo, change func(*FileChange) error) (*FileChange, error) {
 	before, err := ops.sum(ctx, fi.path)
 	if err != nil {
 		return nil, err
@@ -273,7 +272,7 @@ func changeFile(ctx context.Context, w *world, ops fileOps, node int32, dir stri
 		return nil, fmt.Errorf("the copy %s of %s does not match it (%s, %v): nothing changed", backup, fi.path, got, err)
 	}
 	if _, err := w.journal.Add(Undo{Kind: UndoFile, Node: node, File: fi.path, Backup: backup, Sum: before,
-		Why: fmt.Sprintf("change of node %d's file %s", node, fi.path)}); err != nil {
+		Why: fmt.Sprintf("%s of node %d's data files", a, node)}); err != nil {
 		return nil, err
 	}
 	ch := &FileChange{File: fi.path, Size: fi.size, SHA256Before: before, Backup: backup}
@@ -397,7 +396,7 @@ func (s *fileSnaps) putBack(ctx context.Context, w *world, ops fileOps, node int
 			continue // gone since, or now shorter than where the chunk began
 		}
 		c := *sv.Chunk
-		ch, err := changeFile(ctx, w, ops, node, dir, fi, func(*FileChange) error {
+		ch, err := changeFile(ctx, w, Stale, ops, node, dir, fi, func(*FileChange) error {
 			return ops.writeChunk(ctx, c.Saved, fi.path, c.Offset)
 		})
 		if ch != nil {
@@ -415,8 +414,8 @@ func (s *fileSnaps) putBack(ctx context.Context, w *world, ops fileOps, node int
 }
 
 // undo puts a changed file back from its copy, byte-identical: with the
-// node stopped (a running node is stopped first and started again
-// after), the copy is copied beside the file, fsynced, and renamed over
+// node stopped (a running node is stopped first, its start journaled for
+// the heal's next pass), the copy is copied beside the file, fsynced, and renamed over
 // it, its checksum checked, and the copy removed. When the copy is gone
 // and the file already holds the original's checksum, it was done before.
 func (fileFault) undo(ctx context.Context, w *world, u Undo) error {
@@ -444,19 +443,21 @@ func (fileFault) undo(ctx context.Context, w *world, u Undo) error {
 	if err != nil {
 		return err
 	}
-	if pid == 0 {
-		return restoreFile(ctx, ops, u)
+	if pid != 0 {
+		// The node's start is journaled before its stop, as a stop
+		// fault's is: the heal's next pass starts it, once every file of
+		// it is back (a start per file would race the next restore).
+		if _, ok := w.journal.Find(UndoStart, u.Node); !ok {
+			if _, err := w.journal.Add(Undo{Kind: UndoStart, Node: u.Node, Why: fmt.Sprintf("stop of node %d to put its data files back", u.Node)}); err != nil {
+				return err
+			}
+		}
+		w.states.set(nodeDown, u.Node)
+		if err := w.Nodes.Stop(ctx, u.Node, 30*time.Second); err != nil {
+			return fmt.Errorf("stop node %d to put its file back: %w", u.Node, err)
+		}
 	}
-	if err := w.Nodes.Stop(ctx, u.Node, 30*time.Second); err != nil {
-		return fmt.Errorf("stop node %d to put its file back: %w", u.Node, err)
-	}
-	w.states.set(nodeDown, u.Node)
-	err = restoreFile(ctx, ops, u)
-	if serr := w.Nodes.Start(ctx, u.Node); serr != nil {
-		return errors.Join(err, fmt.Errorf("start node %d again after putting its file back: %w", u.Node, serr))
-	}
-	w.states.set(nodeUp, u.Node)
-	return err
+	return restoreFile(ctx, ops, u)
 }
 
 // restoreFile puts u.File back from u.Backup, checks it, removes the copy.

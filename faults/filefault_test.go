@@ -383,3 +383,33 @@ func TestPreflightFileFaultNeedsNodeDown(t *testing.T) {
 		}
 	}
 }
+
+// A heal while the node runs again (the schedule restarted it) stops it
+// once, puts every file back, and starts it once, after the last file.
+func TestHealStopsARunningNodeOnce(t *testing.T) {
+	dir := dataDir(t, 8)
+	orig := readTree(t, dir)
+	in, fn := fileInjector(t, dir, "", 2)
+	apply(t, in, "at=1s kill node:2", Applied)
+	apply(t, in, "at=2s bitflip node:2", Applied)
+	apply(t, in, "at=3s restart node:2", Applied)
+	if got := in.InForce(); got != "bitflip of node 2's data files" {
+		t.Errorf("in force: %q", got)
+	}
+	before, _ := fn.PID(context.Background(), 2)
+	fn.signals = nil
+	done, err := in.Heal(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalTrees(orig, readTree(t, dir)) {
+		t.Error("files differ after the heal")
+	}
+	after, _ := fn.PID(context.Background(), 2)
+	if len(fn.signals) != 1 || after == 0 || after == before {
+		t.Errorf("signals %v, PID %d -> %d: want one stop and a new process (%v)", fn.signals, before, after, done)
+	}
+	if !strings.Contains(done[len(done)-1], "start node 2") {
+		t.Errorf("the last undo is not the node's start: %v", done)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -250,20 +251,34 @@ func (in *Injector) Heal(ctx context.Context) ([]string, error) {
 	in.init()
 	var done []string
 	var errs []error
-	ids, undos := in.Journal.Pending()
-	for i, u := range undos {
-		un, err := undoerOf(u.Kind)
-		if err == nil {
-			err = un.undo(ctx, in.w, u)
+	tried := map[int]bool{}
+	// An undo may journal one of its own (a file put back under a running
+	// node stops it and journals its start): a later pass does those,
+	// never one tried already.
+	for pass := 0; pass < 3; pass++ {
+		ids, undos := in.Journal.Pending()
+		more := false
+		for i, u := range undos {
+			if tried[ids[i]] {
+				continue
+			}
+			tried[ids[i]], more = true, true
+			un, err := undoerOf(u.Kind)
+			if err == nil {
+				err = un.undo(ctx, in.w, u)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", u, err))
+				continue
+			}
+			if err := in.Journal.Done(ids[i]); err != nil {
+				errs = append(errs, err)
+			}
+			done = append(done, u.String()+" (after "+u.Why+")")
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", u, err))
-			continue
+		if !more {
+			break
 		}
-		if err := in.Journal.Done(ids[i]); err != nil {
-			errs = append(errs, err)
-		}
-		done = append(done, u.String()+" (after "+u.Why+")")
 	}
 	if shot := in.w.net.healed(ctx, in.w.Env); shot != nil {
 		// The proof that the heal restored the network, as the heal's
@@ -296,7 +311,10 @@ func (in *Injector) InForce() string {
 	_, undos := in.Journal.Pending()
 	var parts []string
 	for i := len(undos) - 1; i >= 0; i-- {
-		parts = append(parts, undos[i].Why)
+		// A fault that journaled an undo per file is said once.
+		if !slices.Contains(parts, undos[i].Why) {
+			parts = append(parts, undos[i].Why)
+		}
 	}
 	return strings.Join(parts, "; ")
 }
