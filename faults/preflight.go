@@ -66,10 +66,10 @@ func Preflight(ctx context.Context, env Env, steps []Step) error {
 // that the schedule does not take down before it (kill, stop) and keep
 // down until then: its broker would run when the fault fires, and the
 // fault would fail. A fault on previous or a named node is checked when
-// it fires.
+// it fires. A stale on node:N needs a snapshot of node:N before it.
 func downForFiles(steps []Step) []error {
 	var errs []error
-	down := map[int32]bool{}
+	down, snap := map[int32]bool{}, map[int32]bool{}
 	for _, st := range steps {
 		if st.Target.Kind != Node {
 			continue
@@ -79,9 +79,14 @@ func downForFiles(steps []Step) []error {
 			down[st.Target.Node] = true
 		case Restart, PowerLoss:
 			down[st.Target.Node] = false
+		case Snapshot:
+			snap[st.Target.Node] = true
 		case Bitflip, Truncate, Stale:
 			if !down[st.Target.Node] {
 				errs = append(errs, fmt.Errorf("%s: node %d runs then: a file fault changes only the files of a stopped or killed node (schedule kill node:%d before it and restart after)", st, st.Target.Node, st.Target.Node))
+			}
+			if st.Action == Stale && !snap[st.Target.Node] {
+				errs = append(errs, fmt.Errorf("%s: no snapshot of node %d before it: schedule snapshot node:%d earlier (stale puts its chunks back)", st, st.Target.Node, st.Target.Node))
 			}
 		}
 	}
