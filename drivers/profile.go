@@ -154,6 +154,22 @@ const (
 	NodePowerLost NodeFault = "power-lost" // unsynced writes lost, killed, started again
 )
 
+// DataFiler is implemented by profiles that name the broker's data files:
+// the file faults (bitflip, truncate, stale) written without a glob pick
+// from these, matched against file names anywhere under a node's data
+// dir.
+type DataFiler interface {
+	DataFiles() []string
+}
+
+// DataFilesOf is p's data-file globs, nil when it names none.
+func DataFilesOf(p Profile) []string {
+	if df, ok := p.(DataFiler); ok {
+		return df.DataFiles()
+	}
+	return nil
+}
+
 // FaultExpecter is implemented by a profile that says, in its broker's own
 // terms and under the settings of d, what a fault does to a node. "" keeps
 // the fault's generic expectation.

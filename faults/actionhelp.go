@@ -108,6 +108,9 @@ func (sp *actionSpec) syntax() string {
 	case targetOrPrevious, targetOrCluster:
 		s += " [" + targets + "]"
 	}
+	if sp.tail != nil {
+		s += " " + sp.tailForm
+	}
 	return s
 }
 

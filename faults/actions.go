@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 
@@ -31,6 +32,12 @@ const (
 	Bandwidth       Action = "bandwidth"
 	Delay           Action = "delay"
 	HealNetwork     Action = "heal-network"
+	Snapshot        Action = "snapshot"
+	Bitflip         Action = "bitflip"
+	Truncate        Action = "truncate"
+	Stale           Action = "stale"
+	DiskError       Action = "disk-error"
+	DiskOK          Action = "disk-ok"
 	// UnexpectedDeath is not done but observed: a node's process vanished
 	// while no fault had taken it down; it fails the verdict. It has no
 	// entry: no schedule names it.
@@ -88,6 +95,11 @@ type actionSpec struct {
 	amount func(string) (Amount, error)
 	// amountForm is how help writes the amount (<P>%).
 	amountForm string
+	// tail reads what follows the target into the step (bitflip
+	// node:2 *.blk); nil: nothing may follow it.
+	tail func(args []string, st *Step) error
+	// tailForm is how help writes the tail ([<glob>]).
+	tailForm string
 	// target is what may follow the action (and its amount).
 	target arity
 	// targets are the target kinds it accepts.
@@ -220,6 +232,60 @@ var actionTable = []actionSpec{
 		target: noTarget, targets: []TargetKind{Cluster}, network: true,
 		expect: "every network fault is removed; isolated nodes rejoin, catch up and return to the in-sync set",
 		make:   func(Target) fault { return healNet{} }, noUndo: "it is the undo of the network faults: it marks their rules done"},
+	{action: Snapshot, help: "save a chunk of each of the node's data files (the glob's, or the broker's), for a later stale; it changes nothing", example: "at=5s snapshot node:2 *.blk",
+		target: oneTarget, targets: fileTargets, tail: parseGlob, tailForm: "[<glob>]",
+		expect: "nothing changes: chunks of the node's data files are saved beside its data dir",
+		make:   onFilesOf(takeSnapshot), noUndo: "it changes no data file; its chunks wait beside the data dir for stale"},
+	{action: Bitflip, help: "flip two bits at random places in each of the stopped node's data files (the glob's, or the broker's)", example: "at=11s bitflip node:2 *.blk",
+		target: oneTarget, targets: fileTargets, tail: parseGlob, tailForm: "[<glob>]",
+		expect: "the node finds the corruption when it starts (checksums) and repairs or discards the damaged data from its peers; no acked message is lost or served corrupt while a majority of replicas is intact",
+		make:   onFilesOf(flipBits), undo: putFile},
+	{action: Truncate, help: "cut each of the stopped node's data files (the glob's, or the broker's) short by a Zipf-distributed number of bytes", example: "at=11s truncate node:2 *.log",
+		target: oneTarget, targets: fileTargets, tail: parseGlob, tailForm: "[<glob>]",
+		expect: "the node finds its logs shorter when it starts, truncates to the last valid record and fetches the rest from its peers; no acked message is lost while a majority of replicas is intact",
+		make:   onFilesOf(cutFile), undo: putFile},
+	{action: Stale, help: "put the chunks the node's last snapshot saved back into its data files, while it is stopped", example: "at=11s stale node:2 *.blk",
+		target: oneTarget, targets: fileTargets, tail: parseGlob, tailForm: "[<glob>]",
+		expect: "the node starts on partly old data; it must detect it (checksums, sequence numbers) and catch up from its peers; no acked message is lost while a majority of replicas is intact",
+		make:   onFilesOf(putStale), undo: putFile},
+	{action: DiskError, help: "make P% (default all) of the node's fsync, write or read calls fail with EIO, until disk-ok (a data dir on lazyfs)", example: "at=10s disk-error node:2 fsync 50%",
+		target: oneTarget, targets: fileTargets, tail: parseDiskCall, tailForm: "fsync|write|read [<P>%]",
+		expect: "the node's disk calls fail with EIO: a broker that cannot trust an fsync stops (PostgreSQL panics, Kafka takes the log dir offline) and its peers carry on; nothing acked is lost",
+		make:   func(Target) fault { return diskFault{on: true} }, undo: []undoSpec{{UndoDiskError, diskFault{}}}},
+	{action: DiskOK, help: "end the node's disk errors", example: "at=30s disk-ok node:2",
+		target: oneTarget, targets: fileTargets,
+		expect: "the node's disk calls work again; a node that stopped on the errors must be restarted",
+		make:   func(Target) fault { return diskFault{} }, noUndo: "it is disk-error's undo: it marks it done"},
+}
+
+// fileTargets are the targets of the file faults: a node named, whose
+// broker is down when they fire (a role names a running broker).
+var fileTargets = []TargetKind{Node, Named, Previous}
+
+// putFile is the file faults' undo.
+var putFile = []undoSpec{{UndoFile, fileFault{}}}
+
+// onFilesOf is a file fault's constructor.
+func onFilesOf(k fileKind) func(Target) fault {
+	return func(Target) fault { return fileFault{k} }
+}
+
+// parseGlob reads a file fault's optional glob: one word, a file name
+// pattern (path.Match) without a slash.
+func parseGlob(args []string, st *Step) error {
+	switch {
+	case len(args) == 0:
+		return nil
+	case len(args) > 1:
+		return fmt.Errorf("%s takes one glob after its target, e.g. '*.blk'", st.Action)
+	case strings.Contains(args[0], "/"):
+		return fmt.Errorf("glob %q: it matches file names in the node's data dir, at any depth; write it without a slash", args[0])
+	}
+	if _, err := path.Match(args[0], ""); err != nil {
+		return fmt.Errorf("glob %q: %w", args[0], err)
+	}
+	st.Glob = args[0]
+	return nil
 }
 
 // powerLossFault is power-loss's constructor: every node at once, or one.

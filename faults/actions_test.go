@@ -73,7 +73,7 @@ func TestActionTableComplete(t *testing.T) {
 			owners[u.kind] = name
 		}
 	}
-	for _, k := range []UndoKind{UndoResume, UndoStart, UndoTopicConfig, UndoNodeConfig, UndoSwitch, UndoNetRule} {
+	for _, k := range []UndoKind{UndoResume, UndoStart, UndoTopicConfig, UndoNodeConfig, UndoSwitch, UndoNetRule, UndoFile, UndoDiskError} {
 		if _, err := undoerOf(k); err != nil {
 			t.Errorf("undo %s: no entry journals it: %v", k, err)
 		}
@@ -123,8 +123,18 @@ func TestParserTakesTheTablesTargets(t *testing.T) {
 		if sp.amount != nil {
 			amount = strings.Fields(strings.TrimPrefix(sp.example, "at="))[2] + " "
 		}
+		// What follows the example's target (a glob, a disk call) follows
+		// every target.
+		tail := ""
+		if sp.tail != nil {
+			f := strings.Fields(sp.example)
+			tail = " " + strings.Join(f[3:], " ")
+			if sp.amount != nil {
+				tail = " " + strings.Join(f[4:], " ")
+			}
+		}
 		for _, k := range allTargetKinds {
-			step := fmt.Sprintf("at=1s %s %s%s", name, amount, targetExamples[k])
+			step := fmt.Sprintf("at=1s %s %s%s%s", name, amount, targetExamples[k], tail)
 			steps, err := ParseSchedule(step)
 			want := slices.Contains(sp.targets, k) && sp.target != noTarget
 			if (err == nil) != want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,14 @@ type Injector struct {
 	// before it uses the newest one read in advance. Default 50ms.
 	ResolveWait time.Duration
 
+	// DataFiles are the broker profile's globs of its data files, for
+	// file faults written without one.
+	DataFiles []string
+	// Seed makes the file faults repeatable: the same seed and schedule
+	// change the same offsets and bits of the same files. 0: a seed from
+	// the clock, recorded in each file fault's record.
+	Seed int64
+
 	once     sync.Once
 	w        *world
 	targets  *targets
@@ -85,8 +94,12 @@ func (in *Injector) init() {
 			ids = in.Nodes.IDs()
 		}
 		in.targets = newTargets(in.Driver, in.Topic, in.ResolveWait)
-		in.w = &world{Env: Env{Nodes: in.Nodes, Driver: in.Driver, ConfigFsync: in.ConfigFsync},
-			topic: in.Topic, journal: in.Journal, states: newNodeStates(ids), read: in.targets.read, logf: logf, net: &netLive{}}
+		if in.Seed == 0 {
+			in.Seed = time.Now().UnixNano()
+		}
+		in.w = &world{Env: Env{Nodes: in.Nodes, Driver: in.Driver, ConfigFsync: in.ConfigFsync, DataFiles: in.DataFiles},
+			topic: in.Topic, journal: in.Journal, states: newNodeStates(ids), read: in.targets.read, logf: logf, net: &netLive{},
+			seed: in.Seed, files: &fileSnaps{}}
 		in.log.mu.Lock()
 		in.log.ledger, in.log.logf, in.log.onChange = in.Ledger, logf, in.OnChange
 		in.log.mu.Unlock()
@@ -246,20 +259,34 @@ func (in *Injector) Heal(ctx context.Context) ([]string, error) {
 	in.init()
 	var done []string
 	var errs []error
-	ids, undos := in.Journal.Pending()
-	for i, u := range undos {
-		un, err := undoerOf(u.Kind)
-		if err == nil {
-			err = un.undo(ctx, in.w, u)
+	tried := map[int]bool{}
+	// An undo may journal one of its own (a file put back under a running
+	// node stops it and journals its start): a later pass does those,
+	// never one tried already.
+	for pass := 0; pass < 3; pass++ {
+		ids, undos := in.Journal.Pending()
+		more := false
+		for i, u := range undos {
+			if tried[ids[i]] {
+				continue
+			}
+			tried[ids[i]], more = true, true
+			un, err := undoerOf(u.Kind)
+			if err == nil {
+				err = un.undo(ctx, in.w, u)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", u, err))
+				continue
+			}
+			if err := in.Journal.Done(ids[i]); err != nil {
+				errs = append(errs, err)
+			}
+			done = append(done, u.String()+" (after "+u.Why+")")
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", u, err))
-			continue
+		if !more {
+			break
 		}
-		if err := in.Journal.Done(ids[i]); err != nil {
-			errs = append(errs, err)
-		}
-		done = append(done, u.String()+" (after "+u.Why+")")
 	}
 	if shot := in.w.net.healed(ctx, in.w.Env); shot != nil {
 		// The proof that the heal restored the network, as the heal's
@@ -292,7 +319,10 @@ func (in *Injector) InForce() string {
 	_, undos := in.Journal.Pending()
 	var parts []string
 	for i := len(undos) - 1; i >= 0; i-- {
-		parts = append(parts, undos[i].Why)
+		// A fault that journaled an undo per file is said once.
+		if !slices.Contains(parts, undos[i].Why) {
+			parts = append(parts, undos[i].Why)
+		}
 	}
 	return strings.Join(parts, "; ")
 }

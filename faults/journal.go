@@ -30,6 +30,11 @@ const (
 	// UndoNetRule removes a network rule (Rule) from the namespaces of
 	// the Net whose prefix is Net.
 	UndoNetRule UndoKind = "net-rule"
+	// UndoFile puts a node's data file (File) back from its copy
+	// (Backup), whose sha256 is Sum: the undo of the file faults.
+	UndoFile UndoKind = "file"
+	// UndoDiskError ends a node's disk errors (disk-ok).
+	UndoDiskError UndoKind = "disk-error"
 )
 
 // Undo is one thing a fault changed and how to put it back. Every undo is
@@ -50,6 +55,10 @@ type Undo struct {
 	Net  string      `json:"net,omitempty"`
 	Port int         `json:"port,omitempty"`
 	Rule *netns.Rule `json:"rule,omitempty"`
+	// file: File goes back to the copy Backup, whose sha256 is Sum.
+	File   string `json:"file,omitempty"`
+	Backup string `json:"backup,omitempty"`
+	Sum    string `json:"sum,omitempty"`
 	// Why says what the fault did, for the heal report.
 	Why string `json:"why"`
 }
@@ -74,6 +83,10 @@ func (u Undo) String() string {
 			v = *u.Value
 		}
 		return fmt.Sprintf("turn %s %s", u.Key, v)
+	case UndoDiskError:
+		return fmt.Sprintf("end node %d's disk errors", u.Node)
+	case UndoFile:
+		return fmt.Sprintf("put node %d's file %s back from %s", u.Node, u.File, u.Backup)
 	case UndoNetRule:
 		if u.Rule == nil {
 			return "remove a network rule"
@@ -240,11 +253,12 @@ func (j *Journal) HasNodeConfig(node int32) bool {
 }
 
 // NeedsCluster reports whether undoing undos needs the cluster's nodes or
-// its broker: every kind but a network rule does (a rule is removed from
-// its namespaces, found again by their prefix).
+// its broker: every kind but a network rule (removed from its namespaces,
+// found again by their prefix) and a file (put back through the nodes'
+// runners, NeedsNodes) does.
 func NeedsCluster(undos []Undo) bool {
 	for _, u := range undos {
-		if u.Kind != UndoNetRule {
+		if u.Kind != UndoNetRule && u.Kind != UndoFile && u.Kind != UndoDiskError {
 			return true
 		}
 	}

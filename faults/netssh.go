@@ -47,7 +47,9 @@ func NeedsNodes(undos []Undo) bool {
 	if NeedsCluster(undos) {
 		return true
 	}
-	return slices.ContainsFunc(undos, func(u Undo) bool { return u.Kind == UndoNetRule && isSSHNet(u.Net) })
+	return slices.ContainsFunc(undos, func(u Undo) bool {
+		return u.Kind == UndoFile || u.Kind == UndoDiskError || u.Kind == UndoNetRule && isSSHNet(u.Net)
+	})
 }
 
 // SetNetDial sets how ackcheck's own probes of the nodes' broker ports

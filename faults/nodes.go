@@ -2,8 +2,12 @@ package faults
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"syscall"
 	"time"
+
+	"github.com/ackcheck/ackcheck/remote"
 )
 
 // Nodes controls the broker processes of a cluster: the seam between a
@@ -66,7 +70,10 @@ type LocalCluster interface {
 // Local is a local cluster started by `ackcheck cluster ... up`.
 type Local struct{ Cluster LocalCluster }
 
-var _ Nodes = Local{}
+var (
+	_ Nodes     = Local{}
+	_ FileNodes = Local{}
+)
 
 // IDs implements Nodes.
 func (l Local) IDs() []int32 { return l.Cluster.Nodes() }
@@ -110,4 +117,23 @@ func (l Local) NodeNames() map[int32]string {
 		return nn.NodeNames()
 	}
 	return nil
+}
+
+// dataDirNamer is a local cluster whose launcher names each node's data
+// dir (Kafka's and NATS's).
+type dataDirNamer interface {
+	DataDir(id int32) string
+}
+
+// DataDirOn implements FileNodes for a local cluster whose launcher names
+// its nodes' data dirs; commands run on this machine.
+func (l Local) DataDirOn(id int32) (string, remote.Runner, error) {
+	dn, ok := l.Cluster.(dataDirNamer)
+	if !ok {
+		return "", nil, fmt.Errorf("the local cluster in %s does not name its nodes' data dirs: file faults cannot reach them", l.Cluster.Dir())
+	}
+	if !slices.Contains(l.Cluster.Nodes(), id) {
+		return "", nil, fmt.Errorf("node %d is not one of the cluster's nodes %v", id, l.Cluster.Nodes())
+	}
+	return dn.DataDir(id), remote.Local{}, nil
 }

@@ -42,6 +42,7 @@ func Preflight(ctx context.Context, env Env, steps []Step) error {
 		}
 		needsNodes = needsNodes || st.ActsOnNodes()
 	}
+	errs = append(errs, downForFiles(steps)...)
 	if needsNodes && env.Nodes != nil {
 		for _, id := range env.Nodes.IDs() {
 			pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -59,4 +60,35 @@ func Preflight(ctx context.Context, env Env, steps []Step) error {
 		return fmt.Errorf("the fault schedule cannot run here, and nothing was applied: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// downForFiles refuses a file fault (bitflip, truncate, stale) on node:N
+// that the schedule does not take down before it (kill, stop) and keep
+// down until then: its broker would run when the fault fires, and the
+// fault would fail. A fault on previous or a named node is checked when
+// it fires. A stale on node:N needs a snapshot of node:N before it.
+func downForFiles(steps []Step) []error {
+	var errs []error
+	down, snap := map[int32]bool{}, map[int32]bool{}
+	for _, st := range steps {
+		if st.Target.Kind != Node {
+			continue
+		}
+		switch st.Action {
+		case Kill, Stop:
+			down[st.Target.Node] = true
+		case Restart, PowerLoss:
+			down[st.Target.Node] = false
+		case Snapshot:
+			snap[st.Target.Node] = true
+		case Bitflip, Truncate, Stale:
+			if !down[st.Target.Node] {
+				errs = append(errs, fmt.Errorf("%s: node %d runs then: a file fault changes only the files of a stopped or killed node (schedule kill node:%d before it and restart after)", st, st.Target.Node, st.Target.Node))
+			}
+			if st.Action == Stale && !snap[st.Target.Node] {
+				errs = append(errs, fmt.Errorf("%s: no snapshot of node %d before it: schedule snapshot node:%d earlier (stale puts its chunks back)", st, st.Target.Node, st.Target.Node))
+			}
+		}
+	}
+	return errs
 }

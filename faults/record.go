@@ -109,6 +109,16 @@ type Record struct {
 	PIDs      map[int32]int    `json:"pids,omitempty"`
 	Restarted map[int32]int    `json:"restarted,omitempty"`
 	Lost      map[int32]string `json:"lost,omitempty"`
+
+	// File faults (bitflip, truncate, stale, snapshot): the seed their
+	// choices came from and every file they changed or saved, with its
+	// checksums before and after.
+	Seed  int64        `json:"seed,omitempty"`
+	Files []FileChange `json:"files,omitempty"`
+
+	// Disk, for disk-error and disk-ok: the error put in force, or what
+	// the errors did (calls failed of calls seen), as lazyfs counted.
+	Disk string `json:"disk,omitempty"`
 }
 
 // recordLog holds a run's records in the order they were made, and

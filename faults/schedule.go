@@ -16,6 +16,39 @@ type Step struct {
 	// Amount is the size of a loss, bandwidth or delay fault, as parsed
 	// from the schedule (zero for the other actions).
 	Amount Amount
+	// Glob, for a file fault, picks the files in the node's data dir by
+	// name ("" : the broker profile's data files).
+	Glob string
+	// Disk, for disk-error, is the call that fails and how often.
+	Disk DiskCall
+}
+
+// DiskCall is the system call a disk-error fails with EIO, and at which
+// share of the calls (100: every one).
+type DiskCall struct {
+	Call    string
+	Percent int
+}
+
+func (d DiskCall) String() string {
+	if d.Call == "" {
+		return ""
+	}
+	if d.Percent == 100 || d.Percent == 0 {
+		return d.Call
+	}
+	return fmt.Sprintf("%s %d%%", d.Call, d.Percent)
+}
+
+// tail is what a step writes after its target (a glob, a disk call).
+func (s Step) tail() string {
+	switch {
+	case s.Glob != "":
+		return " " + s.Glob
+	case s.Disk.Call != "":
+		return " " + s.Disk.String()
+	}
+	return ""
 }
 
 // Amount is how much of a degraded-network fault to apply: exactly one
@@ -49,9 +82,9 @@ func (s Step) String() string {
 		return fmt.Sprintf("at=%s %s", s.At, s.Action)
 	}
 	if s.Action.TakesAmount() {
-		return fmt.Sprintf("at=%s %s %s %s", s.At, s.Action, s.Amount, s.Target)
+		return fmt.Sprintf("at=%s %s %s %s%s", s.At, s.Action, s.Amount, s.Target, s.tail())
 	}
-	return fmt.Sprintf("at=%s %s %s", s.At, s.Action, s.Target)
+	return fmt.Sprintf("at=%s %s %s%s", s.At, s.Action, s.Target, s.tail())
 }
 
 // ParseSchedule reads steps separated by ';' or newlines, each
@@ -109,6 +142,13 @@ func (a Aliases) parseStep(raw string) (Step, error) {
 			return Step{}, err
 		}
 		args = args[1:]
+	}
+	if sp.tail != nil && len(args) > 0 {
+		// bitflip node:2 *.blk: what follows the target is the action's.
+		if err := sp.tail(args[1:], &st); err != nil {
+			return Step{}, err
+		}
+		args = args[:1]
 	}
 	switch {
 	case len(args) > 1:

@@ -44,6 +44,10 @@ type NodeSpec struct {
 	// faults; with the data dir on ackcheck lazyfs:
 	// "ackcheck lazyfs lose --control /var/lib/kafka.lazyfs.sock".
 	LoseCommand string `yaml:"lose_command"`
+	// LazyfsControl is the control socket of the ackcheck lazyfs the
+	// node's data dir is mounted on, for disk-error faults (they run
+	// `ackcheck lazyfs disk-error --control <it>` on the node).
+	LazyfsControl string `yaml:"lazyfs_control"`
 	// Log is the broker's log file on the node
 	// ("/var/log/kafka/server.log"), read after the load for the brokers'
 	// own account of each fault (the log oracle; faults/oracle.go).
@@ -354,4 +358,19 @@ func (s *Scripted) Close() error {
 		r.Close()
 	}
 	return nil
+}
+
+var _ FileNodes = (*Scripted)(nil)
+
+// DataDirOn implements FileNodes: the node's data_dir, reached through its
+// runner.
+func (s *Scripted) DataDirOn(id int32) (string, remote.Runner, error) {
+	n, r, err := s.node(id)
+	if err != nil {
+		return "", nil, err
+	}
+	if n.DataDir == "" {
+		return "", nil, fmt.Errorf("node %d has no data_dir in the cluster file: file faults need it", id)
+	}
+	return n.DataDir, r, nil
 }

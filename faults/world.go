@@ -17,6 +17,9 @@ type Env struct {
 	Nodes       Nodes // nil: no cluster to act on
 	Driver      drivers.Driver
 	ConfigFsync *drivers.ConfigEdit
+	// DataFiles are the broker profile's globs of its data files
+	// (drivers.DataFiler), which a file fault without a glob picks from.
+	DataFiles []string
 	// netCaps is netns.Preflight's answer once Preflight read it (nil:
 	// read it when a network fault asks).
 	netCaps []netns.Capability
@@ -37,6 +40,10 @@ type world struct {
 	logf func(format string, args ...any)
 	// net tracks the network faults in force (netfault.go).
 	net *netLive
+	// seed is where file faults' choices come from (Injector.Seed), and
+	// files holds the chunks snapshots saved (filefault.go).
+	seed  int64
+	files *fileSnaps
 }
 
 // needNodes is the error of an action or undo on nodes when there are

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,6 +20,11 @@ import (
 //	                duration, default 10s) for every file to be closed
 //	sync            make everything durable
 //	status          report what is unsynced
+//	disk-error <call> [<percent>]
+//	                make <percent>% (default 100) of the calls fsync,
+//	                write or read fail with EIO from now on
+//	disk-ok [<call>]
+//	                end the disk errors (on every call, or on one)
 //
 // The answer is {"ok":true,"loss":{...}} / {"ok":true,"status":{...}} or
 // {"ok":false,"error":"..."}.
@@ -29,6 +35,8 @@ type Reply struct {
 	Error  string      `json:"error,omitempty"`
 	Loss   *LossReport `json:"loss,omitempty"`
 	Status *Status     `json:"status,omitempty"`
+	// Ended are the disk errors a disk-ok ended, with what they did.
+	Ended []DiskError `json:"ended,omitempty"`
 }
 
 // DefaultCloseWait is how long a lose waits for open files to be closed.
@@ -98,8 +106,29 @@ func (l *FS) Do(line string) Reply {
 	case "status":
 		s := l.Status()
 		return Reply{OK: true, Status: &s}
+	case "disk-error":
+		if len(f) < 2 || len(f) > 3 {
+			return Reply{Error: "disk-error <fsync|write|read> [<percent>]"}
+		}
+		pct := 100
+		if len(f) == 3 {
+			p, err := strconv.Atoi(strings.TrimSuffix(f[2], "%"))
+			if err != nil {
+				return Reply{Error: fmt.Sprintf("disk-error %s %s: the rate is a percent, 1 to 100", f[1], f[2])}
+			}
+			pct = p
+		}
+		if err := l.SetDiskError(f[1], pct); err != nil {
+			return Reply{Error: err.Error()}
+		}
+		s := l.Status()
+		return Reply{OK: true, Status: &s}
+	case "disk-ok":
+		ended := l.ClearDiskError(f[1:]...)
+		s := l.Status()
+		return Reply{OK: true, Status: &s, Ended: ended}
 	}
-	return Reply{Error: fmt.Sprintf("unknown command %q: use lose [<wait>], sync or status", f[0])}
+	return Reply{Error: fmt.Sprintf("unknown command %q: use lose [<wait>], sync, status, disk-error <call> [<percent>] or disk-ok [<call>]", f[0])}
 }
 
 // Control sends one command to the lazyfs whose control socket is path

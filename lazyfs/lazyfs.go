@@ -93,6 +93,9 @@ type FS struct {
 	dirSyncs  int64
 	lastLoss  *LossReport
 	unmounted bool
+
+	// disk is the disk errors in force (diskerror.go).
+	disk diskErrors
 }
 
 // fileState is what a file changed since its last fsync. It exists only
@@ -275,6 +278,8 @@ type Status struct {
 	DirSyncs       int64       `json:"dir_syncs"`
 	Losses         int         `json:"losses"`
 	LastLoss       *LossReport `json:"last_loss,omitempty"`
+	// DiskErrors are the disk errors in force (SetDiskError).
+	DiskErrors []DiskError `json:"disk_errors,omitempty"`
 }
 
 // Status reports what is unsynced now.
@@ -289,7 +294,7 @@ func (l *FS) Status() Status {
 	}
 	s := Status{Backing: l.backing, Mountpoint: l.mountpoint, Entries: entries, DirtyFiles: len(l.files),
 		PendingEntries: len(l.entries), OpenHandles: l.open, FileSyncs: l.syncs, DirSyncs: l.dirSyncs,
-		Losses: l.losses, LastLoss: l.lastLoss}
+		Losses: l.losses, LastLoss: l.lastLoss, DiskErrors: l.diskErrors()}
 	for _, st := range l.files {
 		for _, b := range st.saved {
 			if len(b) > 0 && &b[0] != &zeroPage[0] {

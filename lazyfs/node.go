@@ -360,6 +360,9 @@ func (h *handle) reopen() (*os.File, error) {
 
 // Write remembers the pages it overwrites, then writes.
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if h.lfs.fail(CallWrite) {
+		return 0, syscall.EIO
+	}
 	var n uint32
 	errno := h.lfs.change(h.ino, h.reopen, off, int64(len(data)), func() syscall.Errno {
 		var errno syscall.Errno
@@ -378,6 +381,9 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 
 // Fsync fsyncs the backing file and makes the file's content durable.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if h.lfs.fail(CallFsync) {
+		return syscall.EIO // nothing synced: the writes stay losable
+	}
 	return h.lfs.fsyncFile(h.ino, func() syscall.Errno { return h.LoopbackFile.Fsync(ctx, flags) })
 }
 

@@ -114,6 +114,12 @@ type FaultPlan struct {
 	// ConfigFsync is the broker profile's edit of a server configuration
 	// file that switches fsync (fsync-on/off brokers); nil: none.
 	ConfigFsync *drivers.ConfigEdit
+	// DataFiles are the broker profile's data-file globs, for file faults
+	// written without one (drivers.DataFiler).
+	DataFiles []string
+	// Seed makes file faults repeatable (faults.Injector.Seed); 0: from
+	// the clock, recorded in each file fault's record.
+	Seed int64
 	// Fsync, if set, switches the topic's fsync-before-ack on or off
 	// before the load; it is put back after the run like any fault.
 	Fsync *bool
@@ -659,7 +665,7 @@ func startFaults(ctx context.Context, cfg Config, topic string, l *ledger.Ledger
 		return nil, nil, err
 	}
 	inj := &faults.Injector{Nodes: cfg.Faults.Nodes, Topic: topic, Driver: cfg.Driver, Ledger: l, Logf: cfg.logf,
-		Journal: j, ConfigFsync: cfg.Faults.ConfigFsync, Expect: cfg.Faults.Expect}
+		Journal: j, ConfigFsync: cfg.Faults.ConfigFsync, Expect: cfg.Faults.Expect, DataFiles: cfg.Faults.DataFiles, Seed: cfg.Faults.Seed}
 	if hook != nil {
 		// A sharded load's shared timeline (shards_faults.go) follows
 		// every change from the first, --fsync's included.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ackcheck/ackcheck/lazyfs"
@@ -21,7 +22,9 @@ entries at its last fsync. See the lazyfs package doc for exactly what it
 models and what it does not.`,
 	}
 	cmd.AddCommand(newLazyFSMountCmd(), newLazyFSControlCmd("lose", "Lose every unsynced write now; answers when the loss is complete"),
-		newLazyFSControlCmd("sync", "Make everything durable now"), newLazyFSControlCmd("status", "Show what is unsynced"))
+		newLazyFSControlCmd("sync", "Make everything durable now"), newLazyFSControlCmd("status", "Show what is unsynced"),
+		newLazyFSControlCmd("disk-error", "Make <percent>% (default 100) of the calls fsync, write or read fail with EIO until disk-ok: disk-error <call> [<percent>]"),
+		newLazyFSControlCmd("disk-ok", "End the disk errors (on every call, or on the one named) and show what they did"))
 	return cmd
 }
 
@@ -83,13 +86,16 @@ func newLazyFSControlCmd(name, short string) *cobra.Command {
 		Use:   name,
 		Short: short,
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if control == "" {
 				return fmt.Errorf("--control is required: the socket `ackcheck lazyfs mount` serves")
 			}
 			line := name
 			if name == "lose" {
 				line = fmt.Sprintf("lose %s", wait)
+			}
+			if len(args) > 0 {
+				line += " " + strings.Join(args, " ")
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -102,8 +108,17 @@ func newLazyFSControlCmd(name, short string) *cobra.Command {
 			if r.Loss != nil {
 				return enc.Encode(r.Loss)
 			}
+			if name == "disk-ok" {
+				return enc.Encode(r.Ended)
+			}
 			return enc.Encode(r.Status)
 		},
+	}
+	switch name {
+	case "disk-error":
+		cmd.Args = cobra.RangeArgs(1, 2)
+	case "disk-ok":
+		cmd.Args = cobra.MaximumNArgs(1)
 	}
 	cmd.Flags().StringVar(&control, "control", "", "the control socket of a running ackcheck lazyfs mount")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up waiting for the answer after this long")

@@ -72,6 +72,7 @@ type runFlags struct {
 	acceptUnknown bool
 	fsync         string
 	recovery      time.Duration
+	faultSeed     int64
 	file          string
 	metricsAddr   string
 	metricsLinger time.Duration
@@ -111,6 +112,7 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.StringVar(&r.clusterFile, "cluster-file", "", "YAML file describing the nodes faults act on, locally or over SSH (see README)")
 	f.BoolVar(&r.acceptUnknown, "accept-unknown-host-keys", false, "accept SSH host keys that known_hosts lacks (never changed ones); the report states it")
 	f.StringVar(&r.fsync, "fsync", "", "on or off: switch the topic's fsync-before-ack for the run (Kafka flush.messages), put back afterwards")
+	f.Int64Var(&r.faultSeed, "fault-seed", 0, "seed of the file faults' choices (files, offsets, bits, cuts): the same seed and schedule change the same bytes; 0 picks one from the clock, recorded in each fault's record")
 	f.DurationVar(&r.recovery, "recovery-timeout", 120*time.Second, "how long after the load ackcheck keeps measuring recovery from faults")
 	f.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics during the run (sent, acked, failed, in flight, latency, seconds since the last ack, faults in force)")
 	f.DurationVar(&r.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving this long after the verdict (ackcheck_verdict, ackcheck_lost), so that Prometheus scrapes it before ackcheck exits")
@@ -156,7 +158,7 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		return runner.Config{}, nil, err
 	}
 	src.Broker = r.profile.Name()
-	env := faults.Env{Driver: d, ConfigFsync: r.profile.ConfigFsync()}
+	env := faults.Env{Driver: d, ConfigFsync: r.profile.ConfigFsync(), DataFiles: drivers.DataFilesOf(r.profile)}
 	if opened != nil {
 		env.Nodes = opened.nodes
 	}
@@ -173,6 +175,7 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	if len(steps) > 0 || fsync != nil {
 		p := r.profile
 		plan = &runner.FaultPlan{Steps: steps, RecoveryTimeout: r.recovery, Fsync: fsync, Source: src, ConfigFsync: env.ConfigFsync,
+			DataFiles: env.DataFiles, Seed: r.faultSeed,
 			Expect: faults.ExpectFrom(p, d)}
 		if opened != nil {
 			plan.Nodes, plan.Notes = opened.nodes, opened.notes

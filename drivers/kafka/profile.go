@@ -215,3 +215,6 @@ func (k *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 func (Profile) MaxPartitions() (int, string) {
 	return 1_000_000, "the cluster itself refuses what it cannot hold; this is only a sanity bound, since one CreateTopics for more carries tens of MB of replica assignments and a KRaft metadata record per partition"
 }
+
+// DataFiles implements drivers.DataFiler: the log segments.
+func (Profile) DataFiles() []string { return []string{"*.log"} }

@@ -117,3 +117,7 @@ func (n *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 func (Profile) MaxPartitions() (int, string) {
 	return 10_000, "the driver makes one JetStream stream per partition, each replicated stream its own Raft group; NATS advises some thousands of streams per server"
 }
+
+// DataFiles implements drivers.DataFiler: JetStream's message blocks, the
+// files Jepsen's NATS analysis corrupted.
+func (Profile) DataFiles() []string { return []string{"*.blk"} }

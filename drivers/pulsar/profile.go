@@ -135,3 +135,7 @@ func (p *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 func (Profile) MaxPartitions() (int, string) {
 	return 100_000, "the broker's maxNumPartitionsPerPartitionedTopic refuses beyond its own setting; each partition is a topic with its own ledger and its own client producer, so this is a sanity bound twice the most a public benchmark carried"
 }
+
+// DataFiles implements drivers.DataFiler: BookKeeper's entry logs (the
+// ledgers' data).
+func (Profile) DataFiles() []string { return []string{"*.log"} }

@@ -142,3 +142,8 @@ func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 func (Profile) MaxPartitions() (int, string) {
 	return 10_000_000, "Queen makes a partition at its first push, so this is the name space the load writes into, not a count created up front"
 }
+
+// DataFiles implements drivers.DataFiler: PostgreSQL's relation files
+// (named by their OIDs, from 1; WAL segments and pg_xact files begin
+// with 0 and are left alone).
+func (Profile) DataFiles() []string { return []string{"[1-9]*"} }
