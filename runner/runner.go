@@ -446,11 +446,18 @@ func planOf(lc load.Config, lopts ledger.Options, fp *FaultPlan) *ledger.Plan {
 		MaxInFlight: lc.MaxInFlight, FlushInterval: lopts.FlushIntervalOrDefault(),
 	}
 	if fp != nil {
-		for _, st := range fp.Steps {
-			p.Faults = append(p.Faults, ledger.PlannedFault{At: st.At, Action: string(st.Action), Target: st.Target.String(), Step: st.String()})
-		}
+		p.Faults = plannedFaults(fp.Steps)
 	}
 	return p
+}
+
+// plannedFaults are steps as a plan records them (ledger.PlannedFault).
+func plannedFaults(steps []faults.Step) []ledger.PlannedFault {
+	var out []ledger.PlannedFault
+	for _, st := range steps {
+		out = append(out, ledger.PlannedFault{At: st.At, Action: string(st.Action), Target: st.Target.String(), Step: st.String()})
+	}
+	return out
 }
 
 // claimOut claims the run directory before anything else happens:

@@ -292,6 +292,14 @@ func VerifyShardsTimeline(ctx context.Context, out string, dirs []string, timeli
 	if err != nil {
 		return nil, err
 	}
+	// The merged directory's run.json is rewritten for these shards: a
+	// verdict already there (of this load, or of another one whose --out
+	// this reuses) no longer rests on what run.json describes.
+	if prev, err := ReadSettings(out); err == nil && prev.RunID != verifier.RunIDText(run.RunID) {
+		if err := markStale(out); err != nil {
+			return nil, err
+		}
+	}
 	if err := writeMergedSettings(out, settings, run, dirs); err != nil {
 		return nil, err
 	}

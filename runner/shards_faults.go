@@ -47,8 +47,11 @@ type Timeline struct {
 	Shards int    `json:"shards"`
 	// Applier is who applies the faults: "shard 0" or "ackcheck faults".
 	Applier string `json:"applier"`
-	// Schedule is the steps asked for, as text.
-	Schedule []string `json:"schedule"`
+	// Schedule is the steps asked for, as text, and Planned the same
+	// steps as the merged verdict holds the records to (nil in timelines
+	// written before it was kept).
+	Schedule []string              `json:"schedule"`
+	Planned  []ledger.PlannedFault `json:"planned,omitempty"`
 	// Done: the applier finished: every step fired, recovery was
 	// measured (or its timeout passed) and the cluster was healed. A
 	// timeline not done may lack faults or their figures.
@@ -255,7 +258,7 @@ func ApplyFaults(ctx context.Context, fc FaultsConfig) (*Timeline, error) {
 		sched = append(sched, st.String())
 	}
 	tw, err := newTimelineWriter(fc.StartDir, Timeline{RunID: verifier.RunIDText(fc.RunID), Topic: fc.Topic, Shards: fc.Shards,
-		Applier: "ackcheck faults", Schedule: sched}, cfg.logf)
+		Applier: "ackcheck faults", Schedule: sched, Planned: plannedFaults(fc.Faults.Steps)}, cfg.logf)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +354,7 @@ func mergedTimeline(dir string, runID string, sfs []ShardFaults) (*verifier.Faul
 				return nil, fmt.Errorf("shard %d's copy of the fault timeline and %s disagree (%v): they are not one load's", i, TimelinePath(dir), err)
 			}
 		}
-		ft := &verifier.FaultTimeline{Records: file.Records, Source: TimelinePath(dir) + " (" + file.Applier + ")"}
+		ft := &verifier.FaultTimeline{Records: file.Records, Planned: file.Planned, Source: TimelinePath(dir) + " (" + file.Applier + ")"}
 		if !file.Done {
 			why := "the fault applier (" + file.Applier + ") did not finish"
 			if file.Error != "" {
@@ -413,7 +416,7 @@ func startTimeline(cfg Config, runID uint64, topic string) (*timelineWriter, err
 		sched = append(sched, st.String())
 	}
 	return newTimelineWriter(s.Dir, Timeline{RunID: verifier.RunIDText(runID), Topic: topic, Shards: s.Count,
-		Applier: fmt.Sprintf("shard %d", s.Index), Schedule: sched}, cfg.logf)
+		Applier: fmt.Sprintf("shard %d", s.Index), Schedule: sched, Planned: plannedFaults(cfg.Faults.Steps)}, cfg.logf)
 }
 
 // endTimeline, at the end of a shard's load (its faults healed), marks

@@ -102,6 +102,24 @@ type runSource struct {
 	unended, missing, clean bool
 	// window is the crash window of each ledger's producers.
 	window crashWindow
+	// planDropped, when set, is why the run's plan is missing from a
+	// ledger that was written with one (planDropped).
+	planDropped string
+}
+
+// planDropped says why run's ledger l should have a plan and has none:
+// the flush clock and the plan came into ackcheck together, so a ledger
+// with a flush clock and no plan had its plan removed, and what the run
+// was asked to do (its schedule, its faults, its crash window) cannot be
+// checked. "" for a ledger from before both, judged as before.
+func planDropped(l *ledger.Ledger, run ledger.RunInfo) string {
+	if run.Plan != nil {
+		return ""
+	}
+	if _, err := l.FlushClock(); err != nil {
+		return ""
+	}
+	return "the run's description has no plan, though its ledger was written by an ackcheck that records one: it was removed, so what the run was asked to do cannot be checked"
 }
 
 // loadEnded reports whether the run's load recorded its end: for a
@@ -153,6 +171,7 @@ func singleSource(l *ledger.Ledger) (*runSource, error) {
 		return nil, err
 	}
 	src.window.segs = []crashSegment{seg}
+	src.planDropped = planDropped(l, src.run)
 	if l.ReadOnly() {
 		p := l.Proof()
 		src.proof = &p
@@ -174,6 +193,10 @@ func faultRecords(l *ledger.Ledger) ([]faults.Record, error) {
 // shard's acks, like any run's.
 type FaultTimeline struct {
 	Records []faults.Record
+	// Planned are the steps its applier was asked for: the merged run's
+	// planned faults, each held to its record (experimentOf); nil for a
+	// timeline written before they were kept.
+	Planned []ledger.PlannedFault
 	// Source says where the records came from, for the report's notes.
 	Source string
 	// Unproven, when set, is why the timeline cannot be trusted whole (it
@@ -226,6 +249,7 @@ func shardSource(shards []Shard, tl *FaultTimeline) (*runSource, error) {
 	}
 	if tl != nil {
 		m.src.faults = tl.Records
+		m.planned = tl.Planned
 		m.merged.Notes = append(m.merged.Notes, fmt.Sprintf("fault timeline: %d records from %s", len(tl.Records), tl.Source))
 		if tl.Unproven != "" {
 			m.unprove(tl.Unproven)
@@ -313,6 +337,8 @@ type shardMerge struct {
 	// none yet); planless: a shard recorded before plans were kept.
 	faultShard int
 	planless   bool
+	// planned are the fault timeline's planned steps (nil: none kept).
+	planned []ledger.PlannedFault
 }
 
 // newShardMerge starts a merge of the shards of first's run.
@@ -375,6 +401,9 @@ func (m *shardMerge) addShard(idx int, o openedShard, tl *FaultTimeline) error {
 	src.unended = src.unended || i.LoadEnd.IsZero()
 	src.clean = src.clean && i.Clean
 	m.planless = m.planless || i.Plan == nil
+	if why := planDropped(l, i); why != "" {
+		src.planDropped = fmt.Sprintf("shard %d: %s", i.Shard.Index, why)
+	}
 	mergeRunInfo(&m.merged, i)
 	m.merged.Plan = mergePlan(m.merged.Plan, i.Plan)
 	for p, v := range l.SentThrough() {
@@ -407,6 +436,11 @@ func (m *shardMerge) finish(readOnly bool) *runSource {
 	m.merged.Shard = &ledger.ShardInfo{Index: -1, Count: m.count}
 	if m.planless {
 		m.merged.Plan = nil
+	}
+	if m.merged.Plan != nil && len(m.planned) > 0 {
+		// The applier's schedule, which the shards' own plans lack when
+		// `ackcheck faults` applied it (or repeat, when shard 0 did).
+		m.merged.Plan.Faults = m.planned
 	}
 	src.run = m.merged
 	proof := m.proof

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -69,5 +70,43 @@ func TestForgedRecordAfterAKilledRun(t *testing.T) {
 	}
 	if len(r.Samples["phantom"]) != 1 || !strings.HasSuffix(r.Samples["phantom"][0].ID, "-0-100000") {
 		t.Fatalf("phantom samples %+v", r.Samples["phantom"])
+	}
+}
+
+// Found in review: a JUnit file a PASS left stayed after a verify that
+// gave no verdict (a damaged ledger; a merged verify whose shards could
+// not be read), and a CI job publishing JUnit showed the pass. Now every
+// verify and report marks --junit pending before it works and writes why
+// it gave no verdict.
+func TestJUnitOfAnEarlierPassDoesNotStand(t *testing.T) {
+	c := kfakeCluster(t)
+	dir := t.TempDir()
+	out, junit := filepath.Join(dir, "run"), filepath.Join(dir, "checks.xml")
+	exec := func(args ...string) int {
+		var stdout, stderr bytes.Buffer
+		return execute(context.Background(), args, &stdout, &stderr)
+	}
+	if code := exec("run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--out", out, "--partitions", "2",
+		"--rate", "500", "--duration", "1s", "--junit", junit); code != exitPass {
+		t.Fatalf("run: exit %d", code)
+	}
+	if err := os.Remove(filepath.Join(out, "ledger", "COMMITTED")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"verify", "--out", out, "--junit", junit},
+		{"report", "--out", out, "--junit", junit},
+		{"verify", "--out", filepath.Join(dir, "merged"), "--shard-dir", filepath.Join(dir, "no-such-shard"), "--junit", junit},
+	} {
+		if err := os.WriteFile(junit, []byte(`<testsuite name="an earlier pass" tests="1" failures="0"></testsuite>`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code := exec(args...); code != exitError {
+			t.Fatalf("%v: exit %d, want %d", args, code, exitError)
+		}
+		b, err := os.ReadFile(junit)
+		if err != nil || bytes.Contains(b, []byte("an earlier pass")) || !bytes.Contains(b, []byte("<error")) || !bytes.Contains(b, []byte("no verdict")) {
+			t.Fatalf("%v: --junit after it: %v\n%s", args, err, b)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/spf13/cobra"
 )
 
@@ -30,11 +31,9 @@ result.json (check_changes).`,
 			if err != nil {
 				return err
 			}
-			res, err := runner.Report(cmd.Context(), out, cf.rejudge(cmd, s, "report"))
-			if err != nil {
-				return noVerdictJUnit(cf.junit, "report", err)
-			}
-			return report(cmd, res, out, cf.junit)
+			return judgeWithJUnit(cmd, out, cf.junit, "report", func() (*verifier.Result, error) {
+				return runner.Report(cmd.Context(), out, cf.rejudge(cmd, s, "report"))
+			})
 		},
 	}
 	cf.register(cmd)

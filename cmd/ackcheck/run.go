@@ -409,6 +409,7 @@ func newRunCmd() *cobra.Command {
 			defer d.Close()
 			defer rf.release()
 			cfg.Shard = shard
+			pendingJUnit(rf.cf.junit, "run")
 			res, err := runner.Run(cmd.Context(), cfg)
 			if err != nil {
 				return noVerdictJUnit(rf.cf.junit, "run", err)
@@ -450,24 +451,21 @@ result.json (check_changes).`,
 			if timeline != "" && len(shards) == 0 {
 				return fmt.Errorf("--fault-timeline is for the merged verdict of a sharded load: give --shard-dir too")
 			}
-			if len(shards) > 0 {
-				return verifyShards(cmd, out, shardDirs(shards), timeline, &kf, &cf)
-			}
-			s, err := runner.ReadSettings(out)
-			if err != nil {
-				return err
-			}
-			d, _, err := newDriver(s.Driver, cmd.Flags(), &kf, s.DriverSettings)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			opts := cf.rejudge(cmd, s, "verify")
-			res, err := runner.Verify(cmd.Context(), out, d, opts, cf.readIdle, cmd.OutOrStdout())
-			if err != nil {
-				return noVerdictJUnit(cf.junit, "verify", err)
-			}
-			return report(cmd, res, out, cf.junit)
+			return judgeWithJUnit(cmd, out, cf.junit, "verify", func() (*verifier.Result, error) {
+				if len(shards) > 0 {
+					return verifyShards(cmd, out, shardDirs(shards), timeline, &kf, &cf)
+				}
+				s, err := runner.ReadSettings(out)
+				if err != nil {
+					return nil, err
+				}
+				d, _, err := newDriver(s.Driver, cmd.Flags(), &kf, s.DriverSettings)
+				if err != nil {
+					return nil, err
+				}
+				defer d.Close()
+				return runner.Verify(cmd.Context(), out, d, cf.rejudge(cmd, s, "verify"), cf.readIdle, cmd.OutOrStdout())
+			})
 		},
 	}
 	kf.register(cmd.Flags())
@@ -514,6 +512,27 @@ func report(cmd *cobra.Command, res *verifier.Result, out, junit string) error {
 		return fmt.Errorf("no verdict (result.json: aborted): %s", res.Experiment.Why(res.Sent))
 	}
 	return errVerdictFailed
+}
+
+// judgeWithJUnit runs judge (a verify or a report) and reports its
+// verdict. --junit is marked pending first, so that a command killed
+// before its verdict leaves that, never an earlier verdict's file; one
+// that ends without a verdict writes why (noVerdictJUnit).
+func judgeWithJUnit(cmd *cobra.Command, out, junit, command string, judge func() (*verifier.Result, error)) error {
+	pendingJUnit(junit, command)
+	res, err := judge()
+	if err != nil {
+		return noVerdictJUnit(junit, command, err)
+	}
+	return report(cmd, res, out, junit)
+}
+
+// pendingJUnit writes, when --junit names a file, the errored case of a
+// command that has not finished, which its verdict replaces.
+func pendingJUnit(path, command string) {
+	if path != "" {
+		noVerdictJUnit(path, command, fmt.Errorf("the %s has not finished: it was interrupted, or is still running", command))
+	}
 }
 
 // noVerdictJUnit writes, when --junit names a file, a JUnit suite of one

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/verifier"
 	"github.com/spf13/cobra"
 )
 
@@ -127,20 +128,16 @@ func firstSettings(dirs []string) (runner.Settings, error) {
 
 // verifyShards is verify --shard-dir: one read-back, one verdict over
 // every shard's ledger (runner.VerifyShards), written to out.
-func verifyShards(cmd *cobra.Command, out string, dirs []string, timeline string, kf *driverFlags, cf *checkFlags) error {
+func verifyShards(cmd *cobra.Command, out string, dirs []string, timeline string, kf *driverFlags, cf *checkFlags) (*verifier.Result, error) {
 	s, err := firstSettings(dirs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d, _, err := newDriver(s.Driver, cmd.Flags(), kf, s.DriverSettings)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer d.Close()
 	opts := cf.rejudge(cmd, s, "verify")
-	res, err := runner.VerifyShardsTimeline(cmd.Context(), out, dirs, timeline, d, opts, cf.readIdle, cmd.OutOrStdout())
-	if err != nil {
-		return err
-	}
-	return report(cmd, res, out, cf.junit)
+	return runner.VerifyShardsTimeline(cmd.Context(), out, dirs, timeline, d, opts, cf.readIdle, cmd.OutOrStdout())
 }
