@@ -434,22 +434,7 @@ func (d *Driver) partitions(ctx context.Context, topic string) ([]int32, error) 
 // EndOffsets implements drivers.Driver: per partition, the sequence the
 // next message will get (last sequence + 1).
 func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
-	parts, err := d.partitions(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) == 0 {
-		return nil, fmt.Errorf("topic %s: %w", topic, drivers.ErrTopicMissing)
-	}
-	out := map[int32]int64{}
-	for _, p := range parts {
-		si, err := d.streamInfo(ctx, topic, p)
-		if err != nil {
-			return nil, err
-		}
-		out[p] = int64(si.State.LastSeq) + 1
-	}
-	return out, nil
+	return d.eachStream(ctx, topic, func(st jetstream.StreamState) int64 { return int64(st.LastSeq) + 1 })
 }
 
 // StartOffsets implements drivers.LogStarter: per partition, the first
@@ -457,6 +442,17 @@ func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64,
 // messages, move it forward); the end offset (last sequence + 1) when the
 // stream holds nothing.
 func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	return d.eachStream(ctx, topic, func(st jetstream.StreamState) int64 {
+		if st.Msgs == 0 {
+			return int64(st.LastSeq) + 1
+		}
+		return int64(st.FirstSeq)
+	})
+}
+
+// eachStream reads every partition's stream state of topic and returns
+// of(state) per partition; a topic with no stream is ErrTopicMissing.
+func (d *Driver) eachStream(ctx context.Context, topic string, of func(jetstream.StreamState) int64) (map[int32]int64, error) {
 	parts, err := d.partitions(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -464,16 +460,13 @@ func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int6
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("topic %s: %w", topic, drivers.ErrTopicMissing)
 	}
-	out := map[int32]int64{}
+	out := make(map[int32]int64, len(parts))
 	for _, p := range parts {
 		si, err := d.streamInfo(ctx, topic, p)
 		if err != nil {
 			return nil, err
 		}
-		out[p] = int64(si.State.FirstSeq)
-		if si.State.Msgs == 0 {
-			out[p] = int64(si.State.LastSeq) + 1
-		}
+		out[p] = of(si.State)
 	}
 	return out, nil
 }
