@@ -247,9 +247,6 @@ func classifyHistories(ctx context.Context, src *runSource, reads *ledger.Ledger
 // shards, and the crash window's unrecorded sends.
 func addRunFigures(res *Result, src *runSource) {
 	run := src.run
-	if src.planDropped != "" {
-		res.unprove(src.planDropped)
-	}
 	if run.AckMeaning != "" {
 		res.AckMeanings = append(res.AckMeanings, Phase{FromS: 0, Since: "the start", Meaning: run.AckMeaning})
 	}

@@ -102,24 +102,6 @@ type runSource struct {
 	unended, missing, clean bool
 	// window is the crash window of each ledger's producers.
 	window crashWindow
-	// planDropped, when set, is why the run's plan is missing from a
-	// ledger that was written with one (planDropped).
-	planDropped string
-}
-
-// planDropped says why run's ledger l should have a plan and has none:
-// the flush clock and the plan came into ackcheck together, so a ledger
-// with a flush clock and no plan had its plan removed, and what the run
-// was asked to do (its schedule, its faults, its crash window) cannot be
-// checked. "" for a ledger from before both, judged as before.
-func planDropped(l *ledger.Ledger, run ledger.RunInfo) string {
-	if run.Plan != nil {
-		return ""
-	}
-	if _, err := l.FlushClock(); err != nil {
-		return ""
-	}
-	return "the run's description has no plan, though its ledger was written by an ackcheck that records one: it was removed, so what the run was asked to do cannot be checked"
 }
 
 // loadEnded reports whether the run's load recorded its end: for a
@@ -171,7 +153,6 @@ func singleSource(l *ledger.Ledger) (*runSource, error) {
 		return nil, err
 	}
 	src.window.segs = []crashSegment{seg}
-	src.planDropped = planDropped(l, src.run)
 	if l.ReadOnly() {
 		p := l.Proof()
 		src.proof = &p
@@ -401,9 +382,6 @@ func (m *shardMerge) addShard(idx int, o openedShard, tl *FaultTimeline) error {
 	src.unended = src.unended || i.LoadEnd.IsZero()
 	src.clean = src.clean && i.Clean
 	m.planless = m.planless || i.Plan == nil
-	if why := planDropped(l, i); why != "" {
-		src.planDropped = fmt.Sprintf("shard %d: %s", i.Shard.Index, why)
-	}
 	mergeRunInfo(&m.merged, i)
 	m.merged.Plan = mergePlan(m.merged.Plan, i.Plan)
 	for p, v := range l.SentThrough() {
