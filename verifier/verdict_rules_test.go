@@ -38,9 +38,9 @@ func TestEachVerdictRuleAlone(t *testing.T) {
 		{"sent", Options{}, &Result{ReadBackComplete: true}, outcomeFail, CheckSent, clean()},
 		{"acked", Options{}, with(func(r *Result) { r.Acked = 0 }), outcomeFail, CheckAcked,
 			with(func(r *Result) {
-				r.Acked = 0
+				// Under 1% acked, with a fault applied that can explain it.
+				r.Sent, r.Acked = 1000, 5
 				r.Faults = []FaultReport{{Record: faults.Record{Result: faults.Applied}}}
-				r.Acked = 1
 			})},
 		{"max-no-ack", deadlines, with(func(r *Result) { r.LongestNoAckMs = 1500 }), outcomeFail, CheckMaxNoAck,
 			with(func(r *Result) { r.LongestNoAckMs = 900 })},
