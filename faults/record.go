@@ -58,10 +58,10 @@ type Record struct {
 	At  time.Time `json:"at"`
 	Due time.Time `json:"due,omitzero"`
 	// AtWithinMs, for a signal sent to another machine (SSH), or a
-	// network rule installed there: At is when the command that sent it
-	// came back, and the signal (the rule) went out at most this long
-	// before At. Zero for a local signal, whose At is stamped just before
-	// it.
+	// network rule (installed locally or there): At is when the command
+	// that sent it came back, and the signal (the rule) went out at most
+	// this long before At. Zero for a local signal, whose At is stamped
+	// just before it.
 	AtWithinMs float64 `json:"at_within_ms,omitempty"`
 	// TopologyAgeMs, for a target chosen by role: how long before the
 	// fault the read of the topology it was chosen from began.
