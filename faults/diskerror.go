@@ -37,15 +37,7 @@ func (f diskFault) available(ctx context.Context, env Env, st Step) error {
 	if !ok {
 		return fmt.Errorf("these nodes (%s) cannot fail disk calls: start the local cluster with --lazyfs, or give each node lazyfs_control in the cluster file", env.Nodes.Where())
 	}
-	ids := env.Nodes.IDs()
-	switch st.Target.Kind {
-	case Node:
-		ids = []int32{st.Target.Node}
-	case Named:
-		id, _ := nodeNamed(env.Nodes, st.Target.Name)
-		ids = []int32{id}
-	}
-	for _, id := range ids {
+	for _, id := range candidateNodes(env, st) {
 		if err := de.CanDiskError(id); err != nil {
 			return err
 		}
@@ -170,14 +162,7 @@ var _ DiskErrorer = (*Scripted)(nil)
 
 // CanDiskError implements DiskErrorer: the node needs lazyfs_control.
 func (s *Scripted) CanDiskError(id int32) error {
-	n, _, err := s.node(id)
-	if err != nil {
-		return err
-	}
-	if n.LazyfsControl == "" {
-		return fmt.Errorf("node %d has no lazyfs_control in the cluster file: put its data dir on ackcheck lazyfs and give its control socket", id)
-	}
-	return nil
+	return s.needs(id, "lazyfs_control", func(n NodeSpec) string { return n.LazyfsControl }, "put its data dir on ackcheck lazyfs and give its control socket")
 }
 
 // DiskError implements DiskErrorer with `ackcheck lazyfs disk-error` on

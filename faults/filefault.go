@@ -115,18 +115,10 @@ func (f fileFault) available(ctx context.Context, env Env, st Step) error {
 	if err := nodeAvailable(env, st); err != nil {
 		return err
 	}
-	ids := env.Nodes.IDs()
-	switch st.Target.Kind {
-	case Node:
-		ids = []int32{st.Target.Node}
-	case Named:
-		id, _ := nodeNamed(env.Nodes, st.Target.Name)
-		ids = []int32{id}
-	}
 	if st.Glob == "" && len(env.DataFiles) == 0 {
 		return fmt.Errorf("the broker profile names no data files: give a glob (%s node:<id> '*.log')", st.Action)
 	}
-	return f.availableOn(env, ids)
+	return f.availableOn(env, candidateNodes(env, st))
 }
 
 func (f fileFault) pick(ctx context.Context, t *targets, env Env, st Step, rec *Record) (picked, error) {

@@ -572,18 +572,13 @@ func (n *sshNet) Remove(ctx context.Context, r netns.Rule) error {
 // node's first broker port. Refused is an answer (the path works); a
 // timeout is a cut.
 func (n *sshNet) Probe(ctx context.Context, timeout time.Duration) (netns.Reach, error) {
-	type result struct {
-		p   netns.Path
-		ok  bool
-		err error
-	}
-	ch := make(chan result, len(n.ids)*len(n.ids))
+	ch := make(chan netns.PathAnswer, len(n.ids)*len(n.ids))
 	total := 0
 	for _, to := range n.ids {
 		total++
 		go func() {
 			ok, err := n.reachesFromClient(ctx, to, timeout)
-			ch <- result{netns.Path{From: 0, To: to}, ok, err}
+			ch <- netns.PathAnswer{Path: netns.Path{From: 0, To: to}, OK: ok, Err: err}
 		}()
 	}
 	for _, from := range n.ids {
@@ -605,21 +600,11 @@ func (n *sshNet) Probe(ctx context.Context, timeout time.Duration) (netns.Reach,
 				if e == nil && !found {
 					e = fmt.Errorf("node %d printed no result for node %d", from, t)
 				}
-				ch <- result{netns.Path{From: from, To: t}, ok, e}
+				ch <- netns.PathAnswer{Path: netns.Path{From: from, To: t}, OK: ok, Err: e}
 			}
 		}()
 	}
-	reach := netns.Reach{}
-	var errs []error
-	for range total {
-		r := <-ch
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("probe %s: %w", r.p, r.err))
-			continue
-		}
-		reach[r.p] = r.ok
-	}
-	return reach, errors.Join(errs...)
+	return netns.GatherReach(ch, total)
 }
 
 func (n *sshNet) reachesFromClient(ctx context.Context, to int32, timeout time.Duration) (bool, error) {

@@ -40,15 +40,7 @@ func (f onNode) available(ctx context.Context, env Env, st Step) error {
 	if !ok {
 		return nil
 	}
-	ids := env.Nodes.IDs()
-	switch st.Target.Kind {
-	case Node:
-		ids = []int32{st.Target.Node}
-	case Named:
-		id, _ := nodeNamed(env.Nodes, st.Target.Name)
-		ids = []int32{id}
-	}
-	return ao.availableOn(env, ids)
+	return ao.availableOn(env, candidateNodes(env, st))
 }
 
 // nodeAvailable: there are nodes to act on, and a node named by ID or by
@@ -66,6 +58,21 @@ func nodeAvailable(env Env, st Step) error {
 		}
 	}
 	return nil
+}
+
+// candidateNodes is every node st's target may pick, as far as it is known
+// before the fault fires: the node named by ID or by name, or every node
+// for a target by role (resolved only when the fault fires).
+// REQUIRES: nodeAvailable(env, st) returned nil.
+func candidateNodes(env Env, st Step) []int32 {
+	switch st.Target.Kind {
+	case Node:
+		return []int32{st.Target.Node}
+	case Named:
+		id, _ := nodeNamed(env.Nodes, st.Target.Name)
+		return []int32{id}
+	}
+	return env.Nodes.IDs()
 }
 
 // pick resolves st's target to one node now. A target by role is read
@@ -164,19 +171,29 @@ func (takeDown) down(ctx context.Context, w *world, a Action, node int32, rec *R
 
 // undo starts a node left down, if it does not run.
 func (takeDown) undo(ctx context.Context, w *world, u Undo) error {
+	return w.upAgain(ctx, u.Node, func(pid int) error {
+		if pid != 0 {
+			return nil
+		}
+		return w.Nodes.Start(ctx, u.Node)
+	})
+}
+
+// upAgain ends an undo that leaves node up: bringUp gets the node's PID
+// (0: no process runs) and does what that state needs; once it succeeds
+// the node's state is up, so that a later death is unasked.
+func (w *world) upAgain(ctx context.Context, node int32, bringUp func(pid int) error) error {
 	if err := w.needNodes(); err != nil {
 		return err
 	}
-	pid, err := w.Nodes.PID(ctx, u.Node)
+	pid, err := w.Nodes.PID(ctx, node)
 	if err != nil {
 		return err
 	}
-	if pid == 0 {
-		if err := w.Nodes.Start(ctx, u.Node); err != nil {
-			return err
-		}
+	if err := bringUp(pid); err != nil {
+		return err
 	}
-	w.states.set(nodeUp, u.Node)
+	w.states.set(nodeUp, node)
 	return nil
 }
 
@@ -234,20 +251,13 @@ func (pause) act(ctx context.Context, w *world, node int32, rec *Record) error {
 
 // undo resumes a paused node; one that does not run is not paused.
 func (pause) undo(ctx context.Context, w *world, u Undo) error {
-	if err := w.needNodes(); err != nil {
-		return err
-	}
-	pid, err := w.Nodes.PID(ctx, u.Node)
-	if err != nil {
-		return err
-	}
-	if pid != 0 {
-		if _, err := w.Nodes.Signal(ctx, u.Node, syscall.SIGCONT); err != nil {
-			return err
+	return w.upAgain(ctx, u.Node, func(pid int) error {
+		if pid == 0 {
+			return nil
 		}
-	}
-	w.states.set(nodeUp, u.Node)
-	return nil
+		_, err := w.Nodes.Signal(ctx, u.Node, syscall.SIGCONT)
+		return err
+	})
 }
 
 // act resumes the node, which undoes its pause.

@@ -131,10 +131,8 @@ func waitGone(ctx context.Context, w *world, ids []int32, within time.Duration) 
 			if time.Now().After(deadline) {
 				return fmt.Errorf("node %d's process did not die within %s of SIGKILL", id, within)
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(20 * time.Millisecond):
+			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+				return err
 			}
 		}
 	}

@@ -129,6 +129,20 @@ func (s *Scripted) node(id int32) (NodeSpec, remote.Runner, error) {
 	return n, s.runners[id], nil
 }
 
+// needs returns nil when the cluster file gives node id the field named
+// field (whose value is read by value); otherwise an error that names
+// the field and says how to give it (fix).
+func (s *Scripted) needs(id int32, field string, value func(NodeSpec) string, fix string) error {
+	n, _, err := s.node(id)
+	if err != nil {
+		return err
+	}
+	if value(n) == "" {
+		return fmt.Errorf("node %d has no %s in the cluster file: %s", id, field, fix)
+	}
+	return nil
+}
+
 // IDs implements Nodes.
 func (s *Scripted) IDs() []int32 { return s.ids }
 
@@ -240,10 +254,8 @@ func (s *Scripted) Stop(ctx context.Context, id int32, grace time.Duration) erro
 			r.Run(ctx, fmt.Sprintf("kill -KILL %d", p))
 			deadline = time.Now().Add(time.Hour)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
@@ -321,26 +333,16 @@ var _ PowerLosser = (*Scripted)(nil)
 
 // CanLoseUnsynced implements PowerLosser: the node needs a lose_command.
 func (s *Scripted) CanLoseUnsynced(id int32) error {
-	n, _, err := s.node(id)
-	if err != nil {
-		return err
-	}
-	if n.LoseCommand == "" {
-		return fmt.Errorf("node %d has no lose_command in the cluster file: put its data dir on ackcheck lazyfs and give \"ackcheck lazyfs lose --control <socket>\"", id)
-	}
-	return nil
+	return s.needs(id, "lose_command", func(n NodeSpec) string { return n.LoseCommand }, `put its data dir on ackcheck lazyfs and give "ackcheck lazyfs lose --control <socket>"`)
 }
 
 // LoseUnsynced implements PowerLosser with the node's lose_command. It
 // refuses while the broker still runs.
 func (s *Scripted) LoseUnsynced(ctx context.Context, id int32) (string, error) {
-	n, r, err := s.node(id)
-	if err != nil {
+	if err := s.CanLoseUnsynced(id); err != nil {
 		return "", err
 	}
-	if n.LoseCommand == "" {
-		return "", fmt.Errorf("node %d has no lose_command in the cluster file: put its data dir on ackcheck lazyfs and give \"ackcheck lazyfs lose --control <socket>\"", id)
-	}
+	n, r, _ := s.node(id)
 	if pid, err := s.PID(ctx, id); err != nil || pid != 0 {
 		return "", fmt.Errorf("node %d still runs (PID %d, %v): a loss under a live broker is not a power loss", id, pid, err)
 	}

@@ -264,10 +264,8 @@ func waitAnswers(ctx context.Context, w *world, st Step, sw drivers.Switcher, na
 			w.logf("fault %s: the broker does not answer yet; waiting up to %s for it", st.Action, switchAnswerWait)
 			said = true
 		}
-		select {
-		case <-ctx.Done():
+		if sleepCtx(ctx, 250*time.Millisecond) != nil {
 			return
-		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
@@ -326,10 +324,8 @@ func restartAndWait(ctx context.Context, w *world, id int32) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node %d did not come back in sync within 3 minutes: %s", id, why)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }

@@ -61,13 +61,24 @@ func (w *world) waitPID(ctx context.Context, node int32) int {
 		if pid, _ := w.Nodes.PID(ctx, node); pid != 0 {
 			return pid
 		}
-		select {
-		case <-ctx.Done():
+		if sleepCtx(ctx, 100*time.Millisecond) != nil {
 			return 0
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	return 0
+}
+
+// sleepCtx waits d, or less when ctx ends first: then it returns ctx's
+// error.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // nodeState is what the faults did to a node last: up, down or paused.

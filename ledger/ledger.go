@@ -77,6 +77,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -702,11 +703,7 @@ func lastFlush(db *pebble.DB) (uint32, error) {
 func (l *Ledger) SentThrough() map[uint32]uint64 {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	out := make(map[uint32]uint64, len(l.sentThru))
-	for k, v := range l.sentThru {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(l.sentThru)
 }
 
 // Close flushes what is buffered and closes the database.

@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -247,11 +248,7 @@ func (s *Stats) LastAck() time.Time {
 func (s *Stats) Errors() map[string]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int64, len(s.errors))
-	for k, v := range s.errors {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.errors)
 }
 
 // WindowP99 returns the publish latency p99 and count of acks since the
@@ -298,26 +295,10 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 	if stats == nil {
 		stats = &Stats{}
 	}
-	stats.errors = make(map[string]int64)
-	stats.windows = make([]*latencyWindow, cfg.Producers)
-	for k := range stats.windows {
-		stats.windows[k] = newLatencyWindow()
-	}
-	stats.TrackPartitions(cfg.Partitions)
-	if cfg.Unpaced {
-		stats.freed = make(chan struct{}, 1)
-	}
-
-	producers := make([]drivers.Producer, cfg.Producers)
-	for k := range producers {
-		p, err := d.NewProducer(ctx, cfg.Topic, cfg.ProducerBase+uint32(k))
-		if err != nil {
-			for _, q := range producers[:k] {
-				q.Close(context.Background())
-			}
-			return Result{}, fmt.Errorf("start producer %d: %w", k, err)
-		}
-		producers[k] = p
+	stats.prepare(cfg)
+	producers, err := startProducers(ctx, cfg, d)
+	if err != nil {
+		return Result{}, err
 	}
 
 	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
@@ -333,30 +314,14 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		res.Start = time.Now()
 	}
 	snd := &sender{pubCtx: context.WithoutCancel(ctx), cfg: cfg, start: res.Start, startNs: res.Start.UnixNano(), l: l, stats: stats, enc: message.NewEncoder(cfg.MessageSize)}
-	_, reuse := d.(drivers.ValueReuser)
-	states := make([]*producerState, len(producers))
-	fls := make([]*flights, len(producers))
-	for k, p := range producers {
-		fls[k] = &flights{}
-		states[k] = &producerState{k: uint32(k), p: p, fl: fls[k], lag: latency.New(3), cb: &callbackClock{h: latency.New(3)}}
-		if reuse {
-			states[k].values = newValueRing(cfg.MessageSize)
-		}
-	}
+	states, fls := newProducerStates(cfg, d, producers)
 	sweepStop, sweepDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sweepDone)
 		sweep(cfg, fls, l, stats, sweepStop)
 	}()
 	kickCtx, stopKick := context.WithCancel(ctx)
-	kick := cfg.TimerKick
-	if kick == 0 && cfg.PacingWindow < 0 {
-		kick = timerKickPeriod // a timer per message: make it fire on time
-	}
-	if cfg.Unpaced {
-		kick = 0 // nothing sleeps to a schedule
-	}
-	kickStopped := startTimerKick(kickCtx, kick)
+	kickStopped := startTimerKick(kickCtx, cfg.timerKick())
 	cpu0, cpuOK := ReadCPUTimes()
 	var ledgerErr atomic.Pointer[error]
 	var wg sync.WaitGroup
@@ -370,12 +335,7 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 		}()
 	}
 	wg.Wait()
-	res.StealPct = -1
-	if cpu1, ok := ReadCPUTimes(); ok && cpuOK {
-		if pct, ok := StealPct(cpu0, cpu1); ok {
-			res.StealPct = pct
-		}
-	}
+	res.StealPct = stealSince(cpu0, cpuOK)
 	stopKick()
 	<-kickStopped
 	res.PacingLag = latency.New(3)
@@ -395,18 +355,98 @@ func Run(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, st
 	if err := <-liveDone; err != nil && !errors.Is(err, context.Canceled) {
 		res.LiveReadErr = err
 	}
-	res.CallbackTime = latency.New(3)
-	for _, ps := range states {
-		ps.cb.mu.Lock()
-		res.CallbackTime.Merge(ps.cb.h)
-		ps.cb.mu.Unlock()
-	}
+	res.CallbackTime = callbackTimes(states)
 	res.Errors = stats.Errors()
 	res.Sent, res.Shed = stats.Sent.Load(), stats.Shed.Load()
 	if p := ledgerErr.Load(); p != nil {
 		return res, *p
 	}
 	return res, nil
+}
+
+// prepare readies s for a run of cfg: its error counts, a latency window
+// per producer, a last-ack slot per partition, and, unpaced, the channel
+// that wakes a producer waiting for a place.
+func (s *Stats) prepare(cfg Config) {
+	s.errors = make(map[string]int64)
+	s.windows = make([]*latencyWindow, cfg.Producers)
+	for k := range s.windows {
+		s.windows[k] = newLatencyWindow()
+	}
+	s.TrackPartitions(cfg.Partitions)
+	if cfg.Unpaced {
+		s.freed = make(chan struct{}, 1)
+	}
+}
+
+// startProducers opens cfg.Producers producers on d, numbered from
+// cfg.ProducerBase. When one fails, those already open are closed.
+func startProducers(ctx context.Context, cfg Config, d drivers.Driver) ([]drivers.Producer, error) {
+	producers := make([]drivers.Producer, cfg.Producers)
+	for k := range producers {
+		p, err := d.NewProducer(ctx, cfg.Topic, cfg.ProducerBase+uint32(k))
+		if err != nil {
+			for _, q := range producers[:k] {
+				q.Close(context.Background())
+			}
+			return nil, fmt.Errorf("start producer %d: %w", k, err)
+		}
+		producers[k] = p
+	}
+	return producers, nil
+}
+
+// newProducerStates is each producer's state, and its flights (the
+// sweep's view of the same), with value buffers to reuse when d allows
+// it (drivers.ValueReuser).
+func newProducerStates(cfg Config, d drivers.Driver, producers []drivers.Producer) ([]*producerState, []*flights) {
+	_, reuse := d.(drivers.ValueReuser)
+	states := make([]*producerState, len(producers))
+	fls := make([]*flights, len(producers))
+	for k, p := range producers {
+		fls[k] = &flights{}
+		states[k] = &producerState{k: uint32(k), p: p, fl: fls[k], lag: latency.New(3), cb: &callbackClock{h: latency.New(3)}}
+		if reuse {
+			states[k].values = newValueRing(cfg.MessageSize)
+		}
+	}
+	return states, fls
+}
+
+// timerKick is the timer kick's period for cfg (0: none): TimerKick when
+// set; with a timer per message (a negative PacingWindow),
+// timerKickPeriod, so that each fires on time; none for an unpaced load,
+// where nothing sleeps to a schedule.
+func (cfg Config) timerKick() time.Duration {
+	if cfg.Unpaced {
+		return 0
+	}
+	if cfg.TimerKick == 0 && cfg.PacingWindow < 0 {
+		return timerKickPeriod
+	}
+	return cfg.TimerKick
+}
+
+// stealSince is StealPct from cpu0 (read when ok) to now; -1 when either
+// reading is missing.
+func stealSince(cpu0 CPUTimes, ok bool) float64 {
+	if cpu1, ok1 := ReadCPUTimes(); ok && ok1 {
+		if pct, ok := StealPct(cpu0, cpu1); ok {
+			return pct
+		}
+	}
+	return -1
+}
+
+// callbackTimes merges every producer's callback clock.
+func callbackTimes(states []*producerState) *hdrhistogram.Histogram {
+	h := latency.New(3)
+	for _, ps := range states {
+		ps.cb.mu.Lock()
+		h.Merge(ps.cb.h)
+		ps.cb.mu.Unlock()
+	}
+	return h
 }
 
 // drainProducers waits until every send has its outcome, or Unknown at

@@ -37,11 +37,6 @@ type Reach map[Path]bool
 // connection refused is an answer: the path works, nothing listens. So a
 // probe needs no server, and tells a cut path from a stopped broker.
 func (n *Net) Probe(ctx context.Context, port int, timeout time.Duration) (Reach, error) {
-	type result struct {
-		p   Path
-		ok  bool
-		err error
-	}
 	var paths []Path
 	for _, to := range n.Nodes {
 		paths = append(paths, Path{0, to})
@@ -51,22 +46,37 @@ func (n *Net) Probe(ctx context.Context, port int, timeout time.Duration) (Reach
 			}
 		}
 	}
-	ch := make(chan result, len(paths))
+	ch := make(chan PathAnswer, len(paths))
 	for _, p := range paths {
 		go func() {
 			ok, err := n.reaches(ctx, p, port, timeout)
-			ch <- result{p, ok, err}
+			ch <- PathAnswer{p, ok, err}
 		}()
 	}
+	return GatherReach(ch, len(paths))
+}
+
+// PathAnswer is one path's probe: whether it carried packets (OK), or
+// why it could not be told (Err).
+type PathAnswer struct {
+	Path Path
+	OK   bool
+	Err  error
+}
+
+// GatherReach takes n answers from ch into a Reach. A path whose probe
+// failed is left out of it, and its error, naming the path, is among the
+// joined errors returned.
+func GatherReach(ch <-chan PathAnswer, n int) (Reach, error) {
 	reach := Reach{}
 	var errs []error
-	for range paths {
-		r := <-ch
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("probe %s: %w", r.p, r.err))
+	for range n {
+		a := <-ch
+		if a.Err != nil {
+			errs = append(errs, fmt.Errorf("probe %s: %w", a.Path, a.Err))
 			continue
 		}
-		reach[r.p] = r.ok
+		reach[a.Path] = a.OK
 	}
 	return reach, errors.Join(errs...)
 }
