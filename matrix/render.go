@@ -59,6 +59,15 @@ func cellValue(p *Point) string {
 	return ms(*p.Value)
 }
 
+// differenceText is a row's difference column: the differences it marks,
+// or else its note saying why it marks none.
+func (r Row) differenceText() string {
+	if d := strings.Join(r.Differences, "; "); d != "" {
+		return d
+	}
+	return r.Note
+}
+
 // cellMD is one cell as the summary table shows it.
 func cellMD(r Row, c Cell, perRun bool) string {
 	var b strings.Builder
@@ -117,11 +126,7 @@ func (c *Card) Markdown() string {
 			for _, cell := range r.Cells {
 				fmt.Fprintf(&b, " %s |", cellMD(r, cell, r.Measure == "acked messages lost"))
 			}
-			diff := strings.Join(r.Differences, "; ")
-			if diff == "" {
-				diff = r.Note
-			}
-			fmt.Fprintf(&b, " %s |\n", mdEscape(diff))
+			fmt.Fprintf(&b, " %s |\n", mdEscape(r.differenceText()))
 		}
 		writeRunsMD(&b, t)
 	}
@@ -215,11 +220,7 @@ func (c *Card) HTML() string {
 				}
 				b.WriteString("</small></td>")
 			}
-			diff := strings.Join(r.Differences, "; ")
-			if diff == "" {
-				diff = r.Note
-			}
-			fmt.Fprintf(&b, "<td>%s</td></tr>\n", e(diff))
+			fmt.Fprintf(&b, "<td>%s</td></tr>\n", e(r.differenceText()))
 		}
 		b.WriteString("</table>\n")
 		writeRunsHTML(&b, t)

@@ -165,21 +165,12 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 		return err
 	}
 	shape.Driver = prof.Name()
-	var embedded drivers.Embedded
-	if len(shape.Brokers) == 0 {
-		e, ok := prof.(drivers.Embedder)
-		if !ok {
-			return fmt.Errorf("%s has no in-process broker: give --brokers", prof.Name())
-		}
-		embedded, err = e.Embed(3)
-		if err != nil {
-			return err
-		}
+	embedded, err := embedPeerBroker(out, prof, &shape)
+	if err != nil {
+		return err
+	}
+	if embedded != nil {
 		defer embedded.Close()
-		shape.Brokers = embedded.Addrs()
-		fmt.Fprintf(out, "broker: %s, 3 brokers in this process (not counted), every topic placed alike\n", embedded.Where())
-	} else {
-		fmt.Fprintf(out, "broker: %s %s\n", prof.Name(), strings.Join(shape.Brokers, ","))
 	}
 	bare, err := pb.Peer(shape.Brokers, embedded)
 	if err != nil {
@@ -194,6 +185,47 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 	if len(rates) > 0 {
 		return runBenchCeiling(ctx, out, self, shape, bare, dir, rates, seconds)
 	}
+	runs, err := runPeerRounds(ctx, out, self, shape, bare, dir, repeat, workloads)
+	if err != nil {
+		return err
+	}
+	res := map[string]peerFigures{}
+	for kind, fs := range runs {
+		res[kind] = medianFigures(fs)
+	}
+	if repeat > 1 {
+		fmt.Fprintf(out, "\nmedians of %d rounds (each round runs every workload once, in turn); a ratio is the median of the rounds' ratios, with their range:\n", repeat)
+	}
+	writePeerTable(out, shape, res, runs)
+	return nil
+}
+
+// embedPeerBroker, when shape names no brokers, starts 3 of prof's
+// in-process brokers and points shape at them; the caller closes what it
+// returns. With brokers given it returns nil. Either way it prints which
+// broker the bench runs against.
+func embedPeerBroker(out io.Writer, prof drivers.Profile, shape *peerShape) (drivers.Embedded, error) {
+	if len(shape.Brokers) > 0 {
+		fmt.Fprintf(out, "broker: %s %s\n", prof.Name(), strings.Join(shape.Brokers, ","))
+		return nil, nil
+	}
+	e, ok := prof.(drivers.Embedder)
+	if !ok {
+		return nil, fmt.Errorf("%s has no in-process broker: give --brokers", prof.Name())
+	}
+	embedded, err := e.Embed(3)
+	if err != nil {
+		return nil, err
+	}
+	shape.Brokers = embedded.Addrs()
+	fmt.Fprintf(out, "broker: %s, 3 brokers in this process (not counted), every topic placed alike\n", embedded.Where())
+	return embedded, nil
+}
+
+// runPeerRounds runs every workload repeat times, round after round, on
+// topics of the round's own, and returns each workload's figures, one per
+// round.
+func runPeerRounds(ctx context.Context, out io.Writer, self string, shape peerShape, bare drivers.Peer, dir string, repeat int, workloads []string) (map[string][]peerFigures, error) {
 	base := time.Now().Format("150405")
 	tag := base
 	topics := map[string]string{
@@ -216,43 +248,29 @@ func runBenchPeer(cmd *cobra.Command, shape peerShape, dir string, repeat int, p
 			}
 		}
 		if err := bare.CreateTopics(ctx, shape.Partitions, topicNames(topics, workloads)); err != nil {
-			return err
+			return nil, err
 		}
 		for i, kind := range workloads {
-			// The broker holds what the workloads before this one
-			// left, the same for both of a pair: a topic no later
-			// workload reads is deleted when its workload is done (so
-			// every topic of the round is gone at its end), and
-			// kfake's garbage of it collected here. Before, ackcheck's
-			// unpaced produce ran against a kfake that still held the
-			// bare produce's 1 GiB, and the bare produce against an
-			// empty one.
-			runtime.GC()
-			debug.FreeOSMemory()
+			// A topic no later workload reads is deleted when its
+			// workload is done, so every topic of the round is gone at
+			// its end (and runPeerWorkload collects kfake's garbage of
+			// it before the next).
 			f, err := runPeerWorkload(ctx, self, kind, shape, topics[kind], filepath.Join(dir, "ackcheck-"+tag))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			runs[kind] = append(runs[kind], f)
 			fmt.Fprintf(out, "  %-24s %6.2f CPU-s per 1M  %9.0f msg/s  peak RSS %6.1f MiB  steal %4.1f%%%s  load %s\n", kind, f.cpuPerMillion(), f.rate(), float64(f.PeakRSSKiB)/1024, f.StealPct, lagNote(kind, f), loadAvg())
 			if !slices.ContainsFunc(workloads[i+1:], func(later string) bool { return topics[later] == topics[kind] }) {
 				if err := bare.DeleteTopics(ctx, []string{topics[kind]}); err != nil {
-					return fmt.Errorf("delete %s's topic: %w", kind, err)
+					return nil, fmt.Errorf("delete %s's topic: %w", kind, err)
 				}
 			}
 		}
 		os.RemoveAll(filepath.Join(dir, "ackcheck-"+tag))
 		os.RemoveAll(filepath.Join(dir, "ackcheck-"+tag+"-paced"))
 	}
-	res := map[string]peerFigures{}
-	for kind, fs := range runs {
-		res[kind] = medianFigures(fs)
-	}
-	if repeat > 1 {
-		fmt.Fprintf(out, "\nmedians of %d rounds (each round runs every workload once, in turn); a ratio is the median of the rounds' ratios, with their range:\n", repeat)
-	}
-	writePeerTable(out, shape, res, runs)
-	return nil
+	return runs, nil
 }
 
 // medianFigures is, field by field, the median of the rounds' figures.
@@ -278,13 +296,20 @@ func medianFigures(fs []peerFigures) peerFigures {
 	return m
 }
 
-// runPeerWorkload runs one workload in a child process.
 // A child that has not finished after peerChildTimeout has hung (a
 // consumer waiting for records that never come): it is killed and the
 // benchmark fails, rather than waiting for ever.
 const peerChildTimeout = 10 * time.Minute
 
+// runPeerWorkload runs one workload in a child process. First it collects
+// this process's garbage and returns it to the system: the broker then
+// holds only what earlier workloads left, the same for both of a pair (an
+// in-process kfake keeps a deleted topic's records until collected;
+// before, ackcheck's unpaced produce ran against a kfake that still held
+// the bare produce's 1 GiB, and the bare produce against an empty one).
 func runPeerWorkload(ctx context.Context, self, kind string, shape peerShape, topic, out string) (peerFigures, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
 	s := shape
 	s.Topic = topic
 	s.Out = out
@@ -600,8 +625,6 @@ func runBenchCeiling(ctx context.Context, out io.Writer, self string, shape peer
 			return err
 		}
 		for _, kind := range ceilingKinds {
-			runtime.GC()
-			debug.FreeOSMemory()
 			f, err := runPeerWorkload(ctx, self, kind, s, topics[kind], filepath.Join(dir, "ceiling-"+tag))
 			if err != nil {
 				return err
