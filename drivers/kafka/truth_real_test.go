@@ -324,8 +324,8 @@ func TestRealPauseStopController(t *testing.T) {
 	if res.Faults[0].ReadyMs < 0 || res.Faults[2].ReadyMs < 0 {
 		t.Errorf("recovery not measured: pause ready %.0f ms, stop ready %.0f ms", res.Faults[0].ReadyMs, res.Faults[2].ReadyMs)
 	}
-	for _, s := range k.Status(context.Background()) {
-		if s.PID == 0 || !s.Answers {
+	for _, s := range k.Health(context.Background()) {
+		if s.PID == 0 || !s.Healthy {
 			t.Errorf("node %d left down after the run: %+v", s.ID, s)
 		}
 	}

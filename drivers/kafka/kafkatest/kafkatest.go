@@ -3,6 +3,7 @@
 package kafkatest
 
 import (
+	"github.com/ackcheck/ackcheck/cluster"
 	"testing"
 	"time"
 
@@ -33,5 +34,5 @@ func LazyFS(t *testing.T) *kafka.Cluster {
 }
 
 func open(dir string) (*kafka.Cluster, error) {
-	return kafka.OpenCluster(kafka.ClusterOptions{Dir: dir})
+	return kafka.OpenCluster(kafka.ClusterOptions{Options: cluster.Options{Dir: dir}})
 }
