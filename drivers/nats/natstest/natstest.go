@@ -3,6 +3,7 @@
 package natstest
 
 import (
+	"github.com/ackcheck/ackcheck/cluster"
 	"testing"
 	"time"
 
@@ -32,5 +33,5 @@ func LazyFS(t *testing.T) *nats.Cluster {
 }
 
 func open(dir string) (*nats.Cluster, error) {
-	return nats.OpenCluster(nats.ClusterOptions{Dir: dir})
+	return nats.OpenCluster(nats.ClusterOptions{Options: cluster.Options{Dir: dir}})
 }
