@@ -23,19 +23,18 @@
 package kafka
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/drivers"
 )
 
 // Version is the Apache Kafka release the local cluster runs.
@@ -234,20 +233,6 @@ func (k *Cluster) serverProps(id int32) map[string]string {
 	return p
 }
 
-// propsText is props as a .properties file, sorted by key.
-func propsText(props map[string]string) []byte {
-	var b bytes.Buffer
-	keys := make([]string, 0, len(props))
-	for key := range props {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	for _, key := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", key, props[key])
-	}
-	return b.Bytes()
-}
-
 // Create implements cluster.Broker: it writes the cluster's files and
 // formats each node's storage.
 func (k *Cluster) Create(ctx context.Context) error {
@@ -282,7 +267,7 @@ func (k *Cluster) Create(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := cluster.WriteFileDurable(k.propsFile(id), propsText(k.serverProps(id)), 0o644, nil); err != nil {
+		if err := cluster.WriteFileDurable(k.propsFile(id), []byte(drivers.Properties(k.serverProps(id))), 0o644, nil); err != nil {
 			return err
 		}
 		cmd := k.java(ctx, "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", k.propsFile(id))

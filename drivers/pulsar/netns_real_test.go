@@ -45,7 +45,7 @@ const (
 func netnsStandalone(t *testing.T) *pulsar.Cluster {
 	t.Helper()
 	if dir := os.Getenv(EnvNetns); dir != "" {
-		p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Dir: dir})
+		p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Options: cluster.Options{Dir: dir}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,8 +68,7 @@ func netnsStandalone(t *testing.T) *pulsar.Cluster {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(base, "standalone")
-	p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Dir: dir, NetNS: true, HeapMB: 512,
-		BrokerPort: ownBrokerPort, WebPort: ownWebPort, BookiePort: ownBookiePort})
+	p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Options: cluster.Options{Dir: dir, NetNS: true}, HeapMB: 512, BrokerPort: ownBrokerPort, WebPort: ownWebPort, BookiePort: ownBookiePort})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,7 @@ type pulsarLine struct {
 // their times (log4j's, in the machine's zone).
 func readPulsarLog(t *testing.T, p *pulsar.Cluster, since time.Time) []pulsarLine {
 	t.Helper()
-	f, err := os.Open(p.LogFile())
+	f, err := os.Open(p.LogFile(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func TestRealPulsarKill(t *testing.T) {
 		kill.KillProof.NewPID == kill.KillProof.OldPID || !kill.KillProof.SameDataDir {
 		t.Fatalf("kill: %+v, proof %+v", kill.Record, kill.KillProof)
 	}
-	checkPulsarProductOracle(t, p.LogFile(), kill)
+	checkPulsarProductOracle(t, p.LogFile(1), kill)
 	if kill.ReadyMs < 5000 || res.LongestNoAckMs < 5000 || res.LongestNoAckMs > 40000 {
 		t.Fatalf("implausible recovery: serves again %.0f ms after the kill, longest without acks %.0f ms", kill.ReadyMs, res.LongestNoAckMs)
 	}

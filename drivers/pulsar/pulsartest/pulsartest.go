@@ -3,6 +3,7 @@
 package pulsartest
 
 import (
+	"github.com/ackcheck/ackcheck/cluster"
 	"testing"
 	"time"
 
@@ -33,5 +34,5 @@ func LazyFS(t *testing.T) *pulsar.Cluster {
 }
 
 func open(dir string) (*pulsar.Cluster, error) {
-	return pulsar.OpenCluster(pulsar.ClusterOptions{Dir: dir})
+	return pulsar.OpenCluster(pulsar.ClusterOptions{Options: cluster.Options{Dir: dir}})
 }
