@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,7 +111,7 @@ func TestRealQueenFsyncAuditCLI(t *testing.T) {
 		}
 	}
 	if !q.FsyncOn() {
-		if again, err := queen.OpenCluster(queen.ClusterOptions{Dir: q.Dir()}); err != nil || !again.FsyncOn() {
+		if again, err := queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: q.Dir()}}); err != nil || !again.FsyncOn() {
 			t.Errorf("synchronous_commit not put back on after the audit (%v)", err)
 		}
 	}

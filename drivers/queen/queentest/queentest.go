@@ -5,6 +5,7 @@ package queentest
 import (
 	"context"
 	"encoding/json"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,7 +42,7 @@ func Cluster(t *testing.T) *queen.Cluster {
 }
 
 func open(dir string) (*queen.Cluster, error) {
-	return queen.OpenCluster(queen.ClusterOptions{Dir: dir})
+	return queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: dir}})
 }
 
 // EnvNetns names a Queen cluster started with `cluster queen up --netns`
@@ -69,7 +70,7 @@ func NetnsCluster(t *testing.T) *queen.Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if dir := os.Getenv(EnvNetns); dir != "" {
-		q, err := queen.OpenCluster(queen.ClusterOptions{Dir: dir})
+		q, err := queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: dir}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func NetnsCluster(t *testing.T) *queen.Cluster {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	q, err := queen.OpenCluster(queen.ClusterOptions{Dir: filepath.Join(dir, "queen"), Home: home, NetNS: true})
+	q, err := queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: filepath.Join(dir, "queen"), NetNS: true}, Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}
