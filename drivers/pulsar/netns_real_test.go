@@ -17,7 +17,6 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
-	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/load"
@@ -59,8 +58,8 @@ func netnsStandalone(t *testing.T) *pulsar.Cluster {
 		}
 		return p
 	}
-	if os.Getenv(pulsartest.EnvCluster) == "" {
-		t.Skipf("neither %s nor %s is set: this machine is not known to run Pulsar (cluster pulsar up --netns --dir D)", EnvNetns, pulsartest.EnvCluster)
+	if os.Getenv(plainPulsar.Var) == "" {
+		t.Skipf("neither %s nor %s is set: this machine is not known to run Pulsar (cluster pulsar up --netns --dir D)", EnvNetns, plainPulsar.Var)
 	}
 	need.NetnsTools(t)
 	base, err := os.MkdirTemp("", "pulsarns-")

@@ -1,62 +1,46 @@
-// Package queentest gives tests the real local Queen cluster that .ci/run
-// (or a developer) started, or skips them with what to do.
-package queentest
+package queen_test
 
 import (
 	"context"
 	"encoding/json"
-	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers/queen"
 	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/netns"
 )
 
-// EnvCluster names a Queen cluster on lazyfs: its tests need power losses,
-// and one cluster serves them all. EnvRequire makes them fail, not skip,
-// without it (CI sets it).
-const (
-	EnvCluster = "ACKCHECK_QUEEN_DIR"
-	EnvRequire = "ACKCHECK_REQUIRE_QUEEN"
-)
+// lazyQueen names a Queen cluster (server and PostgreSQL) on lazyfs: its
+// tests need power losses, and one cluster serves them all. Get starts a
+// node that does not run; without the variable it skips the test, or
+// fails it when ACKCHECK_REQUIRE_QUEEN is set (CI sets it).
+var lazyQueen = clustertest.Env[*queen.Cluster]{Var: "ACKCHECK_QUEEN_DIR",
+	Up:     "ackcheck cluster queen up --lazyfs --lazyfs-entries journal --queen-home H --dir D",
+	LazyFS: true, Require: envRequireQueen, Open: openQueen}
 
-// Cluster returns the Queen cluster (server and PostgreSQL, on lazyfs) in
-// $ACKCHECK_QUEEN_DIR once both answer, starting a node that does not
-// run. Without the variable it skips the test, or fails it when
-// $ACKCHECK_REQUIRE_QUEEN is set.
-func Cluster(t *testing.T) *queen.Cluster {
-	t.Helper()
-	if os.Getenv(EnvCluster) == "" && os.Getenv(EnvRequire) != "" {
-		t.Fatalf("%s is set and %s is not: .ci/run starts a Queen cluster and sets it", EnvRequire, EnvCluster)
-	}
-	q := clustertest.FromEnv(t, EnvCluster, "ackcheck cluster queen up --lazyfs --lazyfs-entries journal --queen-home H --dir D", open, true, 0)
-	if err := q.Up(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return q
+const envRequireQueen = "ACKCHECK_REQUIRE_QUEEN"
+
+func openQueen(dir string) (*queen.Cluster, error) {
+	return openQueen(dir)
 }
 
-func open(dir string) (*queen.Cluster, error) {
-	return queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: dir}})
-}
-
-// EnvNetns names a Queen cluster started with `cluster queen up --netns`
-// for the network-fault tests; without it, NetnsCluster starts one of its
-// own. EnvHome is the Queen home (shared/queen/build.sh's output) such a
-// cluster is made from, when neither it nor EnvCluster's cluster.json
+// envNetnsQueen names a Queen cluster started with `cluster queen up --netns`
+// for the network-fault tests; without it, netnsQueen starts one of its
+// own. envQueenHome is the Queen home (shared/queen/build.sh's output) such a
+// cluster is made from, when neither it nor ACKCHECK_QUEEN_DIR's cluster.json
 // names one. ACKCHECK_REQUIRE_NETNS (internal/need) makes the tests fail,
 // not skip, where network namespaces cannot be made (CI sets it).
 const (
-	EnvNetns = "ACKCHECK_QUEEN_NETNS_DIR"
-	EnvHome  = "ACKCHECK_QUEEN_HOME"
+	envNetnsQueen = "ACKCHECK_QUEEN_NETNS_DIR"
+	envQueenHome  = "ACKCHECK_QUEEN_HOME"
 )
 
-// NetnsCluster returns a Queen cluster whose server and database run in a
+// netnsQueen returns a Queen cluster whose server and database run in a
 // network namespace of their own, once both answer from the Net's hub:
 // the one in $ACKCHECK_QUEEN_NETNS_DIR, else one it starts in a directory
 // /tmp/queenns-* (the user postgres must enter it) from the Queen home of
@@ -65,17 +49,17 @@ const (
 // test where this machine cannot make namespaces (no root, ip or nft) or
 // has no Queen home, and fails it instead when $ACKCHECK_REQUIRE_NETNS
 // (namespaces) or $ACKCHECK_REQUIRE_QUEEN (a home) is set.
-func NetnsCluster(t *testing.T) *queen.Cluster {
+func netnsQueen(t *testing.T) *queen.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if dir := os.Getenv(EnvNetns); dir != "" {
-		q, err := queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: dir}})
+	if dir := os.Getenv(envNetnsQueen); dir != "" {
+		q, err := openQueen(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if q.Net() == nil {
-			t.Fatalf("%s=%s holds a Queen cluster started without --netns", EnvNetns, dir)
+			t.Fatalf("%s=%s holds a Queen cluster started without --netns", envNetnsQueen, dir)
 		}
 		if err := q.Up(ctx); err != nil {
 			t.Fatal(err)
@@ -83,8 +67,8 @@ func NetnsCluster(t *testing.T) *queen.Cluster {
 		return q
 	}
 	need.NetnsTools(t)
-	home := os.Getenv(EnvHome)
-	if d := os.Getenv(EnvCluster); home == "" && d != "" {
+	home := os.Getenv(envQueenHome)
+	if d := os.Getenv(lazyQueen.Var); home == "" && d != "" {
 		var cf struct {
 			Home string `json:"queen_home"`
 		}
@@ -93,15 +77,15 @@ func NetnsCluster(t *testing.T) *queen.Cluster {
 			err = json.Unmarshal(data, &cf)
 		}
 		if err != nil {
-			t.Fatalf("the Queen home of %s=%s: %v", EnvCluster, d, err)
+			t.Fatalf("the Queen home of %s=%s: %v", lazyQueen.Var, d, err)
 		}
 		home = cf.Home
 	}
 	if home == "" {
-		if os.Getenv(EnvRequire) != "" {
-			t.Fatalf("%s is set and neither %s, %s nor %s is: no Queen home to start a cluster in a namespace from", EnvRequire, EnvNetns, EnvHome, EnvCluster)
+		if os.Getenv(envRequireQueen) != "" {
+			t.Fatalf("%s is set and neither %s, %s nor %s is: no Queen home to start a cluster in a namespace from", envRequireQueen, envNetnsQueen, envQueenHome, lazyQueen.Var)
 		}
-		t.Skipf("no Queen cluster in a namespace: set %s (ackcheck cluster queen up --netns --queen-home H --dir D), or %s to the Queen home to start one", EnvNetns, EnvHome)
+		t.Skipf("no Queen cluster in a namespace: set %s (ackcheck cluster queen up --netns --queen-home H --dir D), or %s to the Queen home to start one", envNetnsQueen, envQueenHome)
 	}
 	dir, err := os.MkdirTemp("/tmp", "queenns-")
 	if err != nil {
