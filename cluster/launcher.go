@@ -141,32 +141,33 @@ type Base struct {
 	subnet netip.Prefix
 }
 
-// Open reads the cluster in o.Dir into o and rec (a broker's record that
-// embeds Record), for self, which embeds b: found says whether one exists.
-// What a cluster.json records wins over o; --lazyfs or --netns on a
-// cluster created without is refused. o stays the Options b reads.
-func (b *Base) Open(self Broker, o *Options, s Spec, rec recorded) (found bool, err error) {
+// Open reads the cluster in o.Dir, if there is one, into o and rec (a
+// broker's record: it embeds Record, and points at its own options, so
+// that what cluster.json records of them lands there), for self, which
+// embeds b. What a cluster.json records wins over o; --lazyfs or --netns
+// on a cluster created without is refused. o stays the Options b reads.
+func (b *Base) Open(self Broker, o *Options, s Spec, rec recorded) error {
 	*b = Base{self: self, spec: s, o: o, subnet: o.NetnsSubnet}
 	dir, data, err := ReadClusterJSON(o.Dir)
 	if err != nil {
-		return false, err
+		return err
 	}
 	o.Dir = dir
 	if err := CheckNetnsSubnet(o.NetNS, o.NetnsSubnet); err != nil {
-		return false, err
+		return err
 	}
 	if o.NetNS {
 		b.prefix = NetnsPrefix(dir)
 	}
 	if data != nil {
 		if err := b.read(data, rec); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if e := o.LazyFSEntries; e != "" && e != "strict" && e != "journal" {
-		return false, fmt.Errorf("--lazyfs-entries %q: use strict or journal", e)
+		return fmt.Errorf("--lazyfs-entries %q: use strict or journal", e)
 	}
-	return data != nil, nil
+	return nil
 }
 
 // read takes what cluster.json recorded.

@@ -42,22 +42,24 @@ const Version = "4.3.1"
 
 // ClusterOptions configures a local Kafka cluster. Zero values take
 // defaults. With NetNS, BasePort is unused.
+// What cluster.json records of them (the JSON names) wins over what is
+// given.
 type ClusterOptions struct {
-	cluster.Options
+	cluster.Options `json:"-"`
 	// Nodes is the number of combined broker+controller nodes. Default 3.
-	Nodes int
+	Nodes int `json:"nodes"`
 	// BasePort is node 1's client port; node N listens on BasePort+N-1 for
 	// clients and BasePort+100+N-1 for the controller quorum. Default 29091.
-	BasePort int
-	// CacheDir holds the jars fetched from Maven Central, outside any
-	// repository. Default $XDG_CACHE_HOME/ackcheck or ~/.cache/ackcheck.
-	CacheDir string
+	BasePort int `json:"base_port"`
 	// HeapMB is each JVM's heap. Default 768: three nodes and ackcheck on a
 	// 2-core, 24 GiB machine leave most memory to the page cache.
-	HeapMB int
+	HeapMB int `json:"heap_mb"`
+	// CacheDir holds the jars fetched from Maven Central, outside any
+	// repository. Default $XDG_CACHE_HOME/ackcheck or ~/.cache/ackcheck.
+	CacheDir string `json:"cache_dir"`
 	// Props are extra server.properties for every node (they override the
-	// defaults written by Up).
-	Props map[string]string
+	// defaults written by Up). Not recorded.
+	Props map[string]string `json:"-"`
 }
 
 // The ports of every node inside a Net: each node has its own address,
@@ -80,37 +82,23 @@ type Cluster struct {
 	opts ClusterOptions
 }
 
-var (
-	_ cluster.Local   = (*Cluster)(nil)
-	_ cluster.InNetns = (*Cluster)(nil)
-)
+var _ cluster.InNetns = (*Cluster)(nil)
 
 // clusterFile is what <dir>/cluster.json records.
 type clusterFile struct {
 	cluster.Record
 	Version   string `json:"version"`
 	ClusterID string `json:"cluster_id"`
-	Nodes     int    `json:"nodes"`
-	BasePort  int    `json:"base_port"`
-	HeapMB    int    `json:"heap_mb"`
-	CacheDir  string `json:"cache_dir"`
+	*ClusterOptions
 }
 
 // OpenCluster returns the cluster in opts.Dir. If the directory already holds
 // a cluster, its recorded ports and node count win over opts.
 func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	k := &Cluster{opts: opts}
-	var cf clusterFile
-	found, err := k.Base.Open(k, &k.opts.Options, kafkaSpec, &cf)
-	if err != nil {
-		return nil, err
-	}
 	o := &k.opts
-	if found {
-		o.Nodes, o.BasePort, o.HeapMB = cf.Nodes, cf.BasePort, cf.HeapMB
-		if o.CacheDir == "" {
-			o.CacheDir = cf.CacheDir
-		}
+	if err := k.Open(k, &o.Options, kafkaSpec, &clusterFile{ClusterOptions: o}); err != nil {
+		return nil, err
 	}
 	o.Nodes, o.BasePort, o.HeapMB = cluster.Or(o.Nodes, 3), cluster.Or(o.BasePort, 29091), cluster.Or(o.HeapMB, 768)
 	o.CacheDir = cluster.Or(o.CacheDir, cluster.DefaultCacheDir())
@@ -282,8 +270,7 @@ func (k *Cluster) Create(ctx context.Context) error {
 			return err
 		}
 	}
-	return k.WriteRecord(&clusterFile{Version: Version, ClusterID: clusterID, Nodes: k.opts.Nodes,
-		BasePort: k.opts.BasePort, HeapMB: k.opts.HeapMB, CacheDir: k.opts.CacheDir})
+	return k.WriteRecord(&clusterFile{Version: Version, ClusterID: clusterID, ClusterOptions: &k.opts})
 }
 
 // StartNode starts node id on its existing data dir, detached, and records

@@ -82,7 +82,7 @@ func TestOpenClusterNetns(t *testing.T) {
 
 	// Recorded in cluster.json: reopened in the Net without the flag, as
 	// `down`, `heal` and --cluster-dir open it.
-	rec := writeClusterJSON(t, clusterFile{Record: cluster.Record{Kind: kafkaKind, NetNS: "ackc-abc"}, Nodes: 3, BasePort: 29091})
+	rec := writeClusterJSON(t, clusterFile{Record: cluster.Record{Kind: kafkaKind, NetNS: "ackc-abc"}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 29091}})
 	k, err = OpenCluster(ClusterOptions{Options: cluster.Options{Dir: rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestOpenClusterNetns(t *testing.T) {
 	}
 
 	// Without --netns: nil, loopback, no driver flag.
-	plain := writeClusterJSON(t, clusterFile{Record: cluster.Record{Kind: kafkaKind}, Nodes: 3, BasePort: 29091})
+	plain := writeClusterJSON(t, clusterFile{Record: cluster.Record{Kind: kafkaKind}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 29091}})
 	k, err = OpenCluster(ClusterOptions{Options: cluster.Options{Dir: plain}})
 	if err != nil {
 		t.Fatal(err)

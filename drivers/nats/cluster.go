@@ -37,14 +37,17 @@ const Version = "v2.15.2"
 // cluster.NetnsPrefix, recorded in cluster.json) and listens on 10.213.0.N:
 // clients 4222, routes 6222, monitoring 8222; only the Net's hub reaches
 // it, and the driver's --netns (set by ClientFlags) dials from there.
+//
+// What cluster.json records of them (the JSON names) wins over what is
+// given.
 type ClusterOptions struct {
-	cluster.Options
-	Nodes    int    // default 3
-	BasePort int    // default 24222
-	CacheDir string // where nats-server is built; default ~/.cache/ackcheck
+	cluster.Options `json:"-"`
+	Nodes           int    `json:"nodes"`     // default 3
+	BasePort        int    `json:"base_port"` // default 24222
+	CacheDir        string `json:"cache_dir"` // where nats-server is built; default ~/.cache/ackcheck
 	// SyncAlways sets jetstream { sync_interval: always }: every write is
 	// fsynced before it counts. Default: the server's (fsync every 2 min).
-	SyncAlways bool
+	SyncAlways bool `json:"sync_always"`
 }
 
 // The ports of every node inside a Net (each node has its own address),
@@ -56,6 +59,13 @@ const natsKind = "nats"
 var natsSpec = cluster.Spec{Kind: natsKind, Name: "NATS cluster", Noun: "cluster",
 	Log: "nats.log", Grace: 30 * time.Second, Ready: 2 * time.Minute, PortHint: "another --base-port"}
 
+// natsFile is what <dir>/cluster.json records.
+type natsFile struct {
+	cluster.Record
+	Version string `json:"version"`
+	*ClusterOptions
+}
+
 // Cluster is a local NATS JetStream cluster. Every process it stops is one it
 // started, found by its pid file and its command line.
 type Cluster struct {
@@ -63,34 +73,15 @@ type Cluster struct {
 	opts ClusterOptions
 }
 
-var (
-	_ cluster.Local       = (*Cluster)(nil)
-	_ cluster.InNetns     = (*Cluster)(nil)
-	_ cluster.FsyncSwitch = (*Cluster)(nil)
-)
-
-type natsFile struct {
-	cluster.Record
-	Version    string `json:"version"`
-	Nodes      int    `json:"nodes"`
-	BasePort   int    `json:"base_port"`
-	CacheDir   string `json:"cache_dir"`
-	SyncAlways bool   `json:"sync_always"`
-}
+var _ cluster.FsyncSwitch = (*Cluster)(nil)
 
 // OpenCluster opens the cluster in opts.Dir; what cluster.json recorded wins
 // over opts.
 func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	n := &Cluster{opts: opts}
-	var nf natsFile
-	found, err := n.Base.Open(n, &n.opts.Options, natsSpec, &nf)
-	if err != nil {
-		return nil, err
-	}
 	o := &n.opts
-	if found {
-		o.Nodes, o.BasePort, o.SyncAlways = nf.Nodes, nf.BasePort, nf.SyncAlways
-		o.CacheDir = cluster.Or(o.CacheDir, nf.CacheDir)
+	if err := n.Open(n, &o.Options, natsSpec, &natsFile{ClusterOptions: o}); err != nil {
+		return nil, err
 	}
 	o.Nodes, o.BasePort = cluster.Or(o.Nodes, 3), cluster.Or(o.BasePort, 24222)
 	o.CacheDir = cluster.Or(o.CacheDir, cluster.DefaultCacheDir())
@@ -211,8 +202,7 @@ func (n *Cluster) writeFiles() error {
 			return err
 		}
 	}
-	return n.WriteRecord(&natsFile{Version: Version, Nodes: n.opts.Nodes, BasePort: n.opts.BasePort,
-		CacheDir: n.opts.CacheDir, SyncAlways: n.opts.SyncAlways})
+	return n.WriteRecord(&natsFile{Version: Version, ClusterOptions: &n.opts})
 }
 
 // SetSyncAlways switches every node's jetstream sync_interval between the

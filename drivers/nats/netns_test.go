@@ -75,9 +75,9 @@ func TestOpenClusterNetns(t *testing.T) {
 		prefix string
 		err    string
 	}{
-		{"recorded", natsFile{Record: cluster.Record{Kind: natsKind, NetNS: "ackc-abc"}, Nodes: 3, BasePort: 24222}, false, "ackc-abc", ""},
-		{"plain", natsFile{Record: cluster.Record{Kind: natsKind}, Nodes: 3, BasePort: 24222}, false, "", ""},
-		{"plain with --netns", natsFile{Record: cluster.Record{Kind: natsKind}, Nodes: 3, BasePort: 24222}, true, "", "without --netns"},
+		{"recorded", natsFile{Record: cluster.Record{Kind: natsKind, NetNS: "ackc-abc"}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 24222}}, false, "ackc-abc", ""},
+		{"plain", natsFile{Record: cluster.Record{Kind: natsKind}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 24222}}, false, "", ""},
+		{"plain with --netns", natsFile{Record: cluster.Record{Kind: natsKind}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 24222}}, true, "", "without --netns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := t.TempDir()

@@ -37,21 +37,26 @@ const Version = "4.2.4"
 // check use it), and on the client side it is where the driver's
 // forwarder (netns.Forwarder, dialling from the hub) listens, so the
 // lookups' answers lead the client back through the hub.
+//
+// What cluster.json records of the options (the JSON names) wins over
+// what is given.
 type ClusterOptions struct {
-	cluster.Options
+	cluster.Options `json:"-"`
 	// BrokerPort is the binary protocol port (default 26650); the admin
 	// and web port is WebPort (default 28080); the bookie BookiePort
 	// (default 23181).
-	BrokerPort, WebPort, BookiePort int
+	BrokerPort int `json:"broker_port"`
+	WebPort    int `json:"web_port"`
+	BookiePort int `json:"bookie_port"`
+	// HeapMB is the JVM heap (default 1024).
+	HeapMB int `json:"heap_mb"`
 	// CacheDir holds the jars fetched from Maven Central (default as for
 	// Kafka).
-	CacheDir string
-	// HeapMB is the JVM heap (default 1024).
-	HeapMB int
+	CacheDir string `json:"cache_dir"`
 	// JournalSyncData is the bookie's journalSyncData: true (Pulsar's
 	// default) fsyncs the journal before a write is acknowledged. Set when
 	// the standalone is created; SetJournalSyncData switches it.
-	JournalSyncData *bool
+	JournalSyncData *bool `json:"journal_sync_data"`
 }
 
 const pulsarKind = "pulsar"
@@ -66,37 +71,22 @@ type Cluster struct {
 	opts ClusterOptions
 }
 
-var (
-	_ cluster.Local       = (*Cluster)(nil)
-	_ cluster.InNetns     = (*Cluster)(nil)
-	_ cluster.FsyncSwitch = (*Cluster)(nil)
-)
+var _ cluster.FsyncSwitch = (*Cluster)(nil)
 
+// pulsarFile is what <dir>/cluster.json records.
 type pulsarFile struct {
 	cluster.Record
-	Version         string `json:"version"`
-	BrokerPort      int    `json:"broker_port"`
-	WebPort         int    `json:"web_port"`
-	BookiePort      int    `json:"bookie_port"`
-	HeapMB          int    `json:"heap_mb"`
-	CacheDir        string `json:"cache_dir"`
-	JournalSyncData bool   `json:"journal_sync_data"`
+	Version string `json:"version"`
+	*ClusterOptions
 }
 
 // OpenCluster returns the standalone in opts.Dir; a directory that already
 // holds one keeps its recorded ports.
 func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	p := &Cluster{opts: opts}
-	var pf pulsarFile
-	found, err := p.Base.Open(p, &p.opts.Options, pulsarSpec, &pf)
-	if err != nil {
-		return nil, err
-	}
 	o := &p.opts
-	if found {
-		o.BrokerPort, o.WebPort, o.BookiePort, o.HeapMB = pf.BrokerPort, pf.WebPort, pf.BookiePort, pf.HeapMB
-		o.JournalSyncData = &pf.JournalSyncData
-		o.CacheDir = cluster.Or(o.CacheDir, pf.CacheDir)
+	if err := p.Open(p, &o.Options, pulsarSpec, &pulsarFile{ClusterOptions: o}); err != nil {
+		return nil, err
 	}
 	o.BrokerPort, o.WebPort, o.BookiePort = cluster.Or(o.BrokerPort, 26650), cluster.Or(o.WebPort, 28080), cluster.Or(o.BookiePort, 23181)
 	o.HeapMB, o.CacheDir = cluster.Or(o.HeapMB, 1024), cluster.Or(o.CacheDir, cluster.DefaultCacheDir())
@@ -280,8 +270,7 @@ func (p *Cluster) writeFiles() error {
 	if err := cluster.WriteFileDurable(p.confFile(), []byte(p.standaloneConf()), 0o644, nil); err != nil {
 		return err
 	}
-	return p.WriteRecord(&pulsarFile{Version: Version, BrokerPort: p.opts.BrokerPort, WebPort: p.opts.WebPort,
-		BookiePort: p.opts.BookiePort, HeapMB: p.opts.HeapMB, CacheDir: p.opts.CacheDir, JournalSyncData: *p.opts.JournalSyncData})
+	return p.WriteRecord(&pulsarFile{Version: Version, ClusterOptions: &p.opts})
 }
 
 // JournalSyncData reports the bookie's journalSyncData.

@@ -82,9 +82,9 @@ func TestOpenClusterNetns(t *testing.T) {
 		prefix string
 		err    string
 	}{
-		{"recorded", pulsarFile{Record: cluster.Record{Kind: pulsarKind, NetNS: "ackc-abc"}, BrokerPort: 26650}, false, "ackc-abc", ""},
-		{"plain", pulsarFile{Record: cluster.Record{Kind: pulsarKind}, BrokerPort: 26650}, false, "", ""},
-		{"plain with --netns", pulsarFile{Record: cluster.Record{Kind: pulsarKind}, BrokerPort: 26650}, true, "", "without --netns"},
+		{"recorded", pulsarFile{Record: cluster.Record{Kind: pulsarKind, NetNS: "ackc-abc"}, ClusterOptions: &ClusterOptions{BrokerPort: 26650}}, false, "ackc-abc", ""},
+		{"plain", pulsarFile{Record: cluster.Record{Kind: pulsarKind}, ClusterOptions: &ClusterOptions{BrokerPort: 26650}}, false, "", ""},
+		{"plain with --netns", pulsarFile{Record: cluster.Record{Kind: pulsarKind}, ClusterOptions: &ClusterOptions{BrokerPort: 26650}}, true, "", "without --netns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := t.TempDir()

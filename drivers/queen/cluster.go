@@ -50,24 +50,25 @@ var queenSpec = cluster.Spec{Kind: queenKind, Name: "Queen cluster", Noun: "clus
 	Log: "queen.log", Grace: 30 * time.Second, Ready: 3 * time.Minute}
 
 // ClusterOptions configure a local Queen cluster.
+// What cluster.json records of them (the JSON names) wins over what is
+// given.
 type ClusterOptions struct {
-	cluster.Options
+	cluster.Options `json:"-"`
 	// Home holds queen-server and schema/ (build.sh's output). Required at
 	// the first up.
-	Home string
+	Home string `json:"queen_home"`
 	// BasePort is the Queen server's HTTP port; its UDP notification port
 	// is BasePort+1 and PostgreSQL's BasePort+2. Default 26632.
-	BasePort int
+	BasePort int `json:"base_port"`
 	// SynchronousCommitOff starts PostgreSQL with synchronous_commit=off
 	// (its default is on).
-	SynchronousCommitOff bool
+	SynchronousCommitOff bool `json:"synchronous_commit_off,omitempty"`
 }
 
+// queenFile is what <dir>/cluster.json records.
 type queenFile struct {
 	cluster.Record
-	Home                 string `json:"queen_home"`
-	BasePort             int    `json:"base_port"`
-	SynchronousCommitOff bool   `json:"synchronous_commit_off,omitempty"`
+	*ClusterOptions
 }
 
 // Cluster is a local Queen MQ cluster.
@@ -76,30 +77,20 @@ type Cluster struct {
 	opts ClusterOptions
 }
 
-var (
-	_ cluster.Local       = (*Cluster)(nil)
-	_ cluster.FsyncSwitch = (*Cluster)(nil)
-	_ cluster.InNetns     = (*Cluster)(nil)
-)
+var _ cluster.FsyncSwitch = (*Cluster)(nil)
 
 // OpenCluster returns the cluster in opts.Dir; one that exists keeps what it
 // recorded.
 func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	q := &Cluster{opts: opts}
-	var qf queenFile
-	found, err := q.Base.Open(q, &q.opts.Options, queenSpec, &qf)
-	if err != nil {
-		return nil, err
-	}
 	o := &q.opts
-	if found {
-		o.Home, o.BasePort, o.SynchronousCommitOff = cluster.Or(o.Home, qf.Home), qf.BasePort, qf.SynchronousCommitOff
+	err := q.Open(q, &o.Options, queenSpec, &queenFile{ClusterOptions: o})
+	if err == nil && o.Home != "" {
+		o.Home, err = filepath.Abs(o.Home)
 	}
 	o.BasePort = cluster.Or(o.BasePort, 26632)
-	if o.Home != "" {
-		if o.Home, err = filepath.Abs(o.Home); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	return q, nil
 }
@@ -233,7 +224,7 @@ func (q *Cluster) Create(ctx context.Context) error {
 }
 
 func (q *Cluster) record() error {
-	return q.WriteRecord(&queenFile{Home: q.opts.Home, BasePort: q.opts.BasePort, SynchronousCommitOff: q.opts.SynchronousCommitOff})
+	return q.WriteRecord(&queenFile{ClusterOptions: &q.opts})
 }
 
 // StartNode implements Local: PostgreSQL through pg_ctl, the Queen server
