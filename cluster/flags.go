@@ -99,3 +99,23 @@ func FetchMaven(ctx context.Context, home, pom, what string) error {
 	}
 	return SyncTree(filepath.Join(home, "libs"))
 }
+
+// Kit is a Launcher made of its parts: a broker's launcher is one Kit
+// value (a type that embeds one, for more interfaces).
+type Kit struct {
+	// Name is the Kind.
+	Name string
+	// Short and Long are the Doc.
+	Short, Long string
+	// Flags returns a fresh set of the cluster command's own flags.
+	Flags func() LaunchFlags
+}
+
+// Kind implements Launcher.
+func (k Kit) Kind() string { return k.Name }
+
+// Doc implements Launcher.
+func (k Kit) Doc() (string, string) { return k.Short, k.Long }
+
+// NewFlags implements Launcher.
+func (k Kit) NewFlags() LaunchFlags { return k.Flags() }

@@ -9,11 +9,21 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// LocalLauncher is the local Kafka cluster's kind.
-type LocalLauncher struct{}
+// LocalLauncher is the local Kafka cluster's kind; the demo's too.
+type LocalLauncher struct{ cluster.Kit }
 
-// Kind implements Launcher.
-func (LocalLauncher) Kind() string { return kafkaKind }
+// launcher is the local KRaft cluster's.
+var launcher = LocalLauncher{cluster.Kit{Name: kafkaKind, Flags: func() cluster.LaunchFlags { return &kafkaFlags{} },
+	Short: "A local Apache Kafka " + Version + " cluster in KRaft mode (3 combined nodes by default)",
+	Long: `up fetches Apache Kafka ` + Version + ` from Maven Central with mvn (once, into a cache
+outside any repository), formats KRaft storage, and starts the nodes on
+127.0.0.1 with their own ports, data dirs, logs and PID files under --dir.
+Replication factor 3 and min.insync.replicas=2 by default. With --lazyfs,
+each node's data dir is served by ackcheck lazyfs (FUSE), which the
+power-loss fault uses to drop what the node had not fsynced. With --netns,
+each node runs in a network namespace of its own at 10.213.0.N (ports 9092
+and 9093), for network faults; ackcheck reaches it through the namespaces'
+hub, given --cluster-dir (or the --netns the ready line prints).`}}
 
 // OpensUnrecorded implements cluster.Unrecorded: a cluster.json written
 // before clusters recorded a kind is Kafka's, the first local cluster.
@@ -43,23 +53,6 @@ func (LocalLauncher) OpenDemo(dir string, basePort int) (cluster.Local, error) {
 
 // Version implements cluster.Demo.
 func (LocalLauncher) Version() string { return "Apache Kafka " + Version }
-
-// Doc implements Launcher.
-func (LocalLauncher) Doc() (string, string) {
-	return "A local Apache Kafka " + Version + " cluster in KRaft mode (3 combined nodes by default)",
-		`up fetches Apache Kafka ` + Version + ` from Maven Central with mvn (once, into a cache
-outside any repository), formats KRaft storage, and starts the nodes on
-127.0.0.1 with their own ports, data dirs, logs and PID files under --dir.
-Replication factor 3 and min.insync.replicas=2 by default. With --lazyfs,
-each node's data dir is served by ackcheck lazyfs (FUSE), which the
-power-loss fault uses to drop what the node had not fsynced. With --netns,
-each node runs in a network namespace of its own at 10.213.0.N (ports 9092
-and 9093), for network faults; ackcheck reaches it through the namespaces'
-hub, given --cluster-dir (or the --netns the ready line prints).`
-}
-
-// NewFlags implements Launcher.
-func (LocalLauncher) NewFlags() cluster.LaunchFlags { return &kafkaFlags{} }
 
 type kafkaFlags struct{ opts ClusterOptions }
 

@@ -9,16 +9,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// LocalLauncher is the local NATS JetStream cluster's kind.
-type LocalLauncher struct{}
-
-// Kind implements Launcher.
-func (LocalLauncher) Kind() string { return natsKind }
-
-// Doc implements Launcher.
-func (LocalLauncher) Doc() (string, string) {
-	return "A local NATS JetStream cluster (nats-server " + Version + ", 3 nodes by default)",
-		`up builds nats-server ` + Version + ` from the Go module proxy with go install (once,
+// launcher is the local cluster's kind.
+var launcher = cluster.Kit{Name: natsKind, Flags: func() cluster.LaunchFlags { return &natsFlags{} },
+	Short: "A local NATS JetStream cluster (nats-server " + Version + ", 3 nodes by default)",
+	Long: `up builds nats-server ` + Version + ` from the Go module proxy with go install (once,
 into a cache outside any repository), writes each node's nats.conf, and
 starts the nodes on 127.0.0.1 with their own ports, store dirs, logs and PID
 files under --dir. It returns once every node's /healthz answers ok.
@@ -30,11 +24,7 @@ With --lazyfs, each store dir is served by ackcheck lazyfs (FUSE), which the
 power-loss fault uses to drop what the node had not fsynced.
 With --netns, each node runs in a network namespace of its own at
 10.213.0.N (ports 4222, 6222, 8222), for network faults; ackcheck reaches
-it through the namespaces' hub, given --cluster-dir.`
-}
-
-// NewFlags implements Launcher.
-func (LocalLauncher) NewFlags() cluster.LaunchFlags { return &natsFlags{} }
+it through the namespaces' hub, given --cluster-dir.`}
 
 type natsFlags struct {
 	opts ClusterOptions

@@ -8,16 +8,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// LocalLauncher is the local Pulsar standalone's kind.
-type LocalLauncher struct{}
-
-// Kind implements Launcher.
-func (LocalLauncher) Kind() string { return pulsarKind }
-
-// Doc implements Launcher.
-func (LocalLauncher) Doc() (string, string) {
-	return "A local Apache Pulsar " + Version + " standalone (broker, bookie and metadata store in one JVM)",
-		`up fetches Apache Pulsar ` + Version + ` (pulsar-broker, which holds standalone mode, and
+// launcher is the local cluster's kind.
+var launcher = cluster.Kit{Name: pulsarKind, Flags: func() cluster.LaunchFlags { return &pulsarFlags{} },
+	Short: "A local Apache Pulsar " + Version + " standalone (broker, bookie and metadata store in one JVM)",
+	Long: `up fetches Apache Pulsar ` + Version + ` (pulsar-broker, which holds standalone mode, and
 its dependencies) from Maven Central with mvn, once, into a cache outside
 any repository, writes standalone.conf, and starts the standalone on
 127.0.0.1 with its PID file, log and data under --dir. It returns once the
@@ -27,11 +21,7 @@ With --netns, it runs in a network namespace of its own at 10.213.0.1
 (same ports), for network faults (partition-client node:1: a client-side
 cut); ackcheck reaches it through the namespaces' hub, given --cluster-dir,
 its binary protocol through a forwarder the driver opens on 127.0.0.1 at
-the broker port (the address the broker advertises), which must be free.`
-}
-
-// NewFlags implements Launcher.
-func (LocalLauncher) NewFlags() cluster.LaunchFlags { return &pulsarFlags{} }
+the broker port (the address the broker advertises), which must be free.`}
 
 type pulsarFlags struct {
 	opts        ClusterOptions

@@ -9,16 +9,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// LocalLauncher is the local Queen cluster's kind.
-type LocalLauncher struct{}
-
-// Kind implements Launcher.
-func (LocalLauncher) Kind() string { return queenKind }
-
-// Doc implements Launcher.
-func (LocalLauncher) Doc() (string, string) {
-	return "A local Queen MQ server on PostgreSQL 15 (node 1: the Queen server, node 2: db)",
-		`up initializes a PostgreSQL cluster with Debian's initdb (as the user
+// launcher is the local cluster's kind.
+var launcher = cluster.Kit{Name: queenKind, Flags: func() cluster.LaunchFlags { return &queenFlags{} },
+	Short: "A local Queen MQ server on PostgreSQL 15 (node 1: the Queen server, node 2: db)",
+	Long: `up initializes a PostgreSQL cluster with Debian's initdb (as the user
 postgres, trust authentication, 127.0.0.1 only), creates the database
 queen, and starts the Queen server of --queen-home (queen-server and
 schema/, as shared/queen/build.sh writes them) on 127.0.0.1, with PIDs,
@@ -33,11 +27,7 @@ their own (node 1's, at 10.213.0.1, made with ip and joined to a hub
 namespace by a veth pair), for network faults: partition-client node:1
 cuts every call of ackcheck's to both, and nothing between them. The
 driver reaches them from the hub, given --cluster-dir (or the --netns the
-ready line prints). down deletes the namespaces.`
-}
-
-// NewFlags implements Launcher.
-func (LocalLauncher) NewFlags() cluster.LaunchFlags { return &queenFlags{} }
+ready line prints). down deletes the namespaces.`}
 
 type queenFlags struct {
 	opts    ClusterOptions
