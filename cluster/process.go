@@ -277,13 +277,14 @@ func StartNodes(ctx context.Context, c Nodeset) error {
 	return nil
 }
 
-// StopNodes stops every node (SIGTERM, SIGKILL after grace), then
-// unmounts the lazyfs under each node that stopped: a mount never goes
-// from under a running broker.
+// StopNodes stops every node (SIGTERM, SIGKILL after grace), in the
+// reverse of the order StartNodes starts them (a server before the
+// database it needs), then unmounts the lazyfs under each node that
+// stopped: a mount never goes from under a running broker.
 func StopNodes(ctx context.Context, c Nodeset, grace time.Duration) error {
 	var errs []error
 	stopped := map[int32]bool{}
-	for _, id := range c.Nodes() {
+	for _, id := range reversed(c.Nodes()) {
 		err := c.StopNode(ctx, id, grace)
 		stopped[id] = err == nil
 		errs = append(errs, err)

@@ -1,6 +1,10 @@
 package drivers
 
-import "strings"
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
 // SetProperty sets key=value in a Java properties file: it replaces the
 // first uncommented line for key, removes later ones, or appends the
@@ -33,4 +37,14 @@ func SetProperty(content, key, value string) string {
 		out = append(out, key+"="+value, "")
 	}
 	return strings.Join(out, "\n")
+}
+
+// Properties is props as a Java properties file, one key=value a line,
+// sorted by key.
+func Properties(props map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		b.WriteString(k + "=" + props[k] + "\n")
+	}
+	return b.String()
 }

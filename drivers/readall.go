@@ -14,12 +14,13 @@ func (spec ReadSpec) Idle() time.Duration {
 	return spec.IdleTimeout
 }
 
-// PartitionReader reads one partition for ReadPartitions: the records at
-// offsets in [from, to) (from on, when !bounded), in offset order, each
+// PartitionReader reads partition p of topic for ReadPartitions: the
+// records at offsets in [from, to) (from on, when !bounded), waiting up to
+// idle for more where the partition's end is not known, in offset order, each
 // handed to send, which answers false once the read must stop. It records
 // how far it got in pr (Records, Next, Complete, Note) and returns an
 // error only when the read failed.
-type PartitionReader func(ctx context.Context, p int32, from, to int64, bounded bool, pr *PartitionRead, send func(Record) bool) error
+type PartitionReader func(ctx context.Context, topic string, p int32, from, to int64, bounded bool, idle time.Duration, pr *PartitionRead, send func(Record) bool) error
 
 // ReadPartitions implements Driver.Read for drivers that read each
 // partition on its own: it runs read for every partition of spec.From at
@@ -50,7 +51,7 @@ func ReadPartitions(ctx context.Context, spec ReadSpec, read PartitionReader, fn
 			if !bounded {
 				pr.Target = -1
 			}
-			err := read(ctx, p, from, to, bounded, &pr, func(r Record) bool {
+			err := read(ctx, spec.Topic, p, from, to, bounded, spec.Idle(), &pr, func(r Record) bool {
 				select {
 				case ch <- item{part: p, rec: r}:
 					return true

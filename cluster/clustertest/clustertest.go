@@ -2,8 +2,8 @@
 // developer) started, or skips them with what to do, and the helpers every
 // launcher's power-loss tests share: a lazyfs of the test's own, snapshots
 // of the files a launcher wrote, and a power loss of every node of a
-// local cluster. It names no broker: each broker's directory has its own
-// <broker>test package with the variable that names its cluster.
+// local cluster. It names no broker: a broker's tests name the variables
+// of its clusters (Env) and get a cluster from them.
 package clustertest
 
 import (
@@ -51,6 +51,43 @@ func FromEnv[C Running](t *testing.T, env, start string, open func(dir string) (
 	}
 	if ready > 0 {
 		if err := c.WaitReady(context.Background(), ready); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// Env is a variable that names the directory of a running local cluster
+// of one broker (.ci/run sets it), for that broker's real-cluster tests.
+type Env[C Running] struct {
+	// Var is the variable (ACKCHECK_KAFKA_CLUSTER_DIR).
+	Var string
+	// Up is the command that starts such a cluster, for the skip's
+	// message.
+	Up string
+	// LazyFS: the cluster must be on lazyfs (a power loss elsewhere
+	// would lose nothing).
+	LazyFS bool
+	// Ready is how long Get waits for every node to answer; 0 brings the
+	// cluster up instead (Up starts a node that does not run).
+	Ready time.Duration
+	// Require, when set in the environment, makes a missing Var fail the
+	// test rather than skip it (CI sets it).
+	Require string
+	// Open opens the cluster in a directory.
+	Open func(dir string) (C, error)
+}
+
+// Get returns the cluster in $Var once it is ready (FromEnv), or skips
+// the test when Var is not set.
+func (e Env[C]) Get(t *testing.T) C {
+	t.Helper()
+	if e.Require != "" && os.Getenv(e.Var) == "" && os.Getenv(e.Require) != "" {
+		t.Fatalf("%s is set and %s is not: .ci/run starts the cluster and sets it", e.Require, e.Var)
+	}
+	c := FromEnv(t, e.Var, e.Up, e.Open, e.LazyFS, e.Ready)
+	if u, ok := any(c).(interface{ Up(context.Context) error }); ok && e.Ready == 0 {
+		if err := u.Up(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,7 +75,7 @@ func podCommand(t *testing.T, c corev1.Container, bin, volume string, over map[s
 }
 
 func runLocally(t *testing.T, clusterDir string) {
-	k, err := kafka.OpenCluster(kafka.ClusterOptions{Dir: clusterDir})
+	k, err := kafka.OpenCluster(kafka.ClusterOptions{Options: cluster.Options{Dir: clusterDir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
-	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 )
 
 // TestRealPowerLossUpAgain takes the lazyfs cluster .ci/run starts
@@ -22,7 +21,7 @@ import (
 // without fsync is gone here, as in issue 24, where PostgreSQL came back
 // on port 5432 and the Queen server never started.
 func TestRealPowerLossUpAgain(t *testing.T) {
-	k := kafkatest.LazyFS(t)
+	k := lazyKafka.Get(t)
 	// The settings the broker runs with, read from the broker itself (not
 	// from ackcheck's files): the same before and after the power loss.
 	clustertest.PowerLossUpAgain(t, k, func(ctx context.Context) (map[string]string, error) {

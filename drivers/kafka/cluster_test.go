@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"github.com/ackcheck/ackcheck/cluster"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestCreateSurvivesPowerLoss(t *testing.T) {
 	defer cancel()
 	// One node: the files of each node are alike, and each StorageTool
 	// run is a JVM start.
-	k, err := OpenCluster(ClusterOptions{Dir: "unused", BasePort: setupTestKafkaPort, Nodes: 1})
+	k, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: "unused"}, BasePort: setupTestKafkaPort, Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestCreateSurvivesPowerLoss(t *testing.T) {
 	}
 	l, mnt := clustertest.LazyDir(t, lazyfs.EntriesStrict)
 	k.opts.Dir = filepath.Join(mnt, "kafka")
-	if err := k.create(ctx); err != nil {
+	if err := k.Create(ctx); err != nil {
 		t.Fatal(err)
 	}
 	before := clustertest.Snapshot(t, k.Dir())

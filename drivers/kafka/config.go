@@ -15,12 +15,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"reflect"
 	"strings"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/netns"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -79,19 +79,6 @@ type Config struct {
 // cut off from the client drops the SYN, so without it a dial would wait
 // for the kernel's retries (about two minutes).
 const netnsDialTimeout = 10 * time.Second
-
-// inNetnsSubnet says which subnet of ackcheck's network namespaces
-// a host:port is in (netns.SubnetOf), if any. Such an address exists
-// only inside the namespaces ackcheck makes: from the machine's own
-// namespace a connect to it is refused by the guard route while a Net is
-// up, and follows the default route off the machine when none is.
-func inNetnsSubnet(hostport string) (netip.Prefix, bool) {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return netip.Prefix{}, false
-	}
-	return netns.SubnetOf(host)
-}
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
@@ -157,17 +144,10 @@ func (c Config) Validate() error {
 	if c.Linger < 0 {
 		return fmt.Errorf("--linger must not be negative")
 	}
-	if c.NetNS == "" {
-		for _, b := range c.Brokers {
-			if subnet, ok := inNetnsSubnet(b); ok {
-				return fmt.Errorf("broker %s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from this machine's own namespace it is refused, or leaves the machine when no namespace is up", b, subnet)
-			}
-		}
+	if err := drivers.CheckNetns(c.NetNS, c.Brokers...); err != nil {
+		return err
 	}
 	if c.NetNS != "" {
-		if !netns.ValidPrefix(c.NetNS) {
-			return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
-		}
 		if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" {
 			return fmt.Errorf("--netns reaches a local cluster, which has no TLS listener: drop the --tls flags")
 		}

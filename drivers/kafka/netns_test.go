@@ -58,7 +58,7 @@ func writeClusterJSON(t *testing.T, cf clusterFile) string {
 func TestOpenClusterNetns(t *testing.T) {
 	// A new directory with --netns: named after the directory.
 	dir := filepath.Join(t.TempDir(), "k")
-	k, err := OpenCluster(ClusterOptions{Dir: dir, NetNS: true})
+	k, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: dir, NetNS: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +82,8 @@ func TestOpenClusterNetns(t *testing.T) {
 
 	// Recorded in cluster.json: reopened in the Net without the flag, as
 	// `down`, `heal` and --cluster-dir open it.
-	rec := writeClusterJSON(t, clusterFile{Kind: kafkaKind, Nodes: 3, BasePort: 29091, NetNS: "ackc-abc"})
-	k, err = OpenCluster(ClusterOptions{Dir: rec})
+	rec := writeClusterJSON(t, clusterFile{Record: cluster.Record{Kind: kafkaKind, NetNS: "ackc-abc"}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 29091}})
+	k, err = OpenCluster(ClusterOptions{Options: cluster.Options{Dir: rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +92,8 @@ func TestOpenClusterNetns(t *testing.T) {
 	}
 
 	// Without --netns: nil, loopback, no driver flag.
-	plain := writeClusterJSON(t, clusterFile{Kind: kafkaKind, Nodes: 3, BasePort: 29091})
-	k, err = OpenCluster(ClusterOptions{Dir: plain})
+	plain := writeClusterJSON(t, clusterFile{Record: cluster.Record{Kind: kafkaKind}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 29091}})
+	k, err = OpenCluster(ClusterOptions{Options: cluster.Options{Dir: plain}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestOpenClusterNetns(t *testing.T) {
 		t.Errorf("a cluster without --netns: Net %v, ProbePort %d, flags %v, brokers %v", k.Net(), k.ProbePort(), k.ClientFlags(), k.Brokers())
 	}
 	// --netns on it is refused: its nodes already run in this namespace.
-	if _, err := OpenCluster(ClusterOptions{Dir: plain, NetNS: true}); err == nil || !strings.Contains(err.Error(), "without --netns") {
+	if _, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: plain, NetNS: true}}); err == nil || !strings.Contains(err.Error(), "without --netns") {
 		t.Errorf("--netns on a cluster created without: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,7 +28,7 @@ func TestRemoteLogOracle(t *testing.T) {
 	if dir == "" {
 		t.Skip("ACKCHECK_KAFKA_CLUSTER_DIR not set: start a cluster with `ackcheck cluster kafka up --dir D` and set it to D (its logs are what is read)")
 	}
-	k, err := OpenCluster(ClusterOptions{Dir: dir})
+	k, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (Profile) Name() string { return driverName }
 func (Profile) AddressFlag() string { return "brokers" }
 
 // Launcher implements cluster.Provider: a local KRaft cluster.
-func (Profile) Launcher() cluster.Launcher { return LocalLauncher{} }
+func (Profile) Launcher() cluster.Launcher { return launcher }
 
 // Expect implements drivers.Profile: what the leader kill does depends on
 // the producer's acks.

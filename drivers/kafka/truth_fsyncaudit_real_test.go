@@ -11,7 +11,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
-	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -29,7 +28,7 @@ import (
 // could, in principle, find everything written back), and
 // flush.messages=1 must lose none.
 func TestRealFsyncAudit(t *testing.T) {
-	k := kafkatest.LazyFS(t)
+	k := lazyKafka.Get(t)
 	d, err := kafka.New(kafka.Config{Brokers: k.Brokers(), Acks: "all"})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +113,7 @@ func TestRealFsyncAudit(t *testing.T) {
 // to read. The broker's own offsets (the records it holds) bound the full
 // re-read's loss from below.
 func TestRealFsyncAuditUnfinishedReadBack(t *testing.T) {
-	k := kafkatest.LazyFS(t)
+	k := lazyKafka.Get(t)
 	d, err := kafka.New(kafka.Config{Brokers: k.Brokers(), Acks: "all"})
 	if err != nil {
 		t.Fatal(err)

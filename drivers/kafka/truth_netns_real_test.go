@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,7 +38,7 @@ func netnsCluster(t *testing.T) *kafka.Cluster {
 	if dir == "" {
 		t.Skipf("%s is not set (.ci/run starts one: ackcheck cluster kafka up --netns --dir D)", envKafkaNetns)
 	}
-	k, err := kafka.OpenCluster(kafka.ClusterOptions{Dir: dir})
+	k, err := kafka.OpenCluster(kafka.ClusterOptions{Options: cluster.Options{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

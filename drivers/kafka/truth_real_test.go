@@ -11,7 +11,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
-	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -26,7 +25,7 @@ import (
 // run's summary. ACKCHECK_RATE overrides the load rate (default 1000 msg/s:
 // see README.md for why).
 
-func realCluster(t *testing.T) *kafka.Cluster { return kafkatest.Cluster(t) }
+func realCluster(t *testing.T) *kafka.Cluster { return plainKafka.Get(t) }
 
 func realDriver(t *testing.T, k *kafka.Cluster, cfg kafka.Config) drivers.Driver {
 	t.Helper()
@@ -324,8 +323,8 @@ func TestRealPauseStopController(t *testing.T) {
 	if res.Faults[0].ReadyMs < 0 || res.Faults[2].ReadyMs < 0 {
 		t.Errorf("recovery not measured: pause ready %.0f ms, stop ready %.0f ms", res.Faults[0].ReadyMs, res.Faults[2].ReadyMs)
 	}
-	for _, s := range k.Status(context.Background()) {
-		if s.PID == 0 || !s.Answers {
+	for _, s := range k.Health(context.Background()) {
+		if s.PID == 0 || !s.Healthy {
 			t.Errorf("node %d left down after the run: %+v", s.ID, s)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers/kafka"
-	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/remote/sshdtest"
 	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
@@ -29,7 +28,7 @@ type sshRig struct {
 
 func newSSHRig(t *testing.T) *sshRig {
 	t.Helper()
-	k := kafkatest.Cluster(t)
+	k := plainKafka.Get(t)
 	r := &sshRig{bin: ackcheck.Path(t), dir: k.Dir(), srv: sshdtest.Start(t), k: k}
 	r.clusterFile = r.writeClusterFile(t, r.srv.User, r.srv.KeyFile, r.srv.KnownHosts)
 	return r

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
-	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 )
 
 // TestRealPowerLossUpAgain takes the lazyfs cluster .ci/run starts
@@ -19,7 +18,7 @@ import (
 // without fsync is gone here, as in issue 24, where PostgreSQL came back
 // on port 5432 and the Queen server never started.
 func TestRealPowerLossUpAgain(t *testing.T) {
-	n := natstest.LazyFS(t)
+	n := lazyNATS.Get(t)
 	// The settings the broker runs with, read from the broker itself (not
 	// from ackcheck's files): the same before and after the power loss.
 	clustertest.PowerLossUpAgain(t, n, func(ctx context.Context) (map[string]string, error) {

@@ -1,6 +1,8 @@
 package nats
 
 import (
+	"context"
+	"github.com/ackcheck/ackcheck/cluster"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,11 +26,11 @@ const setupTestNATSPort = 30600 // +100, +200 for routes and monitoring
 // and root (initdb runs as postgres); each skips without.
 func TestCreateSurvivesPowerLoss(t *testing.T) {
 	l, mnt := clustertest.LazyDir(t, lazyfs.EntriesStrict)
-	n, err := OpenCluster(ClusterOptions{Dir: filepath.Join(mnt, "nats"), BasePort: setupTestNATSPort})
+	n, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: filepath.Join(mnt, "nats")}, BasePort: setupTestNATSPort})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.create(); err != nil {
+	if err := n.Create(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	before := clustertest.Snapshot(t, n.Dir())
@@ -46,7 +48,7 @@ func TestCreateSurvivesPowerLoss(t *testing.T) {
 	if !strings.Contains(before["node1/nats.conf"], "sync_interval: always") {
 		t.Errorf("the rewritten nats.conf has no sync_interval: %q", before["node1/nats.conf"])
 	}
-	if again, err := OpenCluster(ClusterOptions{Dir: n.Dir()}); err != nil || !again.SyncAlways() || again.opts.BasePort != setupTestNATSPort {
+	if again, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: n.Dir()}}); err != nil || !again.SyncAlways() || again.opts.BasePort != setupTestNATSPort {
 		t.Errorf("reopened after the power loss: %+v %v", again, err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
 	"github.com/ackcheck/ackcheck/drivers/nats"
-	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 )
 
 // TestRealNATSConformance runs the conformance suite on R3 streams of the
@@ -16,7 +15,7 @@ import (
 // by a wrapped driver that drops, duplicates, corrupts, invents or
 // reorders.
 func TestRealNATSConformance(t *testing.T) {
-	n := natstest.Cluster(t)
+	n := plainNATS.Get(t)
 	drivertest.Run(t, drivertest.Harness{
 		NewDriver: func(t *testing.T) drivers.Driver {
 			d, err := nats.New(nats.Config{Servers: n.Servers(), MonitorURLs: n.MonitorURLs()})

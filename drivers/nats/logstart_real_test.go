@@ -12,7 +12,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/nats"
-	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -28,7 +27,7 @@ import (
 // sequence until its idle timeout: INCOMPLETE on every retry. Nothing
 // purged: PASS.
 func TestRealPurgedStreamIsLost(t *testing.T) {
-	n := natstest.Cluster(t)
+	n := plainNATS.Get(t)
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name  string

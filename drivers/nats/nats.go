@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
@@ -154,32 +153,13 @@ func (c Config) Validate() error {
 	if c.PublishTimeout < 0 || c.AckTimeout < 0 || c.MaxPending < 0 {
 		return errors.New("--publish-timeout, --ack-timeout and --max-pending cannot be negative")
 	}
-	if c.NetNS == "" {
-		for _, s := range append(slices.Clone(c.Servers), c.MonitorURLs...) {
-			if subnet, ok := inNetnsSubnet(s); ok {
-				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from this machine's own namespace it is refused, or leaves the machine when no namespace is up", s, subnet)
-			}
-		}
-	} else if !netns.ValidPrefix(c.NetNS) {
-		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
+	if err := drivers.CheckNetns(c.NetNS, append(slices.Clone(c.Servers), c.MonitorURLs...)...); err != nil {
+		return err
 	}
 	if c.PublishTimeout >= duplicateWindow {
 		return fmt.Errorf("--publish-timeout %s must stay below the streams' duplicate window (%s): a retry after it could be stored twice", c.PublishTimeout, duplicateWindow)
 	}
 	return nil
-}
-
-// inNetnsSubnet says which subnet of ackcheck's network namespaces
-// a URL's host is in (netns.SubnetOf), if any. Such an address exists
-// only inside the namespaces ackcheck makes: from the machine's own
-// namespace a connect to it is refused by the guard route while a Net is
-// up, and follows the default route off the machine when none is.
-func inNetnsSubnet(raw string) (netip.Prefix, bool) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return netip.Prefix{}, false
-	}
-	return netns.SubnetOf(u.Hostname())
 }
 
 // Driver talks to one NATS cluster. Create it with New.

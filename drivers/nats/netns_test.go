@@ -44,7 +44,7 @@ func TestNetnsConfigValidate(t *testing.T) {
 
 func TestOpenClusterNetns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "n")
-	c, err := OpenCluster(ClusterOptions{Dir: dir, NetNS: true})
+	c, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: dir, NetNS: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +75,9 @@ func TestOpenClusterNetns(t *testing.T) {
 		prefix string
 		err    string
 	}{
-		{"recorded", natsFile{Kind: natsKind, Nodes: 3, BasePort: 24222, NetNS: "ackc-abc"}, false, "ackc-abc", ""},
-		{"plain", natsFile{Kind: natsKind, Nodes: 3, BasePort: 24222}, false, "", ""},
-		{"plain with --netns", natsFile{Kind: natsKind, Nodes: 3, BasePort: 24222}, true, "", "without --netns"},
+		{"recorded", natsFile{Record: cluster.Record{Kind: natsKind, NetNS: "ackc-abc"}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 24222}}, false, "ackc-abc", ""},
+		{"plain", natsFile{Record: cluster.Record{Kind: natsKind}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 24222}}, false, "", ""},
+		{"plain with --netns", natsFile{Record: cluster.Record{Kind: natsKind}, ClusterOptions: &ClusterOptions{Nodes: 3, BasePort: 24222}}, true, "", "without --netns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := t.TempDir()
@@ -85,7 +85,7 @@ func TestOpenClusterNetns(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(d, "cluster.json"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			c, err := OpenCluster(ClusterOptions{Dir: d, NetNS: tc.flag})
+			c, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: d, NetNS: tc.flag}})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want %q", err, tc.err)

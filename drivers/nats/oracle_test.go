@@ -2,6 +2,7 @@ package nats
 
 import (
 	"fmt"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"path/filepath"
 	"slices"
@@ -123,7 +124,10 @@ func TestReadWindow(t *testing.T) {
 // failed health checks and not the one that passes.
 func TestNATSRecoveryAccount(t *testing.T) {
 	dir := t.TempDir()
-	n := &Cluster{opts: ClusterOptions{Dir: dir, Nodes: 3}}
+	n, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: dir}, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Dir(n.LogFile(2)), 0o755); err != nil {
 		t.Fatal(err)
 	}

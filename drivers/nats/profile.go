@@ -24,7 +24,7 @@ func (Profile) Name() string { return driverName }
 func (Profile) AddressFlag() string { return "servers" }
 
 // Launcher implements cluster.Provider: a local cluster of nats-servers.
-func (Profile) Launcher() cluster.Launcher { return LocalLauncher{} }
+func (Profile) Launcher() cluster.Launcher { return launcher }
 
 // Expect implements drivers.Profile.
 func (Profile) Expect(s drivers.Scenario, _ drivers.Driver) (string, string) {

@@ -14,13 +14,10 @@ import (
 // from ReadSpec.From until the sequence reaches To or the stream holds
 // nothing more (its last sequence, asked once a fetch came back empty).
 func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
-	idle := spec.Idle()
-	return drivers.ReadPartitions(ctx, spec, func(ctx context.Context, p int32, from, to int64, bounded bool, pr *drivers.PartitionRead, send func(drivers.Record) bool) error {
-		return d.readPartition(ctx, spec.Topic, p, from, to, bounded, idle, pr, send)
-	}, fn)
+	return drivers.ReadPartitions(ctx, spec, d.readPartition, fn)
 }
 
-// readPartition delivers partition p's records in [from, to) to send.
+// readPartition is a drivers.PartitionReader.
 func (d *Driver) readPartition(ctx context.Context, topic string, p int32, from, to int64, bounded bool, idle time.Duration,
 	pr *drivers.PartitionRead, send func(drivers.Record) bool) error {
 	name := StreamName(topic, p)

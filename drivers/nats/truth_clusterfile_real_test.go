@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/ackcheck/ackcheck/drivers"
-	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/internal/mdcheck"
 	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
@@ -23,7 +22,7 @@ import (
 // report.md and the HTML page each show the figures beside the log's
 // bounds, and report.md's tables still parse.
 func TestRealNATSOracleThroughClusterFile(t *testing.T) {
-	n := natstest.Cluster(t)
+	n := plainNATS.Get(t)
 	bin := ackcheck.Path(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "broker: nats\nbrokers: [%s]\nnodes:\n", strings.Join(n.Servers(), ", "))

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,7 +43,7 @@ func TestRealNATSBitflipThenLeaderKill(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	n, err := natsdriver.OpenCluster(natsdriver.ClusterOptions{Dir: filepath.Join(t.TempDir(), "nats"), BasePort: 25522})
+	n, err := natsdriver.OpenCluster(natsdriver.ClusterOptions{Options: cluster.Options{Dir: filepath.Join(t.TempDir(), "nats")}, BasePort: 25522})
 	if err != nil {
 		t.Fatal(err)
 	}

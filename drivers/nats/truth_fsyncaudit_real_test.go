@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers/nats"
-	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/scenarios"
 	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
@@ -21,7 +20,7 @@ import (
 // lose acked messages (within up to 3 tries); always must lose none.
 // .ci/run starts the cluster.
 func TestRealNATSFsyncAudit(t *testing.T) {
-	n := natstest.LazyFS(t)
+	n := lazyNATS.Get(t)
 	d := natsDriver(t, n)
 	defer d.Close()
 	audit := scenarios.FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	natsdriver "github.com/ackcheck/ackcheck/drivers/nats"
-	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -37,7 +36,7 @@ func natsDriver(t *testing.T, n *natsdriver.Cluster) drivers.Driver {
 // stream acks once a majority stored the message, so a single kill may
 // lose nothing acked.
 func TestRealNATSLeaderKill(t *testing.T) {
-	n := natstest.Cluster(t)
+	n := plainNATS.Get(t)
 	d := natsDriver(t, n)
 	defer d.Close()
 	topic := fmt.Sprintf("nats-leader-kill-%d", time.Now().Unix())

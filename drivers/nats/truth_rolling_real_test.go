@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
 	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 )
 
@@ -21,7 +20,7 @@ import (
 // ack meaning read from /varz must follow, and every nats.conf must be
 // restored byte for byte at the end.
 func TestRealNATSBrokerFsyncRollingRestart(t *testing.T) {
-	n := natstest.Cluster(t)
+	n := plainNATS.Get(t)
 	bin := ackcheck.Path(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "broker: nats\nbrokers: [%s]\nnodes:\n", strings.Join(n.Servers(), ", "))

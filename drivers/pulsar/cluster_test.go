@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"context"
+	"github.com/ackcheck/ackcheck/cluster"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,12 +28,11 @@ func TestCreateSurvivesPowerLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	l, mnt := clustertest.LazyDir(t, lazyfs.EntriesStrict)
-	p, err := OpenCluster(ClusterOptions{Dir: filepath.Join(mnt, "pulsar"), BrokerPort: setupTestPulsarPort,
-		WebPort: setupTestPulsarPort + 30, BookiePort: setupTestPulsarPort + 31})
+	p, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: filepath.Join(mnt, "pulsar")}, BrokerPort: setupTestPulsarPort, WebPort: setupTestPulsarPort + 30, BookiePort: setupTestPulsarPort + 31})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.create(ctx); err != nil {
+	if err := p.Create(ctx); err != nil {
 		t.Fatal(err)
 	}
 	before := clustertest.Snapshot(t, p.Dir())
@@ -46,7 +46,7 @@ func TestCreateSurvivesPowerLoss(t *testing.T) {
 	before = clustertest.Snapshot(t, p.Dir())
 	clustertest.Lose(t, l)
 	clustertest.SameFiles(t, "journalSyncData false", before, clustertest.Snapshot(t, p.Dir()))
-	if again, err := OpenCluster(ClusterOptions{Dir: p.Dir()}); err != nil || again.JournalSyncData() || again.opts.BrokerPort != setupTestPulsarPort {
+	if again, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: p.Dir()}}); err != nil || again.JournalSyncData() || again.opts.BrokerPort != setupTestPulsarPort {
 		t.Errorf("reopened after the power loss: %+v %v", again, err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
-	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 )
 
 // TestRealPulsarConformance runs the conformance suite on the real
@@ -16,7 +15,7 @@ import (
 // producer batching: the Driver contract, a clean run, and each verdict
 // class fired on purpose.
 func TestRealPulsarConformance(t *testing.T) {
-	p := pulsartest.Cluster(t)
+	p := plainPulsar.Get(t)
 	for _, batching := range []bool{true, false} {
 		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
 			drivertest.Run(t, drivertest.Harness{

@@ -17,7 +17,6 @@ import (
 	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
-	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/internal/need"
 	"github.com/ackcheck/ackcheck/load"
@@ -45,7 +44,7 @@ const (
 func netnsStandalone(t *testing.T) *pulsar.Cluster {
 	t.Helper()
 	if dir := os.Getenv(EnvNetns); dir != "" {
-		p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Dir: dir})
+		p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Options: cluster.Options{Dir: dir}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,8 +58,8 @@ func netnsStandalone(t *testing.T) *pulsar.Cluster {
 		}
 		return p
 	}
-	if os.Getenv(pulsartest.EnvCluster) == "" {
-		t.Skipf("neither %s nor %s is set: this machine is not known to run Pulsar (cluster pulsar up --netns --dir D)", EnvNetns, pulsartest.EnvCluster)
+	if os.Getenv(plainPulsar.Var) == "" {
+		t.Skipf("neither %s nor %s is set: this machine is not known to run Pulsar (cluster pulsar up --netns --dir D)", EnvNetns, plainPulsar.Var)
 	}
 	need.NetnsTools(t)
 	base, err := os.MkdirTemp("", "pulsarns-")
@@ -68,8 +67,7 @@ func netnsStandalone(t *testing.T) *pulsar.Cluster {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(base, "standalone")
-	p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Dir: dir, NetNS: true, HeapMB: 512,
-		BrokerPort: ownBrokerPort, WebPort: ownWebPort, BookiePort: ownBookiePort})
+	p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Options: cluster.Options{Dir: dir, NetNS: true}, HeapMB: 512, BrokerPort: ownBrokerPort, WebPort: ownWebPort, BookiePort: ownBookiePort})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +121,7 @@ type pulsarLine struct {
 // their times (log4j's, in the machine's zone).
 func readPulsarLog(t *testing.T, p *pulsar.Cluster, since time.Time) []pulsarLine {
 	t.Helper()
-	f, err := os.Open(p.LogFile())
+	f, err := os.Open(p.LogFile(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestNetnsConfigValidate(t *testing.T) {
 
 func TestOpenClusterNetns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "p")
-	p, err := OpenCluster(ClusterOptions{Dir: dir, NetNS: true})
+	p, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: dir, NetNS: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestOpenClusterNetns(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(p.ClientFlags()), "{netns "+p.Net().Prefix+"}") {
 		t.Errorf("ClientFlags %v: want the driver's --netns", p.ClientFlags())
 	}
-	plain, err := OpenCluster(ClusterOptions{Dir: filepath.Join(t.TempDir(), "q")})
+	plain, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: filepath.Join(t.TempDir(), "q")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +82,9 @@ func TestOpenClusterNetns(t *testing.T) {
 		prefix string
 		err    string
 	}{
-		{"recorded", pulsarFile{Kind: pulsarKind, BrokerPort: 26650, NetNS: "ackc-abc"}, false, "ackc-abc", ""},
-		{"plain", pulsarFile{Kind: pulsarKind, BrokerPort: 26650}, false, "", ""},
-		{"plain with --netns", pulsarFile{Kind: pulsarKind, BrokerPort: 26650}, true, "", "without --netns"},
+		{"recorded", pulsarFile{Record: cluster.Record{Kind: pulsarKind, NetNS: "ackc-abc"}, ClusterOptions: &ClusterOptions{BrokerPort: 26650}}, false, "ackc-abc", ""},
+		{"plain", pulsarFile{Record: cluster.Record{Kind: pulsarKind}, ClusterOptions: &ClusterOptions{BrokerPort: 26650}}, false, "", ""},
+		{"plain with --netns", pulsarFile{Record: cluster.Record{Kind: pulsarKind}, ClusterOptions: &ClusterOptions{BrokerPort: 26650}}, true, "", "without --netns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := t.TempDir()
@@ -92,7 +92,7 @@ func TestOpenClusterNetns(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(d, "cluster.json"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			c, err := OpenCluster(ClusterOptions{Dir: d, NetNS: tc.flag})
+			c, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: d, NetNS: tc.flag}})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want %q", err, tc.err)

@@ -45,9 +45,9 @@ func FirstReady(log io.Reader, since, until time.Time, loc *time.Location) (time
 // on its return to service. It has no in-sync event, and the account says
 // why.
 func (p *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	f, err := os.Open(p.LogFile())
+	f, err := os.Open(p.LogFile(1))
 	if err != nil {
-		return drivers.LogAccount{}, fmt.Errorf("the log oracle reads %s: %w (is the cluster directory still there?)", p.LogFile(), err)
+		return drivers.LogAccount{}, fmt.Errorf("the log oracle reads %s: %w (is the cluster directory still there?)", p.LogFile(1), err)
 	}
 	defer f.Close()
 	return recoveryAccount("Pulsar's log (pulsar.log)", f, since, until, time.Local)

@@ -31,7 +31,7 @@ func (Profile) Name() string { return driverName }
 func (Profile) AddressFlag() string { return "service-url" }
 
 // Launcher implements cluster.Provider: a local standalone.
-func (Profile) Launcher() cluster.Launcher { return LocalLauncher{} }
+func (Profile) Launcher() cluster.Launcher { return launcher }
 
 // Expect implements drivers.Profile.
 func (Profile) Expect(s drivers.Scenario, _ drivers.Driver) (string, string) {

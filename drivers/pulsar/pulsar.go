@@ -19,7 +19,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -76,19 +75,6 @@ type Config struct {
 // netnsDialTimeout bounds one connect through a Net: a broker a fault
 // cut off from the client drops the SYN.
 const netnsDialTimeout = 5 * time.Second
-
-// inNetnsSubnet says which subnet of ackcheck's network namespaces
-// a URL's host is in (netns.SubnetOf), if any. Such an address exists
-// only inside the namespaces ackcheck makes: from the machine's own
-// namespace a connect to it is refused by the guard route while a Net is
-// up, and follows the default route off the machine when none is.
-func inNetnsSubnet(raw string) (netip.Prefix, bool) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return netip.Prefix{}, false
-	}
-	return netns.SubnetOf(u.Hostname())
-}
 
 // hubDial dials from the hub of the Net of prefix, within netnsDialTimeout.
 func hubDial(prefix string) netns.DialFunc {
@@ -152,16 +138,8 @@ func (c Config) Validate() error {
 	if c.BookieHTTPURL != "" {
 		urls = append(urls, c.BookieHTTPURL)
 	}
-	if c.NetNS == "" {
-		for _, s := range urls {
-			if subnet, ok := inNetnsSubnet(s); ok {
-				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from this machine's own namespace it is refused, or leaves the machine when no namespace is up", s, subnet)
-			}
-		}
-		return nil
-	}
-	if !netns.ValidPrefix(c.NetNS) {
-		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
+	if err := drivers.CheckNetns(c.NetNS, urls...); err != nil || c.NetNS == "" {
+		return err
 	}
 	if u, err := url.Parse(c.ServiceURL); err != nil || u.Scheme != "pulsar" || u.Port() == "" {
 		return fmt.Errorf("--service-url %q with --netns: give pulsar://host:port with its port (the forwarder listens on 127.0.0.1 at it; TLS is not forwarded)", c.ServiceURL)

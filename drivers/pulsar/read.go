@@ -17,13 +17,10 @@ import (
 // partition holds nothing more (HasNext). Partitions are read at once;
 // fn is called from this goroutine only.
 func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
-	idle := spec.Idle()
-	return drivers.ReadPartitions(ctx, spec, func(ctx context.Context, p int32, from, to int64, bounded bool, pr *drivers.PartitionRead, send func(drivers.Record) bool) error {
-		return d.readPartition(ctx, spec.Topic, p, from, to, bounded, idle, pr, send)
-	}, fn)
+	return drivers.ReadPartitions(ctx, spec, d.readPartition, fn)
 }
 
-// readPartition delivers partition p's records in [from, to) to send.
+// readPartition is a drivers.PartitionReader.
 func (d *Driver) readPartition(ctx context.Context, topic string, p int32, from, to int64, bounded bool, idle time.Duration,
 	pr *drivers.PartitionRead, send func(drivers.Record) bool) error {
 	pt, err := d.partition(topic, p)

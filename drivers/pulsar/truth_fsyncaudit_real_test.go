@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
-	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/scenarios"
 	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
@@ -21,7 +20,7 @@ import (
 // journal about every second); true must lose none. .ci/run starts the
 // standalone.
 func TestRealPulsarFsyncAudit(t *testing.T) {
-	p := pulsartest.LazyFS(t)
+	p := lazyPulsar.Get(t)
 	d := pulsarDriver(t, p, true)
 	defer d.Close()
 	audit := scenarios.FsyncAudit{Topic: fmt.Sprintf("audit-%d", time.Now().Unix()), LossAt: 6 * time.Second,

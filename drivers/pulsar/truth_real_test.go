@@ -11,7 +11,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
-	"github.com/ackcheck/ackcheck/drivers/pulsar/pulsartest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -38,7 +37,7 @@ func pulsarDriver(t *testing.T, p *pulsar.Cluster, batching bool) drivers.Driver
 // bookie fsyncs its journal before acking (journalSyncData=true, read
 // from the running bookie), so nothing acked may be lost.
 func TestRealPulsarKill(t *testing.T) {
-	p := pulsartest.Cluster(t)
+	p := plainPulsar.Get(t)
 	d := pulsarDriver(t, p, true)
 	defer d.Close()
 	topic := fmt.Sprintf("pulsar-kill-%d", time.Now().Unix())
@@ -76,7 +75,7 @@ func TestRealPulsarKill(t *testing.T) {
 		kill.KillProof.NewPID == kill.KillProof.OldPID || !kill.KillProof.SameDataDir {
 		t.Fatalf("kill: %+v, proof %+v", kill.Record, kill.KillProof)
 	}
-	checkPulsarProductOracle(t, p.LogFile(), kill)
+	checkPulsarProductOracle(t, p.LogFile(1), kill)
 	if kill.ReadyMs < 5000 || res.LongestNoAckMs < 5000 || res.LongestNoAckMs > 40000 {
 		t.Fatalf("implausible recovery: serves again %.0f ms after the kill, longest without acks %.0f ms", kill.ReadyMs, res.LongestNoAckMs)
 	}

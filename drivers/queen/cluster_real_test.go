@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/cluster/clustertest"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -27,7 +27,7 @@ import (
 // without fsync is gone here, as in issue 24, where PostgreSQL came back
 // on port 5432 and the Queen server never started.
 func TestRealPowerLossUpAgain(t *testing.T) {
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	// The settings the broker runs with, read from the broker itself (not
 	// from ackcheck's files): the same before and after the power loss.
 	clustertest.PowerLossUpAgain(t, q, func(ctx context.Context) (map[string]string, error) {
@@ -60,7 +60,7 @@ func TestRealPowerLossUpAgain(t *testing.T) {
 // after 102 s (PostgreSQL back on port 5432); made by this code: both
 // settings in 30 s (on: 0 of 2400 acked lost; off: 31).
 func TestRealQueenFsyncAuditCLI(t *testing.T) {
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	var cf struct {
 		Binary string `json:"lazyfs_binary"`
 	}
@@ -110,7 +110,7 @@ func TestRealQueenFsyncAuditCLI(t *testing.T) {
 		}
 	}
 	if !q.FsyncOn() {
-		if again, err := queen.OpenCluster(queen.ClusterOptions{Dir: q.Dir()}); err != nil || !again.FsyncOn() {
+		if again, err := queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: q.Dir()}}); err != nil || !again.FsyncOn() {
 			t.Errorf("synchronous_commit not put back on after the audit (%v)", err)
 		}
 	}

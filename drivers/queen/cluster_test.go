@@ -2,6 +2,7 @@ package queen
 
 import (
 	"context"
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,12 +44,12 @@ func TestCreateSurvivesPowerLoss(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, "schema"), 0o755)
 	os.WriteFile(filepath.Join(home, "queen-server"), nil, 0o755)
 	os.WriteFile(filepath.Join(home, "schema", "schema.sql"), nil, 0o644)
-	q, err := OpenCluster(ClusterOptions{Dir: filepath.Join(mnt, "queen"), Home: home, BasePort: setupTestQueenPort})
+	q, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: filepath.Join(mnt, "queen")}, Home: home, BasePort: setupTestQueenPort})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.StopNode(context.Background(), DBNode, 10*time.Second) })
-	if err := q.create(ctx); err != nil {
+	if err := q.Create(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("PostgreSQL of %s created and running", bin)

@@ -7,7 +7,6 @@ import (
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 )
 
 // TestRealQueenConformance runs the conformance suite on the real Queen
@@ -18,7 +17,7 @@ import (
 // producer's pushes in any order, and the clean run would count them
 // reordered (they are: see the README).
 func TestRealQueenConformance(t *testing.T) {
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	drivertest.Run(t, drivertest.Harness{
 		NewDriver: func(t *testing.T) drivers.Driver {
 			d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL(), MaxConcurrent: 1})

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -52,7 +51,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 //     and neither the server nor PostgreSQL restarted (same PIDs, no start
 //     line in their logs after the cut): the recovery is the network's.
 func TestRealNetnsQueenClientCut(t *testing.T) {
-	q := queentest.NetnsCluster(t)
+	q := netnsQueen(t)
 	n := q.Net()
 	addr := net.JoinHostPort(n.NodeAddr(queen.ServerNode).String(), strconv.Itoa(q.ProbePort()))
 	// The machine's own namespace has no way to the server: only the hub

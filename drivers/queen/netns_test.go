@@ -64,7 +64,7 @@ func TestDriverDialsThroughTheHub(t *testing.T) {
 // again without --netns keeps it; one created without refuses it.
 func TestNetnsClusterAddresses(t *testing.T) {
 	dir := t.TempDir()
-	q, err := OpenCluster(ClusterOptions{Dir: dir, Home: dir, NetNS: true})
+	q, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: dir, NetNS: true}, Home: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestNetnsClusterAddresses(t *testing.T) {
 	if flags["netns"] != prefix || flags["queen-url"] != q.URL() {
 		t.Errorf("client flags %v", flags)
 	}
-	if err := os.MkdirAll(q.dataDir(DBNode), 0o755); err != nil {
+	if err := os.MkdirAll(q.DataDir(DBNode), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.writeSettings(); err != nil {
@@ -92,24 +92,24 @@ func TestNetnsClusterAddresses(t *testing.T) {
 	if !strings.Contains(string(conf), "listen_addresses = '127.0.0.1,10.213.0.1'") {
 		t.Errorf("ackcheck.conf:\n%s", conf)
 	}
-	again, err := OpenCluster(ClusterOptions{Dir: dir})
+	again, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: dir}})
 	if err != nil || again.Net() == nil || again.Net().Prefix != prefix {
 		t.Errorf("opened again: %v, %+v", err, again)
 	}
 
 	plain := filepath.Join(t.TempDir(), "plain")
-	p, err := OpenCluster(ClusterOptions{Dir: plain, Home: plain})
+	p, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: plain}, Home: plain})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Net() != nil || p.ProbePort() != 0 || p.URL() != "http://127.0.0.1:26632" {
 		t.Errorf("without --netns: Net %+v, probe port %d, URL %s", p.Net(), p.ProbePort(), p.URL())
 	}
-	os.MkdirAll(p.dataDir(DBNode), 0o755)
+	os.MkdirAll(p.DataDir(DBNode), 0o755)
 	if err := p.writeSettings(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenCluster(ClusterOptions{Dir: plain, NetNS: true}); err == nil || !strings.Contains(err.Error(), "created without --netns") {
+	if _, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: plain, NetNS: true}}); err == nil || !strings.Contains(err.Error(), "created without --netns") {
 		t.Errorf("a cluster created without --netns opened with it: %v", err)
 	}
 }

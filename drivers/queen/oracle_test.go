@@ -1,6 +1,7 @@
 package queen
 
 import (
+	"github.com/ackcheck/ackcheck/cluster"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,10 @@ NOTICE:  schema "queen" already exists, skipping
 2026-12-01 05:30:49.633 UTC [21] LOG:  database system is ready to accept connections
 `
 	dir := t.TempDir()
-	q := &Cluster{opts: ClusterOptions{Dir: dir}}
+	q, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for node, log := range map[int32]string{ServerNode: serverLog, DBNode: pgLog} {
 		if err := os.MkdirAll(filepath.Dir(q.LogFile(node)), 0o755); err != nil {
 			t.Fatal(err)

@@ -24,7 +24,7 @@ func (Profile) Name() string { return driverName }
 func (Profile) AddressFlag() string { return "queen-url" }
 
 // Launcher implements cluster.Provider: a Queen server on PostgreSQL.
-func (Profile) Launcher() cluster.Launcher { return LocalLauncher{} }
+func (Profile) Launcher() cluster.Launcher { return launcher }
 
 // Expect implements drivers.Profile, from Queen's documentation: pushes
 // are acknowledged after PostgreSQL committed them, with a file buffer

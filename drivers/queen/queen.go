@@ -30,8 +30,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,30 +134,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-concurrent %d: use at least 1", c.MaxConcurrent)
 	case c.MaxPending < 1:
 		return fmt.Errorf("--max-pending %d: use at least 1", c.MaxPending)
-	case c.NetNS != "" && !netns.ValidPrefix(c.NetNS):
-		return fmt.Errorf("--netns %q is not a network namespace prefix ackcheck makes (lower-case letters, digits and '-'): pass the cluster with --cluster-dir instead", c.NetNS)
 	}
-	if c.NetNS == "" {
-		for _, u := range []string{c.URL, c.PostgresURL} {
-			if subnet, ok := inNetnsSubnet(u); ok {
-				return fmt.Errorf("%s is an address inside ackcheck's network namespaces (%s), which only their hub reaches: pass the cluster with --cluster-dir, or --netns with its prefix; dialled from this machine's own namespace it is refused, or leaves the machine when no namespace is up", u, subnet)
-			}
-		}
-	}
-	return nil
-}
-
-// inNetnsSubnet says which subnet of ackcheck's network namespaces
-// a URL's host is in (netns.SubnetOf), if any. Such an address exists
-// only inside the namespaces ackcheck makes: from the machine's own
-// namespace a connect to it is refused by the guard route while a Net is
-// up, and follows the default route off the machine when none is.
-func inNetnsSubnet(raw string) (netip.Prefix, bool) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return netip.Prefix{}, false
-	}
-	return netns.SubnetOf(u.Hostname())
+	return drivers.CheckNetns(c.NetNS, c.URL, c.PostgresURL)
 }
 
 // Driver is a connection to one Queen server and its database.

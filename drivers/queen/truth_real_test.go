@@ -11,7 +11,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -125,7 +124,7 @@ func checkReady(t *testing.T, f verifier.FaultReport, q *queen.Cluster, node int
 // buffer path) during which the server is SIGKILLed, stopped cleanly, or
 // loses power.
 func TestRealQueenFaults(t *testing.T) {
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	pgReady := queen.DBBack
 	t.Run("clean", func(t *testing.T) {
 		res := queenRun(t, q, "clean", "")
@@ -179,7 +178,7 @@ func TestRealQueenFaults(t *testing.T) {
 // against synchronous_commit=off, each with a power loss of the database
 // (and the server) at 12 s.
 func TestRealQueenFsyncAudit(t *testing.T) {
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,23 @@
+package kafka_test
+
+import (
+	"time"
+
+	"github.com/ackcheck/ackcheck/cluster"
+	"github.com/ackcheck/ackcheck/cluster/clustertest"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
+)
+
+// The variables that name the running local Kafka clusters (.ci/run sets
+// them): the lazyfs one on other ports than its plain twin, so that both
+// can run at once.
+var (
+	plainKafka = clustertest.Env[*kafka.Cluster]{Var: "ACKCHECK_KAFKA_CLUSTER_DIR", Up: "ackcheck cluster kafka up --dir D",
+		Ready: 90 * time.Second, Open: openKafka}
+	lazyKafka = clustertest.Env[*kafka.Cluster]{Var: "ACKCHECK_KAFKA_LAZYFS_DIR", Up: "ackcheck cluster kafka up --lazyfs --base-port 29291 --dir D",
+		LazyFS: true, Ready: 90 * time.Second, Open: openKafka}
+)
+
+func openKafka(dir string) (*kafka.Cluster, error) {
+	return kafka.OpenCluster(kafka.ClusterOptions{Options: cluster.Options{Dir: dir}})
+}
