@@ -91,6 +91,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	ft.sizeFor(run)
 	res := newResult(run, rb)
 	res.Ledger = src.proof
 	if err := classifyHistories(ctx, src, lg.Reads, rb, ft, opts, res); err != nil {
