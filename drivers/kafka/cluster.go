@@ -330,6 +330,8 @@ logger.state.name = state.change.logger
 logger.state.level = WARN
 logger.request.name = kafka.request.logger
 logger.request.level = WARN
+logger.partitionchange.name = org.apache.kafka.controller.ReplicationControlManager
+logger.partitionchange.level = DEBUG
 `
 
 // serverProps are the defaults of every node: the replication settings

@@ -98,8 +98,12 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 	}
 	// Describe it in both cases: partitions and replication factor as the
 	// cluster has them, not as asked. A new topic may take a moment to
-	// appear in every broker's metadata.
-	deadline := time.Now().Add(30 * time.Second)
+	// appear in every broker's metadata, and its brokers a while to make
+	// its logs: 2,000 partitions at RF 3 (6,000 logs) took the local
+	// 3-node cluster about a minute on 2 cores, answering ListOffsets with
+	// NOT_LEADER_FOR_PARTITION meanwhile.
+	wait := settleWait(spec.Partitions)
+	deadline := time.Now().Add(wait)
 	for {
 		info, leaderless, err := d.describeTopic(ctx, spec.Name)
 		if err == nil && len(info.Partitions) > 0 && leaderless == 0 {
@@ -113,9 +117,9 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 			}
 		}
 		if err == nil && leaderless > 0 {
-			err = fmt.Errorf("topic %s: %d partitions still have no leader after 30s", spec.Name, leaderless)
+			err = fmt.Errorf("topic %s: %d partitions still have no leader after %s", spec.Name, leaderless, wait)
 		} else if err == nil {
-			err = fmt.Errorf("topic %s: its offsets could not be listed for 30s", spec.Name)
+			err = fmt.Errorf("topic %s: its offsets could not be listed for %s", spec.Name, wait)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			if err == nil {
@@ -125,6 +129,13 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// settleWait is how long EnsureTopic waits for a topic of n partitions
+// to have a leader and listable offsets everywhere: 30 s, and 30 ms more
+// per partition (2,000: 90 s), at most 10 minutes.
+func settleWait(n int) time.Duration {
+	return min(30*time.Second+time.Duration(n)*30*time.Millisecond, 10*time.Minute)
 }
 
 // describeTopic returns the topic as the metadata has it, and how many of
