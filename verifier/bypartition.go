@@ -54,17 +54,9 @@ func (b *byPartition[T]) reset() {
 	clear(b.sparse)
 }
 
-// denseCount is how many partitions a byPartition of run's should hold in
-// its slice: one past the highest partition of its start offsets, when
-// that is not far more than it has (a shard of every fourth partition
-// still fits; a lone partition 900000 does not, and goes to the map).
+// denseCount is how many partitions a byPartition of run's holds in its
+// slice: as many as the run's start offsets have room for (a topic's 0
+// to N-1, or a shard's share of them).
 func denseCount(run ledger.RunInfo) int {
-	hi := int32(-1)
-	for p := range run.StartOffsets {
-		hi = max(hi, p)
-	}
-	if n := int(hi) + 1; n <= 8*len(run.StartOffsets)+1024 {
-		return n
-	}
-	return 0
+	return run.StartOffsets.Slots()
 }

@@ -231,12 +231,7 @@ func classifyHistories(ctx context.Context, src *runSource, reads *ledger.Ledger
 		return err
 	}
 
-	var parts []int32
-	for p := range run.StartOffsets {
-		parts = append(parts, p)
-	}
-	slices.Sort(parts)
-	if err := tl.finish(res, parts, opts.ListDir); err != nil {
+	if err := tl.finish(res, run.StartOffsets.Partitions(), opts.ListDir); err != nil {
 		return err
 	}
 	return inv.finish(opts.ListDir, res)

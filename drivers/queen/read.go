@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -82,25 +81,15 @@ func record(part int32, off int64, r row) drivers.Record {
 // began earlier and committed later) is not delivered live, as a
 // cursor-following consumer would not see it either.
 func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
-	rep := drivers.ReadReport{Partitions: make(map[int32]drivers.PartitionRead, len(spec.From))}
-	if spec.To == nil {
+	rep := drivers.NewReadReport(spec)
+	if !spec.To.IsSet() {
 		cursors := map[int32]*cursor{}
-		for p, from := range spec.From {
+		spec.From.All(func(p int32, from int64) bool {
 			cursors[p] = &cursor{next: from}
-			rep.Partitions[p] = drivers.PartitionRead{Next: from, Target: -1}
-		}
+			return true
+		})
 		return rep, d.follow(ctx, spec.Topic, cursors, rep, fn)
 	}
-	parts := make([]int32, 0, len(spec.From))
-	for p, from := range spec.From {
-		to := spec.To[p]
-		pr := drivers.PartitionRead{Next: from, Target: to, Complete: from >= to}
-		rep.Partitions[p] = pr
-		if !pr.Complete {
-			parts = append(parts, p)
-		}
-	}
-	slices.Sort(parts)
 	var batch []span
 	rows := int64(0)
 	flush := func() error {
@@ -111,8 +100,12 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		batch, rows = batch[:0], 0
 		return err
 	}
-	for _, p := range parts {
-		from, to := spec.From[p], spec.To[p]
+	for i := range rep.Partitions {
+		pr, p := rep.Partitions[i], int32(i)
+		if !pr.Asked || pr.Complete {
+			continue
+		}
+		from, to := pr.Next, pr.Target
 		if to-from >= readPage {
 			if err := d.readOne(ctx, spec.Topic, p, rep, fn); err != nil {
 				return rep, err
@@ -185,15 +178,13 @@ func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep d
 	rows, err := retry(ctx, dbWait, func() ([]manyRow, error) { return d.pageMany(ctx, topic, spans) })
 	if err != nil {
 		for _, s := range spans {
-			pr := rep.Partitions[s.part]
-			pr.Note = err.Error()
-			rep.Partitions[s.part] = pr
+			rep.At(s.part).Note = err.Error()
 		}
 		return err
 	}
 	i := 0
 	for _, s := range spans {
-		pr := rep.Partitions[s.part]
+		pr := rep.At(s.part)
 		name := partitionName(s.part)
 		for ; i < len(rows) && rows[i].name == name; i++ {
 			r := rows[i]
@@ -201,7 +192,6 @@ func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep d
 				break // a gap cannot be: the offsets are ranks
 			}
 			if err := fn(record(s.part, r.off, r.row)); err != nil {
-				rep.Partitions[s.part] = pr
 				return err
 			}
 			pr.Next++
@@ -211,7 +201,6 @@ func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep d
 		if !pr.Complete {
 			pr.Note = fmt.Sprintf("the partition ends at row %d, before %d, the end read before the read-back", pr.Next, pr.Target)
 		}
-		rep.Partitions[s.part] = pr
 	}
 	return nil
 }
@@ -219,13 +208,12 @@ func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep d
 // readOne reads partition p alone, a page at a time, following its
 // (created_at, id) cursor.
 func (d *Driver) readOne(ctx context.Context, topic string, p int32, rep drivers.ReadReport, fn func(drivers.Record) error) error {
-	pr := rep.Partitions[p]
+	pr := rep.At(p)
 	c := &cursor{next: pr.Next}
 	for c.next < pr.Target {
 		rows, err := retry(ctx, dbWait, func() ([]row, error) { return d.page(ctx, topic, p, *c, min(readPage, pr.Target-c.next)) })
 		if err != nil {
 			pr.Note = err.Error()
-			rep.Partitions[p] = pr
 			return err
 		}
 		if len(rows) == 0 {
@@ -234,7 +222,6 @@ func (d *Driver) readOne(ctx context.Context, topic string, p int32, rep drivers
 		}
 		for _, r := range rows {
 			if err := fn(record(p, c.next, r)); err != nil {
-				rep.Partitions[p] = pr
 				return err
 			}
 			c.created, c.id, c.started = r.created, r.id, true
@@ -245,7 +232,6 @@ func (d *Driver) readOne(ctx context.Context, topic string, p int32, rep drivers
 	}
 	pr.Next = c.next
 	pr.Complete = c.next >= pr.Target
-	rep.Partitions[p] = pr
 	return nil
 }
 
@@ -269,9 +255,8 @@ func (d *Driver) follow(ctx context.Context, topic string, cursors map[int32]*cu
 				c.created, c.id, c.started = r.created, r.id, true
 				c.next++
 			}
-			pr := rep.Partitions[p]
+			pr := rep.At(p)
 			pr.Next, pr.Records = c.next, pr.Records+int64(len(rows))
-			rep.Partitions[p] = pr
 		}
 		select {
 		case <-ctx.Done():

@@ -67,12 +67,12 @@ func TestRealQueenReadManyAgreesWithReadOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from := map[int32]int64{}
+	from := drivers.MakeOffsets(len(sends))
 	for p, n := range sends {
-		if end[p] != int64(n) {
-			t.Fatalf("partition %d ends at %d, %d pushed", p, end[p], n)
+		if e, _ := end.Get(p); e != int64(n) {
+			t.Fatalf("partition %d ends at %d, %d pushed", p, e, n)
 		}
-		from[p] = 0
+		from.Set(p, 0)
 	}
 	full := map[int32][][]byte{}
 	rep, err := d.Read(ctx, drivers.ReadSpec{Topic: topic, From: from, To: end}, func(r drivers.Record) error {
@@ -91,13 +91,14 @@ func TestRealQueenReadManyAgreesWithReadOne(t *testing.T) {
 		}
 	}
 
+	end3, _ := end.Get(3)
 	lo, hi := map[int32]int64{}, map[int32]int64{}
 	for p := range sends {
 		lo[p], hi[p] = 7, 27
 	}
-	hi[3] = end[3] + 5 // past its end
+	hi[3] = end3 + 5 // past its end
 	got := map[int32]int64{}
-	rep, err = d.Read(ctx, drivers.ReadSpec{Topic: topic, From: lo, To: hi}, func(r drivers.Record) error {
+	rep, err = d.Read(ctx, drivers.ReadSpec{Topic: topic, From: drivers.OffsetsOf(lo), To: drivers.OffsetsOf(hi)}, func(r drivers.Record) error {
 		p := r.Pos.Partition
 		if r.Pos.Offset != lo[p]+got[p] {
 			return fmt.Errorf("partition %d: offset %d, want %d", p, r.Pos.Offset, lo[p]+got[p])
@@ -114,9 +115,9 @@ func TestRealQueenReadManyAgreesWithReadOne(t *testing.T) {
 	for p := range sends {
 		want := hi[p] - lo[p]
 		if p == 3 {
-			want = end[3] - lo[3]
+			want = end3 - lo[3]
 		}
-		r := rep.Partitions[p]
+		r, _ := rep.Get(p)
 		if got[p] != want || r.Records != want || r.Next != lo[p]+want {
 			t.Errorf("partition %d: %d delivered, report %+v; want %d", p, got[p], r, want)
 		}
