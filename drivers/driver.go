@@ -111,11 +111,12 @@ type Record struct {
 // ReadSpec says which records Read delivers.
 type ReadSpec struct {
 	Topic string
-	// From is the first offset to read per partition (inclusive).
-	From map[int32]int64
-	// To is the end per partition (exclusive). Nil: follow the partitions
-	// until ctx ends (a live consumer).
-	To map[int32]int64
+	// From is the first offset to read per partition (inclusive): the
+	// partitions read are From's.
+	From Offsets
+	// To is the end per partition (exclusive). Unset (the zero value):
+	// follow the partitions until ctx ends (a live consumer).
+	To Offsets
 	// IdleTimeout ends the read when no record arrived for this long and
 	// the broker could not confirm that more exist. Zero: 60s.
 	IdleTimeout time.Duration
@@ -123,6 +124,8 @@ type ReadSpec struct {
 
 // PartitionRead reports how far Read got on one partition.
 type PartitionRead struct {
+	Asked bool // the partition is one of ReadSpec.From's
+
 	Records  int64  // records delivered
 	Next     int64  // the offset after the last delivered record
 	Target   int64  // ReadSpec.To for this partition
@@ -132,13 +135,49 @@ type PartitionRead struct {
 
 // ReadReport is what Read achieved per partition.
 type ReadReport struct {
-	Partitions map[int32]PartitionRead
+	// Partitions is indexed by partition; a partition not asked for
+	// (not in ReadSpec.From) has Asked false, or lies beyond the slice.
+	Partitions []PartitionRead
+}
+
+// NewReadReport is the report of spec before anything is read: every
+// partition of spec.From asked, at its From, its Target spec.To's (-1
+// for a live read), and Complete when From is at or past To already.
+func NewReadReport(spec ReadSpec) ReadReport {
+	rep := ReadReport{Partitions: make([]PartitionRead, spec.From.Slots())}
+	spec.From.All(func(p int32, from int64) bool {
+		pr := PartitionRead{Asked: true, Next: from, Target: -1}
+		if spec.To.IsSet() {
+			pr.Target, _ = spec.To.Get(p)
+			pr.Complete = from >= pr.Target
+		}
+		rep.Partitions[p] = pr
+		return true
+	})
+	return rep
+}
+
+// Get returns partition p's figures and whether p was asked for.
+func (r ReadReport) Get(p int32) (PartitionRead, bool) {
+	if p < 0 || int(p) >= len(r.Partitions) || !r.Partitions[p].Asked {
+		return PartitionRead{}, false
+	}
+	return r.Partitions[p], true
+}
+
+// At returns partition p's figures to update, nil when p was not asked
+// for.
+func (r ReadReport) At(p int32) *PartitionRead {
+	if p < 0 || int(p) >= len(r.Partitions) || !r.Partitions[p].Asked {
+		return nil
+	}
+	return &r.Partitions[p]
 }
 
 // Complete reports whether every partition was read to its end.
 func (r ReadReport) Complete() bool {
 	for _, p := range r.Partitions {
-		if !p.Complete {
+		if p.Asked && !p.Complete {
 			return false
 		}
 	}
@@ -208,7 +247,7 @@ type Driver interface {
 	NewProducer(ctx context.Context, topic string, id uint32) (Producer, error)
 	// EndOffsets returns, per partition, the offset the next write would get
 	// (what a consumer can read up to). ErrTopicMissing if the topic is gone.
-	EndOffsets(ctx context.Context, topic string) (map[int32]int64, error)
+	EndOffsets(ctx context.Context, topic string) (Offsets, error)
 	// Read delivers the records of spec to fn from a single goroutine, in
 	// offset order within each partition, then reports how far it got. An
 	// error from fn stops the read and is returned.
@@ -232,7 +271,7 @@ type LogStarter interface {
 	// StartOffsets returns, per partition, the first offset still in the
 	// log (the end offset when the log holds nothing). ErrTopicMissing
 	// if the topic is gone.
-	StartOffsets(ctx context.Context, topic string) (map[int32]int64, error)
+	StartOffsets(ctx context.Context, topic string) (Offsets, error)
 }
 
 // ErrTopicMissing is returned (wrapped) when the topic does not exist.

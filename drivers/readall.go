@@ -2,7 +2,6 @@ package drivers
 
 import (
 	"context"
-	"sort"
 	"time"
 )
 
@@ -27,12 +26,9 @@ type PartitionReader func(ctx context.Context, topic string, p int32, from, to i
 // once and calls fn from the calling goroutine only. A partition's
 // records reach fn in the order read sends them.
 func ReadPartitions(ctx context.Context, spec ReadSpec, read PartitionReader, fn func(Record) error) (ReadReport, error) {
-	rep := ReadReport{Partitions: map[int32]PartitionRead{}}
-	parts := make([]int32, 0, len(spec.From))
-	for p := range spec.From {
-		parts = append(parts, p)
-	}
-	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	// A partition enters the report when its read ends.
+	rep := ReadReport{Partitions: make([]PartitionRead, spec.From.Slots())}
+	parts := spec.From.Partitions()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -44,10 +40,10 @@ func ReadPartitions(ctx context.Context, spec ReadSpec, read PartitionReader, fn
 	}
 	ch := make(chan item, 1024)
 	for _, p := range parts {
-		from := spec.From[p]
-		to, bounded := spec.To[p]
+		from, _ := spec.From.Get(p)
+		to, bounded := spec.To.Get(p)
 		go func() {
-			pr := PartitionRead{Next: from, Target: to}
+			pr := PartitionRead{Asked: true, Next: from, Target: to}
 			if !bounded {
 				pr.Target = -1
 			}

@@ -77,7 +77,7 @@ type Config struct {
 	// reads (end-to-end latency). Default on in the CLI.
 	LiveRead bool
 	// StartOffsets is where the live consumer starts.
-	StartOffsets map[int32]int64
+	StartOffsets drivers.Offsets
 	// Start is when the schedule begins (message 0 is due then). Zero: when
 	// Run is called. Set it to start other schedules (faults) in step.
 	Start time.Time

@@ -42,7 +42,7 @@ func TestDeletedRecordsAreLost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			logStart := tc.delete(ends[0])
+			logStart := tc.delete(ends.Map()[0])
 			if logStart > 0 {
 				cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 				if err != nil {

@@ -56,12 +56,12 @@ func (d *memDriver) NewProducer(context.Context, string, uint32) (drivers.Produc
 	return memProducer{d}, nil
 }
 
-func (d *memDriver) EndOffsets(context.Context, string) (map[int32]int64, error) {
+func (d *memDriver) EndOffsets(context.Context, string) (drivers.Offsets, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make(map[int32]int64, len(d.next))
+	out := drivers.MakeOffsets(len(d.next))
 	for p, n := range d.next {
-		out[int32(p)] = n
+		out.Set(int32(p), n)
 	}
 	return out, nil
 }
@@ -70,17 +70,18 @@ func (d *memDriver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(dri
 	d.mu.Lock()
 	log := d.log
 	d.mu.Unlock()
-	// The spec's maps turned into slices by partition once, so that the
-	// fake broker's own lookups do not weigh on the figures.
+	// The spec turned into slices by partition once, so that the fake
+	// broker's own lookups do not weigh on the figures.
 	n := len(d.next)
 	from, to := make([]int64, n), make([]int64, n)
 	reading := make([]bool, n)
-	for p, f := range spec.From {
+	spec.From.All(func(p int32, f int64) bool {
 		from[p], reading[p], to[p] = f, true, 1<<62
-		if t, ok := spec.To[p]; ok {
+		if t, ok := spec.To.Get(p); ok {
 			to[p] = t
 		}
-	}
+		return true
+	})
 	counts := make([]int64, n)
 	for i, r := range log {
 		if i&0xffff == 0 && ctx.Err() != nil {
@@ -96,9 +97,11 @@ func (d *memDriver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(dri
 		counts[p]++
 		from[p] = r.pos.Offset + 1
 	}
-	rep := drivers.ReadReport{Partitions: make(map[int32]drivers.PartitionRead, len(spec.From))}
-	for p := range spec.From {
-		rep.Partitions[p] = drivers.PartitionRead{Records: counts[p], Next: from[p], Target: spec.To[p], Complete: true}
+	rep := drivers.NewReadReport(spec)
+	for p := range rep.Partitions {
+		if pr := &rep.Partitions[p]; pr.Asked {
+			pr.Records, pr.Next, pr.Complete = counts[p], from[p], true
+		}
 	}
 	return rep, nil
 }

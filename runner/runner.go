@@ -258,15 +258,15 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 // (prepareLoad) and narrows it to a shard's partitions, returning every
 // partition's start offset, the run's for the read-back. Nothing it
 // makes holds the run yet: on error, Run releases the directory.
-func prepareRun(ctx context.Context, cfg Config, defaults load.Config, runID uint64, totalRate float64) (drivers.TopicInfo, load.Config, map[int32]int64, error) {
+func prepareRun(ctx context.Context, cfg Config, defaults load.Config, runID uint64, totalRate float64) (drivers.TopicInfo, load.Config, drivers.Offsets, error) {
 	// run.json first: a disk that cannot hold it fails the run before the
 	// topic is made.
 	if err := writeSettings(cfg, defaults, runID, totalRate); err != nil {
-		return drivers.TopicInfo{}, load.Config{}, nil, err
+		return drivers.TopicInfo{}, load.Config{}, drivers.Offsets{}, err
 	}
 	info, lc, err := prepareLoad(ctx, cfg, runID)
 	if err != nil {
-		return drivers.TopicInfo{}, load.Config{}, nil, err
+		return drivers.TopicInfo{}, load.Config{}, drivers.Offsets{}, err
 	}
 	// Every partition's start offset is the run's, for the read-back;
 	// a shard's load may write and tail fewer (shardPartitions).
@@ -276,7 +276,7 @@ func prepareRun(ctx context.Context, cfg Config, defaults load.Config, runID uin
 		// Checked before the ledger holds the run too: a shard too late
 		// leaves no directory, and the merged verify reports it missing.
 		if _, err := waitForStart(cfg.Shard); err != nil {
-			return drivers.TopicInfo{}, load.Config{}, nil, err
+			return drivers.TopicInfo{}, load.Config{}, drivers.Offsets{}, err
 		}
 	}
 	return info, lc, startOffsets, nil
@@ -320,7 +320,7 @@ func newRunID(cfg Config) uint64 {
 // records in it the run as planned before the load (its RunInfo, checks
 // and plan). Once it returns, the directory is the run's: the caller owns
 // closing the ledger and keeps the returned RunInfo current in it.
-func openRunLedger(cfg Config, defaults load.Config, runID uint64, topic string, lc load.Config, startOffsets map[int32]int64) (*ledger.Ledger, ledger.RunInfo, error) {
+func openRunLedger(cfg Config, defaults load.Config, runID uint64, topic string, lc load.Config, startOffsets drivers.Offsets) (*ledger.Ledger, ledger.RunInfo, error) {
 	lopts := cfg.Ledger
 	if lopts.ExpectedMessages == 0 {
 		// A ledger sized to the run takes a small run's disk, not 70 MB.

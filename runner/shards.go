@@ -222,11 +222,13 @@ func shardPartitions(cfg Config, lc *load.Config) {
 	}
 	parts := slices.Sorted(slices.Values(lc.Partitions))
 	var mine []int32
-	starts := map[int32]int64{}
+	starts := drivers.MakeOffsets(lc.StartOffsets.Slots())
 	for k, p := range parts {
 		if k%s.Count == s.Index {
 			mine = append(mine, p)
-			starts[p] = lc.StartOffsets[p]
+			if off, ok := lc.StartOffsets.Get(p); ok {
+				starts.Set(p, off)
+			}
 		}
 	}
 	lc.Partitions, lc.StartOffsets = mine, starts

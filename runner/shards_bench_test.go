@@ -160,12 +160,12 @@ func synthShards(t *testing.T, dir string, ids int64, n int) {
 			t.Fatal(err)
 		}
 		run := ledger.RunInfo{RunID: 1, Driver: "synthetic", Topic: "bench", Producers: producers,
-			StartOffsets: map[int32]int64{}, LoadStart: start, LoadEnd: start.Add(time.Hour), Clean: true}
+			StartOffsets: drivers.OffsetsOf(map[int32]int64{}), LoadStart: start, LoadEnd: start.Add(time.Hour), Clean: true}
 		if n > 1 {
 			run.Shard = &ledger.ShardInfo{Index: s, Count: n, ProducerBase: uint32(s * producers)}
 		}
 		for p := range partitions {
-			run.StartOffsets[int32(p)] = 0
+			run.StartOffsets.Set(int32(p), 0)
 		}
 		interval := time.Hour / time.Duration(per)
 		for i := range per {

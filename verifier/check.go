@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ackcheck/ackcheck/faults"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -91,6 +92,7 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	ft.sizeFor(run)
 	res := newResult(run, rb)
 	res.Ledger = src.proof
 	if err := classifyHistories(ctx, src, lg.Reads, rb, ft, opts, res); err != nil {
@@ -230,12 +232,7 @@ func classifyHistories(ctx context.Context, src *runSource, reads *ledger.Ledger
 		return err
 	}
 
-	var parts []int32
-	for p := range run.StartOffsets {
-		parts = append(parts, p)
-	}
-	slices.Sort(parts)
-	if err := tl.finish(res, parts, opts.ListDir); err != nil {
+	if err := tl.finish(res, run.StartOffsets.Partitions(), opts.ListDir); err != nil {
 		return err
 	}
 	return inv.finish(opts.ListDir, res)
@@ -331,45 +328,30 @@ func longestGap(timeline []uint64, n int64) (length, start int64) {
 func gaps(bm []uint64, n, minLen int64) [][2]int64 { return gapsFrom(bm, 0, n, minLen) }
 
 // gapsFrom is gaps of a bitmap whose first word is word base: the words
-// before it and after its end are empty.
+// before it and after its end are empty. It visits only the set bits (a
+// word at a time, bits.TrailingZeros64), not every bucket of the load: a
+// million partitions of an ack or two each are a million short bitmaps
+// (issue 37). Bucket n counts as set: a gap ends at the load's end.
 func gapsFrom(bm []uint64, base, n, minLen int64) [][2]int64 {
-	word := func(w int64) uint64 {
-		if w < base || w-base >= int64(len(bm)) {
-			return 0
-		}
-		return bm[w-base]
-	}
 	var out [][2]int64
-	start := int64(-1)
-	for i := int64(0); i <= n; {
-		// A whole word at once where it can be: a million partitions'
-		// bitmaps are mostly empty words (issue 37).
-		if i%64 == 0 && i+64 <= n {
-			w := word(i / 64)
-			if w == 0 {
-				if start < 0 {
-					start = i
-				}
-				i += 64
-				continue
-			}
-			if w == ^uint64(0) && start < 0 {
-				i += 64
-				continue
-			}
+	next := int64(0) // the first bucket after the last set one
+	gapTo := func(s int64) {
+		if s-next >= minLen && s > next {
+			out = append(out, [2]int64{next, s})
 		}
-		set := i == n || word(i/64)>>(i%64)&1 == 1
-		switch {
-		case !set && start < 0:
-			start = i
-		case set && start >= 0:
-			if i-start >= minLen {
-				out = append(out, [2]int64{start, i})
-			}
-			start = -1
-		}
-		i++
+		next = s + 1
 	}
+	for k, w := range bm {
+		for ; w != 0; w &= w - 1 {
+			s := (base+int64(k))*64 + int64(bits.TrailingZeros64(w))
+			if s >= n {
+				gapTo(n)
+				return out
+			}
+			gapTo(s)
+		}
+	}
+	gapTo(n)
 	return out
 }
 

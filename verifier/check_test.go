@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"strings"
 	"testing"
@@ -378,7 +379,7 @@ func ledgerWith(t *testing.T, evs []ev, recs []faults.Record) *ledger.Ledger {
 		l.Record(e.kind, e.e)
 	}
 	l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
-		StartOffsets: map[int32]int64{0: 0}})
+		StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0})})
 	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
 	l.PutMeta(faults.MetaKey, recs)
 	return l

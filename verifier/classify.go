@@ -32,7 +32,7 @@ type classifier struct {
 
 	started    bool
 	producer   uint32
-	lastOffset map[int32]int64 // per partition, the current producer's last first copy
+	lastOffset byPartition[int64] // per partition, the current producer's last first copy's offset + 1 (0: none)
 	others     []int64
 	inv        *investigation // lists and sums the failing messages
 }
@@ -41,7 +41,7 @@ type classifier struct {
 // a flush clock (no end); Check sets the one its ledgers give.
 func newClassifier(res *Result, run ledger.RunInfo, sentThru map[uint32]uint64, maxSamples int) *classifier {
 	w := &crashWindow{segs: []crashSegment{{hi: uint32(run.Producers), clean: run.Clean, plan: run.Plan, start: run.LoadStart}}}
-	return &classifier{res: res, run: run, sentThru: sentThru, window: w, firstUnrecorded: map[uint32]int64{}, maxSamples: maxSamples, lastOffset: map[int32]int64{}}
+	return &classifier{res: res, run: run, sentThru: sentThru, window: w, firstUnrecorded: map[uint32]int64{}, maxSamples: maxSamples, lastOffset: newByPartition[int64](denseCount(run))}
 }
 
 func (c *classifier) sample(class string, s Sample) {
@@ -56,7 +56,7 @@ func (c *classifier) sample(class string, s Sample) {
 // nothing but the samples and list lines they keep.
 func (c *classifier) add(h *history) (sent, lost bool) {
 	if !c.started || h.producer != c.producer {
-		clear(c.lastOffset)
+		c.lastOffset.reset()
 		c.producer, c.started = h.producer, true
 	}
 	id := message.ID{Run: c.run.RunID, Producer: h.producer, Seq: h.seq}
@@ -204,12 +204,13 @@ func (c *classifier) addRead(h *history, id message.ID, valid int, first ledger.
 	}
 	// Reordering: the first copy of each sequence in a partition must come
 	// after the first copy of the producer's previous sequence there.
-	if last, ok := c.lastOffset[first.Partition]; ok && first.Offset < last {
+	last := c.lastOffset.at(first.Partition)
+	if *last > 0 && first.Offset < *last-1 {
 		res.Reordered++
 		c.sample("reordered", Sample{ID: id.String(), Partition: first.Partition, Offset: first.Offset})
-		c.inv.addReordered(ReorderedLine{ID: id.String(), Partition: first.Partition, Offset: first.Offset, PreviousOffset: last}, h.send.Time)
+		c.inv.addReordered(ReorderedLine{ID: id.String(), Partition: first.Partition, Offset: first.Offset, PreviousOffset: *last - 1}, h.send.Time)
 	}
-	c.lastOffset[first.Partition] = first.Offset
+	*last = first.Offset + 1
 }
 
 func hasValidCopyAt(reads []ledger.Event, partition int32, offset int64) bool {

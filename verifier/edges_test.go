@@ -410,7 +410,7 @@ func TestPartitionGapAtMinimum(t *testing.T) {
 			}
 			l := ledgerWith(t, evs, nil)
 			run := ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
-				StartOffsets: map[int32]int64{0: 0, 1: 0}}
+				StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0, 1: 0})}
 			if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 				t.Fatal(err)
 			}
@@ -445,12 +445,19 @@ type spyTopic struct {
 	read     bool
 }
 
-func (s *spyTopic) EndOffsets(context.Context, string) (map[int32]int64, error) { return s.ends, s.err }
+func (s *spyTopic) EndOffsets(context.Context, string) (drivers.Offsets, error) {
+	if s.err != nil {
+		return drivers.Offsets{}, s.err
+	}
+	return drivers.OffsetsOf(s.ends), nil
+}
 func (s *spyTopic) Read(_ context.Context, spec drivers.ReadSpec, _ func(drivers.Record) error) (drivers.ReadReport, error) {
-	s.read, s.from, s.to = true, spec.From, spec.To
-	rep := drivers.ReadReport{Partitions: map[int32]drivers.PartitionRead{}}
-	for p, to := range spec.To {
-		rep.Partitions[p] = drivers.PartitionRead{Next: to, Target: to, Complete: true}
+	s.read, s.from, s.to = true, spec.From.Map(), spec.To.Map()
+	rep := drivers.NewReadReport(spec)
+	for p := range rep.Partitions {
+		if pr := &rep.Partitions[p]; pr.Asked {
+			pr.Next, pr.Complete = pr.Target, true
+		}
 	}
 	return rep, nil
 }
@@ -483,7 +490,7 @@ func TestReadBackRanges(t *testing.T) {
 			}
 			defer l.Close()
 			d := &spyTopic{ends: tc.ends, err: tc.err}
-			run := ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: map[int32]int64{0: 5}}
+			run := ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 5})}
 			rep, err := ReadBack(context.Background(), d, l, run, time.Second)
 			if err != nil {
 				t.Fatal(err)
@@ -514,7 +521,7 @@ func TestReadBackEndOffsetsError(t *testing.T) {
 	}
 	defer l.Close()
 	d := &spyTopic{err: errors.New("no broker answered")}
-	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{StartOffsets: map[int32]int64{0: 0}}, time.Second)
+	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0})}, time.Second)
 	if err != nil || rep.Complete || rep.Error == "" || len(d.from) != 0 || rep.Notes[0] != "not read" {
 		t.Fatalf("err %v, complete %v, error %q, read from %v, notes %v", err, rep.Complete, rep.Error, d.from, rep.Notes)
 	}

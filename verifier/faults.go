@@ -9,6 +9,7 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/ledger"
 )
 
 // FaultReport is one fault with what was measured around it. Durations are
@@ -204,14 +205,15 @@ func (kp KillProof) String() string {
 type faultTracker struct {
 	reports []FaultReport
 	records []faults.Record
-	at      []int64 // fault time, Unix ns; 0 for faults not tracked
-	first   []map[int32]int64
+	at      []int64              // fault time, Unix ns; 0 for faults not tracked
+	first   []byPartition[int64] // per fault, per partition: its first ack, Unix ns (0: none yet)
+	parts   int                  // denseCount of the run: the partitions first holds in slices
 }
 
 // loadFaults tracks the run's fault records (faultRecords) against the
 // acks, from loadStart.
 func loadFaults(recs []faults.Record, loadStart time.Time) (*faultTracker, error) {
-	ft := &faultTracker{records: recs}
+	ft := &faultTracker{records: recs, parts: -1}
 	ms := func(from, to time.Time) float64 {
 		if to.IsZero() {
 			return -1
@@ -236,9 +238,20 @@ func loadFaults(recs []faults.Record, loadStart time.Time) (*faultTracker, error
 		} else {
 			ft.at = append(ft.at, 0)
 		}
-		ft.first = append(ft.first, map[int32]int64{})
+		ft.first = append(ft.first, byPartition[int64]{})
 	}
 	return ft, nil
+}
+
+// sizeFor sizes the first acks of every tracked fault for run's
+// partitions (denseCount); a tracker not sized keeps them in maps.
+func (ft *faultTracker) sizeFor(run ledger.RunInfo) {
+	n := denseCount(run)
+	for i := range ft.first {
+		if ft.at[i] != 0 {
+			ft.first[i] = newByPartition[int64](n)
+		}
+	}
 }
 
 func killProof(recs []faults.Record, i int) *KillProof {
@@ -270,8 +283,8 @@ func (ft *faultTracker) ack(partition int32, intended, at int64) {
 		if t == 0 || intended < t {
 			continue
 		}
-		if f, ok := ft.first[i][partition]; !ok || at < f {
-			ft.first[i][partition] = at
+		if f := ft.first[i].at(partition); *f == 0 || at < *f {
+			*f = at
 		}
 	}
 }
@@ -286,58 +299,73 @@ func (ft *faultTracker) finish(partitions []int32, stall func(p int32, from, to 
 			continue
 		}
 		rep := &ft.reports[i]
-		rep.FirstAckMs = map[int32]float64{}
-		rep.StallMs = map[int32]float64{}
+		// Up to maxGapPartitions every partition is listed; beyond, the
+		// figures go to slices and only the slowest reach the maps.
+		whole := len(partitions) <= maxGapPartitions
+		var firsts, stalls []partFigure
+		if whole {
+			rep.FirstAckMs = make(map[int32]float64, len(partitions))
+			rep.StallMs = make(map[int32]float64, len(partitions))
+		} else {
+			firsts = make([]partFigure, 0, len(partitions))
+			stalls = make([]partFigure, 0, len(partitions))
+		}
 		slowest, never := 0.0, false
 		for _, p := range partitions {
-			f, ok := ft.first[i][p]
-			rep.StallMs[p] = stall(p, ft.at[i], f)
-			rep.LongestStallMs = max(rep.LongestStallMs, rep.StallMs[p])
-			if !ok {
-				rep.FirstAckMs[p] = -1
+			f := ft.first[i].get(p)
+			stall := stall(p, ft.at[i], f)
+			rep.LongestStallMs = max(rep.LongestStallMs, stall)
+			v := -1.0
+			if f == 0 {
 				never = true
-				continue
+			} else {
+				v = float64(f-ft.at[i]) / float64(time.Millisecond)
+				slowest = max(slowest, v)
 			}
-			v := float64(f-ft.at[i]) / float64(time.Millisecond)
-			rep.FirstAckMs[p] = v
-			slowest = max(slowest, v)
+			if whole {
+				rep.StallMs[p], rep.FirstAckMs[p] = stall, v
+			} else {
+				stalls = append(stalls, partFigure{p, stall})
+				firsts = append(firsts, partFigure{p, v})
+			}
 		}
 		rep.SlowestFirstAckMs = slowest
 		if never {
 			rep.SlowestFirstAckMs = -1
 		}
-		if len(partitions) > maxGapPartitions {
-			rep.FirstAckMs = slowestOf(rep.FirstAckMs, listedGapPartitions)
-			rep.StallMs = slowestOf(rep.StallMs, listedGapPartitions)
+		if !whole {
+			rep.FirstAckMs = slowestOf(firsts, listedGapPartitions)
+			rep.StallMs = slowestOf(stalls, listedGapPartitions)
 			rep.PartitionsListed = fmt.Sprintf("first_ack_ms and stall_ms: the %d slowest partitions of %d each", listedGapPartitions, len(partitions))
 		}
 	}
 	return ft.reports
 }
 
-// slowestOf keeps the n largest figures of m, -1 (never) counted above
-// every other, ties broken by partition.
-func slowestOf(m map[int32]float64, n int) map[int32]float64 {
-	type pv struct {
-		p int32
-		v float64
-	}
-	all := make([]pv, 0, len(m))
-	for p, v := range m {
+// partFigure is one partition's figure, for slowestOf.
+type partFigure struct {
+	p int32
+	v float64
+}
+
+// slowestOf keeps the n largest figures of all, -1 (never) counted above
+// every other, ties broken by partition. It reorders all.
+func slowestOf(all []partFigure, n int) map[int32]float64 {
+	key := func(v float64) float64 {
 		if v < 0 {
-			v = math.Inf(1)
+			return math.Inf(1)
 		}
-		all = append(all, pv{p, v})
+		return v
 	}
-	slices.SortFunc(all, func(a, b pv) int {
-		if c := cmp.Compare(b.v, a.v); c != 0 {
+	slices.SortFunc(all, func(a, b partFigure) int {
+		if c := cmp.Compare(key(b.v), key(a.v)); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.p, b.p)
 	})
 	out := make(map[int32]float64, min(n, len(all)))
 	for _, e := range all[:min(n, len(all))] {
-		out[e.p] = m[e.p]
+		out[e.p] = e.v
 	}
 	return out
 }

@@ -24,10 +24,10 @@ type trimmedTopic struct {
 	stuck  map[int32]bool  // partitions whose read makes no progress
 }
 
-func (m *trimmedTopic) EndOffsets(context.Context, string) (map[int32]int64, error) {
-	ends := map[int32]int64{}
+func (m *trimmedTopic) EndOffsets(context.Context, string) (drivers.Offsets, error) {
+	ends := drivers.MakeOffsets(len(m.parts))
 	for p, vs := range m.parts {
-		ends[int32(p)] = int64(len(vs))
+		ends.Set(int32(p), int64(len(vs)))
 	}
 	return ends, nil
 }
@@ -37,10 +37,11 @@ func (m *trimmedTopic) EndOffsets(context.Context, string) (map[int32]int64, err
 // asked for the log start: it gets nothing, and the partition is not read
 // to its end.
 func (m *trimmedTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
-	rep := drivers.ReadReport{Partitions: map[int32]drivers.PartitionRead{}}
-	for p, from := range spec.From {
-		to := spec.To[p]
-		pr := drivers.PartitionRead{Next: from, Target: to}
+	rep := drivers.NewReadReport(spec)
+	for _, p := range spec.From.Partitions() {
+		from, _ := spec.From.Get(p)
+		to, _ := spec.To.Get(p)
+		pr := drivers.PartitionRead{Asked: true, Next: from, Target: to}
 		if m.stuck[p] || from < m.starts[p] {
 			pr.Complete = from >= to
 			pr.Note = "no progress"
@@ -63,10 +64,10 @@ func (m *trimmedTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(
 // (drivers.LogStarter), as Kafka's does.
 type startsTopic struct{ *trimmedTopic }
 
-func (m startsTopic) StartOffsets(context.Context, string) (map[int32]int64, error) {
-	out := map[int32]int64{}
+func (m startsTopic) StartOffsets(context.Context, string) (drivers.Offsets, error) {
+	out := drivers.MakeOffsets(len(m.parts))
 	for p := range m.parts {
-		out[int32(p)] = m.starts[int32(p)]
+		out.Set(int32(p), m.starts[int32(p)])
 	}
 	return out, nil
 }
@@ -114,7 +115,7 @@ func TestLogStartAndUnread(t *testing.T) {
 			defer run.Close()
 			start := time.Now().Add(-time.Minute)
 			info := ledger.RunInfo{RunID: 1, Driver: "memory", Topic: "t", Producers: 1,
-				StartOffsets: map[int32]int64{0: 0, 1: 0}, LoadStart: start, LoadEnd: start.Add(time.Second), Clean: true}
+				StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0, 1: 0}), LoadStart: start, LoadEnd: start.Add(time.Second), Clean: true}
 			topic := &trimmedTopic{parts: make([][][]byte, 2), starts: tc.starts, stuck: tc.stuck}
 			enc := message.NewEncoder(100)
 			n := uint64(20)

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"github.com/ackcheck/ackcheck/drivers"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestLostCountedAtItsAckTime(t *testing.T) {
 	}
 	must(t, l.PutMeta(faults.MetaKey, recs))
 	must(t, l.PutMeta(ledger.MetaRun, ledger.RunInfo{RunID: 7, Topic: "t", Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * s), Clean: true,
-		StartOffsets: map[int32]int64{0: 0}}))
+		StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0})}))
 	must(t, l.PutMeta(MetaReadBack, ReadBackReport{Complete: true}))
 	res, err := Check(context.Background(), l, Options{})
 	if err != nil {

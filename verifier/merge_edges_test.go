@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"github.com/ackcheck/ackcheck/drivers"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func TestReadBackStoresItsReport(t *testing.T) {
 	}
 	defer l.Close()
 	d := &spyTopic{ends: map[int32]int64{0: 9, 1: 2}}
-	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: map[int32]int64{0: 5, 1: 4}}, time.Second)
+	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 5, 1: 4})}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestReadBackStoresItsReport(t *testing.T) {
 	if err := l.GetMeta(MetaReadBack, &stored); err != nil {
 		t.Fatalf("no read-back report stored: %v", err)
 	}
-	if !stored.Complete || stored.Ends[0] != 9 || stored.Ends[1] != 2 || stored.Notes[1] != rep.Notes[1] || rep.Notes[1] == "" {
+	if !stored.Complete || stored.Ends.Map()[0] != 9 || stored.Ends.Map()[1] != 2 || stored.Notes[1] != rep.Notes[1] || rep.Notes[1] == "" {
 		t.Fatalf("stored %+v, returned %+v", stored, rep)
 	}
 }

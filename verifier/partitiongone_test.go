@@ -19,11 +19,11 @@ type lessPartitions struct {
 	n int
 }
 
-func (m lessPartitions) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+func (m lessPartitions) EndOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
 	ends, err := m.memTopic.EndOffsets(ctx, topic)
-	for p := range ends {
+	for _, p := range ends.Partitions() {
 		if int(p) >= m.n {
-			delete(ends, p)
+			ends.Delete(p)
 		}
 	}
 	return ends, err
@@ -57,7 +57,7 @@ func TestPartitionGoneIsJudged(t *testing.T) {
 			defer run.Close()
 			start := time.Now().Add(-time.Minute)
 			info := ledger.RunInfo{RunID: 1, Driver: "memory", Topic: "t", Producers: 1,
-				StartOffsets: map[int32]int64{0: 0, 1: 0}, LoadStart: start, LoadEnd: start.Add(time.Second), Clean: true}
+				StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0, 1: 0}), LoadStart: start, LoadEnd: start.Add(time.Second), Clean: true}
 			topic := &memTopic{parts: make([][][]byte, 2)}
 			enc := message.NewEncoder(100)
 			for i := int64(0); i < 100; i++ {

@@ -98,10 +98,7 @@ func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, 
 			longest = max(longest, gap.ToS-gap.FromS)
 		}
 		if w != nil {
-			var acked int64
-			if pa := t.partAcks[p]; pa != nil {
-				acked = pa.acked
-			}
+			acked := t.partAcks.get(p).acked
 			if gs == nil {
 				gs = []Gap{}
 			}

@@ -211,12 +211,12 @@ func TestFaultPartitionFiguresBounded(t *testing.T) {
 		{1500, listedGapPartitions, true}, // fires
 	} {
 		const at = int64(1_000_000_000)
-		ft := &faultTracker{reports: []FaultReport{{}}, at: []int64{at}, first: []map[int32]int64{{}}}
+		ft := &faultTracker{reports: []FaultReport{{}}, at: []int64{at}, first: []byPartition[int64]{{}}}
 		var parts []int32
 		for p := range int32(tc.partitions) {
 			parts = append(parts, p)
 			if p%10 != 3 { // every tenth never acks again
-				ft.first[0][p] = at + int64(p)*1_000_000 // p ms after the fault
+				*ft.first[0].at(p) = at + int64(p)*1_000_000 // p ms after the fault
 			}
 		}
 		reps := ft.finish(parts, func(p int32, _, _ int64) float64 { return float64(p) })

@@ -29,7 +29,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -89,10 +88,7 @@ type ReadBackReport struct {
 // logStartOf returns where rb found partition p's log to begin, when it
 // begins past the run's start (see ReadBackReport.LogStarts).
 func logStartOf(rb ReadBackReport) func(int32) (int64, bool) {
-	return func(p int32) (int64, bool) {
-		ls, ok := rb.LogStarts[p]
-		return ls, ok
-	}
+	return rb.LogStarts.Get
 }
 
 // unreadPartitions reports whether rb did not read a partition to its
@@ -102,11 +98,11 @@ func unreadPartitions(rb ReadBackReport) func(int32) bool {
 	if rb.Unread == nil && !rb.Complete && !rb.TopicGone {
 		return func(int32) bool { return true }
 	}
-	set := map[int32]bool{}
+	set := newByPartition[bool](0)
 	for _, p := range rb.Unread {
-		set[p] = true
+		*set.at(p) = true
 	}
-	return func(p int32) bool { return set[p] }
+	return set.get
 }
 
 // ReadBack reads the run's partitions from run.StartOffsets to the current
@@ -180,27 +176,29 @@ func settle(ctx context.Context, d drivers.Driver, topic string, idle time.Durat
 // request that fails gives no ends, with each partition noted in rep
 // (TopicGone, or Error): the read-back still replaces the earlier one,
 // with nothing. Only ctx ending is an error.
-func endsToRead(ctx context.Context, d drivers.Driver, run ledger.RunInfo, rep *ReadBackReport) (map[int32]int64, error) {
+func endsToRead(ctx context.Context, d drivers.Driver, run ledger.RunInfo, rep *ReadBackReport) (drivers.Offsets, error) {
 	ends, err := d.EndOffsets(ctx, run.Topic)
 	switch {
 	case errors.Is(err, drivers.ErrTopicMissing):
 		// Everything is gone. Reading nothing is the honest read-back.
-		ends = map[int32]int64{}
+		ends = drivers.MakeOffsets(0)
 		rep.TopicGone = true
-		for p := range run.StartOffsets {
+		run.StartOffsets.All(func(p int32, _ int64) bool {
 			rep.Notes[p] = fmt.Sprintf("topic %s does not exist any more", run.Topic)
-		}
+			return true
+		})
 	case err != nil && ctx.Err() == nil:
 		// Nothing can be read. The read-back still replaces the earlier
 		// one (with nothing), so that the verdict never rests on stale
 		// reads.
-		ends = map[int32]int64{}
+		ends = drivers.MakeOffsets(0)
 		rep.Error = fmt.Sprintf("reading where the partitions of %s end: %v", run.Topic, err)
-		for p := range run.StartOffsets {
+		run.StartOffsets.All(func(p int32, _ int64) bool {
 			rep.Notes[p] = "not read"
-		}
+			return true
+		})
 	case err != nil:
-		return nil, fmt.Errorf("read-back: %w", err)
+		return drivers.Offsets{}, fmt.Errorf("read-back: %w", err)
 	}
 	return ends, nil
 }
@@ -210,31 +208,36 @@ func endsToRead(ctx context.Context, d drivers.Driver, run ledger.RunInfo, rep *
 // the start. A partition the broker no longer lists, though it answered
 // for the topic, is gone (its acked messages are judged lost, not
 // unread) and read not at all.
-func readBounds(run ledger.RunInfo, ends map[int32]int64, rep *ReadBackReport) (from, to map[int32]int64, gone map[int32]bool) {
-	from = make(map[int32]int64, len(run.StartOffsets))
-	to = make(map[int32]int64, len(run.StartOffsets))
-	gone = map[int32]bool{}
-	for p, start := range run.StartOffsets {
-		end, ok := ends[p]
+func readBounds(run ledger.RunInfo, ends drivers.Offsets, rep *ReadBackReport) (from, to drivers.Offsets, gone byPartition[bool]) {
+	n := run.StartOffsets.Slots()
+	from, to = drivers.MakeOffsets(n), drivers.MakeOffsets(n)
+	listed := -1 // how many partitions the broker lists, counted once
+	run.StartOffsets.All(func(p int32, start int64) bool {
+		end, ok := ends.Get(p)
 		if !ok {
 			if rep.Error == "" && !rep.TopicGone {
 				// The broker answered for the topic without this partition:
 				// nothing of it is left to read (a topic recreated with
 				// fewer partitions), as for a topic gone. Its acked
 				// messages are judged lost, not unread.
-				gone[p] = true
-				rep.Notes[p] = fmt.Sprintf("partition %d of %s does not exist any more (the broker lists %d partitions)", p, run.Topic, len(ends))
+				*gone.at(p) = true
+				if listed < 0 {
+					listed = ends.Len()
+				}
+				rep.Notes[p] = fmt.Sprintf("partition %d of %s does not exist any more (the broker lists %d partitions)", p, run.Topic, listed)
 			}
-			continue
+			return true
 		}
-		from[p], to[p] = start, end
+		from.Set(p, start)
+		to.Set(p, end)
 		if end < start {
 			// The log is shorter than before the load began: it was
 			// truncated or recreated. Read all of it.
-			from[p] = 0
+			from.Set(p, 0)
 			rep.Notes[p] = fmt.Sprintf("log ends at %d, before the %d it had when the load started", end, start)
 		}
-	}
+		return true
+	})
 	return from, to, gone
 }
 
@@ -268,8 +271,8 @@ func readRecords(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run
 	}
 	rep.Complete = reads.Complete() && err == nil && rep.Error == "" && !rep.TopicGone && rep.Unsettled == ""
 	for p, pr := range reads.Partitions {
-		if pr.Note != "" {
-			rep.Notes[p] = pr.Note
+		if pr.Asked && pr.Note != "" {
+			rep.Notes[int32(p)] = pr.Note
 		}
 	}
 	if err != nil {
@@ -283,10 +286,10 @@ func readRecords(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run
 // their end: with the broker unsettled, every partition still there
 // (noted so); after an incomplete read, each not bounded or not finished,
 // unless the topic or the partition is gone.
-func noteUnread(rep *ReadBackReport, run ledger.RunInfo, reads drivers.ReadReport, to map[int32]int64, gone map[int32]bool) {
+func noteUnread(rep *ReadBackReport, run ledger.RunInfo, reads drivers.ReadReport, to drivers.Offsets, gone byPartition[bool]) {
 	rep.Unread = []int32{}
-	for p := range run.StartOffsets {
-		unsettled := rep.Unsettled != "" && !rep.TopicGone && !gone[p]
+	run.StartOffsets.All(func(p int32, _ int64) bool {
+		unsettled := rep.Unsettled != "" && !rep.TopicGone && !gone.get(p)
 		if unsettled {
 			// Any partition may still receive what was acked and is not
 			// readable yet: none of them is read to its end.
@@ -294,11 +297,17 @@ func noteUnread(rep *ReadBackReport, run ledger.RunInfo, reads drivers.ReadRepor
 				rep.Notes[p] = "read to the end it had, but the broker may still make acked messages readable in it: " + rep.Unsettled
 			}
 		}
-		if _, bounded := to[p]; unsettled || (!rep.Complete && !rep.TopicGone && !gone[p] && (!bounded || !reads.Partitions[p].Complete)) {
+		if unsettled || (!rep.Complete && !rep.TopicGone && !gone.get(p) && (!to.Has(p) || !readComplete(reads, p))) {
 			rep.Unread = append(rep.Unread, p)
 		}
-	}
-	slices.Sort(rep.Unread)
+		return true
+	})
+}
+
+// readComplete reports whether reads finished partition p.
+func readComplete(reads drivers.ReadReport, p int32) bool {
+	pr, _ := reads.Get(p)
+	return pr.Complete
 }
 
 // logStarts asks a driver that can say it (drivers.LogStarter) where each
@@ -311,46 +320,46 @@ func noteUnread(rep *ReadBackReport, run ledger.RunInfo, reads drivers.ReadRepor
 // as it was, as before: a partition deleted to its end then does not
 // finish (its acked messages are unread, the verdict incomplete, never
 // PASS), and one deleted in part fails on what its read misses.
-func logStarts(ctx context.Context, d drivers.Driver, topic string, rep *ReadBackReport, from, to map[int32]int64) {
+func logStarts(ctx context.Context, d drivers.Driver, topic string, rep *ReadBackReport, from, to drivers.Offsets) {
 	ls, ok := d.(drivers.LogStarter)
-	if !ok || len(from) == 0 {
+	if !ok || from.Len() == 0 {
 		return
 	}
 	starts, err := ls.StartOffsets(ctx, topic)
 	if err != nil {
 		return
 	}
-	for p, f := range from {
-		start, ok := starts[p]
+	from.All(func(p int32, f int64) bool {
+		start, ok := starts.Get(p)
 		if !ok || start <= f {
-			continue
+			return true
 		}
-		if rep.LogStarts == nil {
-			rep.LogStarts = map[int32]int64{}
-		}
-		rep.LogStarts[p] = start
-		from[p] = min(start, to[p])
+		rep.LogStarts.Set(p, start)
+		end, _ := to.Get(p)
+		from.Set(p, min(start, end))
 		note := fmt.Sprintf("the log begins at offset %d, past the %d the read began at: the records below it were deleted (DeleteRecords or retention), and acked messages below it are lost", start, f)
 		if old, ok := rep.Notes[p]; ok {
 			note = old + "; " + note
 		}
 		rep.Notes[p] = note
-	}
+		return true
+	})
 }
 
 // noteUnfinished notes, for each partition of from that a failed read did
 // not finish, where it stopped.
-func noteUnfinished(rep *ReadBackReport, reads drivers.ReadReport, from map[int32]int64) {
-	for p, start := range from {
+func noteUnfinished(rep *ReadBackReport, reads drivers.ReadReport, from drivers.Offsets) {
+	from.All(func(p int32, start int64) bool {
 		if _, ok := rep.Notes[p]; ok {
-			continue
+			return true
 		}
-		pr, ok := reads.Partitions[p]
+		pr, ok := reads.Get(p)
 		switch {
 		case !ok:
 			rep.Notes[p] = fmt.Sprintf("not read (from offset %d): %s", start, rep.Error)
 		case !pr.Complete:
 			rep.Notes[p] = fmt.Sprintf("stopped at offset %d of %d: %s", pr.Next, pr.Target, rep.Error)
 		}
-	}
+		return true
+	})
 }

@@ -17,10 +17,10 @@ type memTopic struct {
 	parts [][][]byte // per partition, the values in offset order
 }
 
-func (m *memTopic) EndOffsets(context.Context, string) (map[int32]int64, error) {
-	ends := map[int32]int64{}
+func (m *memTopic) EndOffsets(context.Context, string) (drivers.Offsets, error) {
+	ends := drivers.MakeOffsets(len(m.parts))
 	for p, vs := range m.parts {
-		ends[int32(p)] = int64(len(vs))
+		ends.Set(int32(p), int64(len(vs)))
 	}
 	return ends, nil
 }
@@ -29,7 +29,7 @@ func (m *memTopic) EndOffsets(context.Context, string) (map[int32]int64, error) 
 // fetches do.
 func (m *memTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
 	const batch = 64
-	rep := drivers.ReadReport{Partitions: map[int32]drivers.PartitionRead{}}
+	rep := drivers.ReadReport{Partitions: make([]drivers.PartitionRead, len(m.parts))}
 	next := make([]int, len(m.parts))
 	for more := true; more; {
 		more = false
@@ -44,7 +44,7 @@ func (m *memTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driv
 		}
 	}
 	for p, vs := range m.parts {
-		rep.Partitions[int32(p)] = drivers.PartitionRead{Records: int64(len(vs)), Next: int64(len(vs)), Target: int64(len(vs)), Complete: true}
+		rep.Partitions[p] = drivers.PartitionRead{Asked: true, Records: int64(len(vs)), Next: int64(len(vs)), Target: int64(len(vs)), Complete: true}
 	}
 	return rep, nil
 }
@@ -64,7 +64,7 @@ func BenchmarkReadBackAndCheck(b *testing.B) {
 	defer l.Close()
 	start := time.Now().Add(-time.Hour)
 	run := ledger.RunInfo{RunID: 1, Driver: "memory", Topic: "bench", Producers: producers,
-		StartOffsets: map[int32]int64{}, LoadStart: start, LoadEnd: start.Add(time.Minute), Clean: true}
+		StartOffsets: drivers.OffsetsOf(map[int32]int64{}), LoadStart: start, LoadEnd: start.Add(time.Minute), Clean: true}
 	topic := &memTopic{parts: make([][][]byte, partitions)}
 	enc := message.NewEncoder(size)
 	for i := int64(0); i < ids; i++ {
@@ -80,7 +80,7 @@ func BenchmarkReadBackAndCheck(b *testing.B) {
 		}
 	}
 	for p := range partitions {
-		run.StartOffsets[int32(p)] = 0
+		run.StartOffsets.Set(int32(p), 0)
 	}
 	if err := l.Flush(); err != nil {
 		b.Fatal(err)

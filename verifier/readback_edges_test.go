@@ -46,7 +46,7 @@ func TestReadBackFailuresAndCancel(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			rep, err := ReadBack(tc.ctx, tc.d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: map[int32]int64{0: 0}}, time.Second)
+			rep, err := ReadBack(tc.ctx, tc.d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0})}, time.Second)
 			if tc.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
 					t.Fatalf("err %v, want %q", err, tc.errHas)
@@ -96,7 +96,7 @@ func TestReadBackRecordsEachCopyWithItsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: map[int32]int64{0: 0}}, time.Second)
+	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0})}, time.Second)
 	if err != nil || rep.Records != n || !rep.Complete {
 		t.Fatalf("err %v, records %d, complete %v; want %d, complete", err, rep.Records, rep.Complete, n)
 	}
@@ -131,17 +131,18 @@ type vanishingTopic struct {
 	calls int
 }
 
-func (v *vanishingTopic) EndOffsets(context.Context, string) (map[int32]int64, error) {
+func (v *vanishingTopic) EndOffsets(context.Context, string) (drivers.Offsets, error) {
 	v.calls++
 	if v.calls > 1 {
-		return nil, drivers.ErrTopicMissing
+		return drivers.Offsets{}, drivers.ErrTopicMissing
 	}
-	return v.ends, nil
+	return drivers.OffsetsOf(v.ends), nil
 }
 
 func (v *vanishingTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
 	rep, _ := v.spyTopic.Read(ctx, spec, fn)
-	rep.Partitions[0] = drivers.PartitionRead{Next: 2, Target: spec.To[0], Complete: true, Note: "the broker ended the read at 2"}
+	to0, _ := spec.To.Get(0)
+	rep.Partitions[0] = drivers.PartitionRead{Asked: true, Next: 2, Target: to0, Complete: true, Note: "the broker ended the read at 2"}
 	return rep, nil
 }
 
@@ -155,7 +156,7 @@ func TestReadBackTopicDeletedDuringTheRead(t *testing.T) {
 	}
 	defer l.Close()
 	d := &vanishingTopic{spyTopic: spyTopic{ends: map[int32]int64{0: 5}}}
-	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: map[int32]int64{0: 0}}, time.Second)
+	rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{RunID: 7, Topic: "t", StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0})}, time.Second)
 	if err != nil || rep.Complete || !rep.TopicGone || rep.Notes[0] != "the broker ended the read at 2" {
 		t.Fatalf("err %v, complete %v, topic gone %v, notes %v; want incomplete, gone", err, rep.Complete, rep.TopicGone, rep.Notes)
 	}

@@ -3,6 +3,7 @@ package verifier
 import (
 	"context"
 	"errors"
+	"github.com/ackcheck/ackcheck/drivers"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestReadBackWaitsForTheBrokerToSettle(t *testing.T) {
 			}
 			defer l.Close()
 			d := &settlingTopic{spyTopic: spyTopic{ends: map[int32]int64{0: 5, 1: 7}}, note: tc.note, err: tc.err}
-			rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{StartOffsets: map[int32]int64{0: 0, 1: 0}}, time.Second)
+			rep, err := ReadBack(context.Background(), d, l, ledger.RunInfo{StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0, 1: 0})}, time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}

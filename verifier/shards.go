@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 )
@@ -329,7 +330,7 @@ func newShardMerge(first ledger.RunInfo) *shardMerge {
 		count: first.Shard.Count,
 		proof: &ledger.Proof{Whole: true},
 		merged: ledger.RunInfo{RunID: first.RunID, Driver: first.Driver, Topic: first.Topic, Checks: first.Checks,
-			StartOffsets: map[int32]int64{}, Clean: true, AckMeaning: first.AckMeaning, BrokerVersions: first.BrokerVersions},
+			StartOffsets: drivers.MakeOffsets(0), Clean: true, AckMeaning: first.AckMeaning, BrokerVersions: first.BrokerVersions},
 		faultShard: -1,
 	}
 }
@@ -465,11 +466,12 @@ func mergeRunInfo(m *ledger.RunInfo, i ledger.RunInfo) {
 	}
 	m.Clean = m.Clean && i.Clean
 	m.Producers = max(m.Producers, int(i.Shard.ProducerBase)+i.Producers)
-	for p, off := range i.StartOffsets {
-		if cur, ok := m.StartOffsets[p]; !ok || off < cur {
-			m.StartOffsets[p] = off
+	i.StartOffsets.All(func(p int32, off int64) bool {
+		if cur, ok := m.StartOffsets.Get(p); !ok || off < cur {
+			m.StartOffsets.Set(p, off)
 		}
-	}
+		return true
+	})
 	m.Shed += i.Shed
 	m.Reached += i.Reached
 	m.Errors = addCounts(m.Errors, i.Errors)

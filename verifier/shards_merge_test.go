@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ackcheck/ackcheck/drivers"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -72,7 +73,7 @@ func writeShards(t *testing.T, count int, shards []mergeShard) Ledgers {
 			}
 			off++
 		}
-		run := ledger.RunInfo{RunID: 7, Driver: "hand", Topic: "t", Producers: s.producers, StartOffsets: map[int32]int64{0: 0},
+		run := ledger.RunInfo{RunID: 7, Driver: "hand", Topic: "t", Producers: s.producers, StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0}),
 			LoadStart: shardStart, LoadEnd: shardStart.Add(time.Second), Clean: true,
 			Shard: &ledger.ShardInfo{Index: s.index, Count: count, ProducerBase: s.base}}
 		if s.info != nil {
@@ -286,7 +287,7 @@ func TestShardRunMerged(t *testing.T) {
 	infos := []func(i *ledger.RunInfo){
 		func(i *ledger.RunInfo) {
 			i.LoadStart, i.LoadEnd = shardStart.Add(2*time.Second), shardStart.Add(60*time.Second)
-			i.StartOffsets = map[int32]int64{0: 100, 1: 7}
+			i.StartOffsets = drivers.OffsetsOf(map[int32]int64{0: 100, 1: 7})
 			i.Shed = 3
 			i.Errors = map[string]int64{"timeout": 2}
 			i.CallbackTime = &ledger.LagSummary{Count: 10, P50Us: 5, P99Us: 900, MaxUs: 1000}
@@ -295,7 +296,7 @@ func TestShardRunMerged(t *testing.T) {
 		},
 		func(i *ledger.RunInfo) {
 			i.LoadStart, i.LoadEnd = shardStart, shardStart.Add(50*time.Second)
-			i.StartOffsets = map[int32]int64{0: 90, 2: 11}
+			i.StartOffsets = drivers.OffsetsOf(map[int32]int64{0: 90, 2: 11})
 			i.Clean = false
 			i.Shed = 4
 			i.Errors = map[string]int64{"timeout": 5, "refused": 1}
@@ -307,7 +308,7 @@ func TestShardRunMerged(t *testing.T) {
 		},
 		func(i *ledger.RunInfo) {
 			i.LoadStart, i.LoadEnd = shardStart.Add(time.Second), shardStart.Add(55*time.Second)
-			i.StartOffsets = map[int32]int64{1: 6}
+			i.StartOffsets = drivers.OffsetsOf(map[int32]int64{1: 6})
 			i.StealPct = steal(9)
 		},
 	}
@@ -322,7 +323,7 @@ func TestShardRunMerged(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ledger.RunInfo{RunID: 7, Driver: "hand", Topic: "t", Producers: 10,
-		StartOffsets: map[int32]int64{0: 90, 1: 6, 2: 11},
+		StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 90, 1: 6, 2: 11}),
 		LoadStart:    shardStart, LoadEnd: shardStart.Add(60 * time.Second), Clean: false, Shed: 7,
 		Errors:       map[string]int64{"timeout": 7, "refused": 1},
 		AckClasses:   map[string]int64{"leader": 9},

@@ -3,6 +3,7 @@ package verifier
 import (
 	"context"
 	"fmt"
+	"github.com/ackcheck/ackcheck/drivers"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func shardLedgers(t *testing.T, specs []shardSpec) Ledgers {
 			reads.Record(ledger.Read, ledger.Event{Producer: s.writeAs, Seq: uint64(i), Offset: off, Status: uint8(message.Valid)})
 			off++
 		}
-		run := ledger.RunInfo{RunID: 7, Driver: "hand", Topic: "t", Producers: s.producers, StartOffsets: map[int32]int64{0: 0},
+		run := ledger.RunInfo{RunID: 7, Driver: "hand", Topic: "t", Producers: s.producers, StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0}),
 			LoadStart: start, LoadEnd: start.Add(time.Second), Clean: true,
 			Shard: &ledger.ShardInfo{Index: s.index, Count: len(specs), ProducerBase: s.base}}
 		if err := l.PutMeta(ledger.MetaRun, run); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/message"
 )
@@ -15,9 +16,9 @@ import (
 func SyntheticRun(l *ledger.Ledger, ids int64, producers, partitions int) error {
 	start := time.Now().Add(-time.Hour)
 	run := ledger.RunInfo{RunID: 1, Driver: "synthetic", Topic: "bench", Producers: producers,
-		StartOffsets: map[int32]int64{}, LoadStart: start, Clean: true}
+		StartOffsets: drivers.MakeOffsets(partitions), LoadStart: start, Clean: true}
 	for p := 0; p < partitions; p++ {
-		run.StartOffsets[int32(p)] = 0
+		run.StartOffsets.Set(int32(p), 0)
 	}
 	interval := time.Hour / time.Duration(max(ids, 1))
 	offsets := make([]int64, partitions)

@@ -35,7 +35,7 @@ func TestSyntheticRunIsACleanRun(t *testing.T) {
 		if err := l.GetMeta(ledger.MetaRun, &run); err != nil {
 			t.Fatal(err)
 		}
-		if run.Producers != tc.producers || len(run.StartOffsets) != tc.partitions || !run.Clean {
+		if run.Producers != tc.producers || run.StartOffsets.Len() != tc.partitions || !run.Clean {
 			t.Errorf("%+v: run info %d producers, start offsets %v, clean %v", tc, run.Producers, run.StartOffsets, run.Clean)
 		}
 		res, err := Check(context.Background(), l, Options{})

@@ -44,14 +44,14 @@ type timelines struct {
 	windows        []*window
 	acks           []uint64 // bit i: an ack arrived in [start+i ms, +1 ms)
 	perSecond      []Second
-	partAcks       map[int32]*partAcks // per partition: acks and their 10 ms buckets
-	touched        int64               // partitions with at least one ack: len(partAcks)
+	partAcks       byPartition[partAcks] // per partition: acks and their 10 ms buckets
+	touched        int64                 // partitions with at least one ack
 	lastAckAt      int64
 }
 
 func newTimelines(run ledger.RunInfo, window time.Duration, ft *faultTracker) *timelines {
 	t := &timelines{loadStart: run.LoadStart, start: run.LoadStart.UnixNano(), window: window, faults: ft,
-		pubAll: latency.New(3), e2eAll: latency.New(3), partAcks: map[int32]*partAcks{}}
+		pubAll: latency.New(3), e2eAll: latency.New(3), partAcks: newByPartition[partAcks](denseCount(run))}
 	if !run.LoadEnd.IsZero() {
 		t.end = run.LoadEnd.UnixNano()
 	}
@@ -115,11 +115,9 @@ func (t *timelines) add(h *history, lost bool) {
 		latency.Record(t.pubAll, time.Duration(h.ack.Time))
 		at := h.send.Time + h.ack.Time
 		t.acks = t.mark(t.acks, at, ackResolution)
-		// One map read per ack; the buckets grow in place.
-		pa := t.partAcks[h.ack.Partition]
-		if pa == nil {
-			pa = &partAcks{}
-			t.partAcks[h.ack.Partition] = pa
+		// One slice index per ack; the buckets grow in place.
+		pa := t.partAcks.at(h.ack.Partition)
+		if pa.acked == 0 {
 			t.touched++
 		}
 		pa.acked++
@@ -179,10 +177,8 @@ func (t *timelines) markPart(pa *partAcks, at int64) {
 // partAckBuckets are partition p's 10 ms buckets with acks, as a bitmap
 // whose first word is word base of the load's (nil: none).
 func (t *timelines) partAckBuckets(p int32) (bm []uint64, base int64) {
-	if pa := t.partAcks[p]; pa != nil {
-		return pa.buckets, pa.base
-	}
-	return nil, 0
+	pa := t.partAcks.get(p)
+	return pa.buckets, pa.base
 }
 
 // finish writes the timelines into res; parts are the run's partitions.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ackcheck/ackcheck/drivers"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func TestFirstAckPerPartition(t *testing.T) {
 		{Action: faults.Kill, Result: faults.Skipped, Node: 2, At: t0.Add(fault)},
 	})
 	run := ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
-		StartOffsets: map[int32]int64{0: 0, 1: 0}}
+		StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0, 1: 0})}
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestSlowestFirstAck(t *testing.T) {
 	l := ledgerWith(t, evs, []faults.Record{{Action: faults.Pause, Result: faults.Applied, Node: 1, At: t0.Add(fault),
 		ReadyAt: t0.Add(fault + 250*ms), InSyncAt: t0.Add(fault + 2*time.Second)}})
 	run := ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(10 * time.Second), Clean: true,
-		StartOffsets: map[int32]int64{0: 0, 1: 0, 2: 0}}
+		StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0, 1: 0, 2: 0})}
 	if err := l.PutMeta(ledger.MetaRun, run); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestTimelineCaps(t *testing.T) {
 		l.Record(e.kind, e.e)
 	}
 	run := ledger.RunInfo{RunID: 7, Producers: 1, LoadStart: t0, LoadEnd: t0.Add(maxTimeline + time.Hour), Clean: true,
-		StartOffsets: map[int32]int64{0: 0}}
+		StartOffsets: drivers.OffsetsOf(map[int32]int64{0: 0})}
 	l.PutMeta(ledger.MetaRun, run)
 	l.PutMeta(MetaReadBack, ReadBackReport{Complete: true})
 	r, err := Check(context.Background(), l, Options{})

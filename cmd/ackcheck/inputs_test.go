@@ -425,7 +425,7 @@ func TestExistingTopicKeepsItsPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.StartOffsets) != 3 {
-		t.Errorf("run.json start offsets for %d partitions, want the topic's 3", len(run.StartOffsets))
+	if run.StartOffsets.Len() != 3 {
+		t.Errorf("run.json start offsets for %d partitions, want the topic's 3", run.StartOffsets.Len())
 	}
 }

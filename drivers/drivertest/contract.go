@@ -58,7 +58,7 @@ type contract struct {
 	out []string
 
 	info       drivers.TopicInfo
-	start, end map[int32]int64
+	start, end drivers.Offsets
 	acked      map[int32][]int64 // acked offsets by partition
 }
 
@@ -160,8 +160,10 @@ func (c *contract) publishStage(ctx context.Context) bool {
 			if off < 0 {
 				continue // the broker gives no position (Kafka acks=0, Queen)
 			}
-			if off < c.start[part] || off >= c.end[part] {
-				c.errorf("partition %d: acked offset %d outside [%d, %d) of the end offsets", part, off, c.start[part], c.end[part])
+			start, _ := c.start.Get(part)
+			end, _ := c.end.Get(part)
+			if off < start || off >= end {
+				c.errorf("partition %d: acked offset %d outside [%d, %d) of the end offsets", part, off, start, end)
 			}
 		}
 	}

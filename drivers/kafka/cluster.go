@@ -183,6 +183,8 @@ const log4j = cluster.Log4j2 + `logger.state.name = state.change.logger
 logger.state.level = WARN
 logger.request.name = kafka.request.logger
 logger.request.level = WARN
+logger.partitionchange.name = org.apache.kafka.controller.ReplicationControlManager
+logger.partitionchange.level = DEBUG
 `
 
 // serverProps are the defaults of every node: the replication settings

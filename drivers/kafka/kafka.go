@@ -98,24 +98,28 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 	}
 	// Describe it in both cases: partitions and replication factor as the
 	// cluster has them, not as asked. A new topic may take a moment to
-	// appear in every broker's metadata.
-	deadline := time.Now().Add(30 * time.Second)
+	// appear in every broker's metadata, and its brokers a while to make
+	// its logs: 2,000 partitions at RF 3 (6,000 logs) took the local
+	// 3-node cluster about a minute on 2 cores, answering ListOffsets with
+	// NOT_LEADER_FOR_PARTITION meanwhile.
+	wait := settleWait(spec.Partitions)
+	deadline := time.Now().Add(wait)
 	for {
 		info, leaderless, err := d.describeTopic(ctx, spec.Name)
 		if err == nil && len(info.Partitions) > 0 && leaderless == 0 {
 			// Every broker must know the topic before the run relies on
 			// it: right after creation, a broker whose metadata lags
 			// answers ListOffsets with UNKNOWN_TOPIC_OR_PARTITION.
-			var ends map[int32]int64
-			if ends, err = d.listOffsetsOnce(ctx, spec.Name, d.adm.ListEndOffsets); err == nil && len(ends) == len(info.Partitions) {
+			var ends drivers.Offsets
+			if ends, err = d.listOffsetsOnce(ctx, spec.Name, d.adm.ListEndOffsets); err == nil && ends.Len() == len(info.Partitions) {
 				info.Created = created
 				return info, nil
 			}
 		}
 		if err == nil && leaderless > 0 {
-			err = fmt.Errorf("topic %s: %d partitions still have no leader after 30s", spec.Name, leaderless)
+			err = fmt.Errorf("topic %s: %d partitions still have no leader after %s", spec.Name, leaderless, wait)
 		} else if err == nil {
-			err = fmt.Errorf("topic %s: its offsets could not be listed for 30s", spec.Name)
+			err = fmt.Errorf("topic %s: its offsets could not be listed for %s", spec.Name, wait)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			if err == nil {
@@ -125,6 +129,13 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// settleWait is how long EnsureTopic waits for a topic of n partitions
+// to have a leader and listable offsets everywhere: 30 s, and 30 ms more
+// per partition (2,000: 90 s), at most 10 minutes.
+func settleWait(n int) time.Duration {
+	return min(30*time.Second+time.Duration(n)*30*time.Millisecond, 10*time.Minute)
 }
 
 // describeTopic returns the topic as the metadata has it, and how many of
@@ -155,19 +166,19 @@ func (d *Driver) describeTopic(ctx context.Context, topic string) (drivers.Topic
 }
 
 // EndOffsets implements drivers.Driver.
-func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+func (d *Driver) EndOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
 	return d.listOffsets(ctx, topic, d.adm.ListEndOffsets)
 }
 
 // StartOffsets implements drivers.LogStarter: the first offset still in
 // each partition's log (Kafka's log-start offset).
-func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+func (d *Driver) StartOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
 	return d.listOffsets(ctx, topic, d.adm.ListStartOffsets)
 }
 
 // listOffsets retries retriable errors (a partition between leaders) for up
 // to 15 seconds: the answer is needed, and a failover takes a few seconds.
-func (d *Driver) listOffsets(ctx context.Context, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+func (d *Driver) listOffsets(ctx context.Context, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (drivers.Offsets, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		out, err := d.listOffsetsOnce(ctx, topic, list)
@@ -180,24 +191,24 @@ func (d *Driver) listOffsets(ctx context.Context, topic string, list func(contex
 	}
 }
 
-func (d *Driver) listOffsetsOnce(ctx context.Context, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+func (d *Driver) listOffsetsOnce(ctx context.Context, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (drivers.Offsets, error) {
 	lo, err := list(ctx, topic)
 	if err != nil {
-		return nil, d.unreachable("list offsets of "+topic, err)
+		return drivers.Offsets{}, d.unreachable("list offsets of "+topic, err)
 	}
 	ps, ok := lo[topic]
 	if !ok || len(ps) == 0 {
-		return nil, fmt.Errorf("list offsets of %s: %w", topic, drivers.ErrTopicMissing)
+		return drivers.Offsets{}, fmt.Errorf("list offsets of %s: %w", topic, drivers.ErrTopicMissing)
 	}
-	out := make(map[int32]int64, len(ps))
+	out := drivers.MakeOffsets(len(ps))
 	for p, o := range ps {
 		if o.Err != nil {
 			if errors.Is(o.Err, kerr.UnknownTopicOrPartition) || errors.Is(o.Err, kerr.UnknownTopicID) {
-				return nil, fmt.Errorf("list offsets of %s: %w", topic, drivers.ErrTopicMissing)
+				return drivers.Offsets{}, fmt.Errorf("list offsets of %s: %w", topic, drivers.ErrTopicMissing)
 			}
-			return nil, fmt.Errorf("list offsets of %s/%d: %w", topic, p, o.Err)
+			return drivers.Offsets{}, fmt.Errorf("list offsets of %s/%d: %w", topic, p, o.Err)
 		}
-		out[p] = o.Offset
+		out.Set(p, o.Offset)
 	}
 	return out, nil
 }

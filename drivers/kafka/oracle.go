@@ -63,8 +63,11 @@ var (
 	// "UNCLEAN partition change for T-P with topic ID X: ..., isr: [3] -> [1], leader: -1 -> 1, ...,
 	// elr: ..., lastKnownElr: ...": the fields a change logs are the ones
 	// that changed, so each is optional.
-	uncleanLine = regexp.MustCompile(`UNCLEAN partition change for (\S+)-(\d+) with topic ID \S+: (.*)`)
-	fieldChange = regexp.MustCompile(`(\w+): (\[[\d, ]*\]|-?\d+) -> (\[[\d, ]*\]|-?\d+)`)
+	// Any partition change, clean (DEBUG) or UNCLEAN (INFO): m[1] is
+	// "UNCLEAN " or "", then topic, partition and the changed fields.
+	anyChangeLine = regexp.MustCompile(`(UNCLEAN )?partition change for (\S+)-(\d+) with topic ID \S+: (.*)`)
+	uncleanLine   = regexp.MustCompile(`UNCLEAN partition change for (\S+)-(\d+) with topic ID \S+: (.*)`)
+	fieldChange   = regexp.MustCompile(`(\w+): (\[[\d, ]*\]|-?\d+) -> (\[[\d, ]*\]|-?\d+)`)
 	// A field that did not change, "lastKnownElr: [3]": followed by a
 	// comma, or, last in the message, by the " (logger)" that the log
 	// layout appends (the test before it moved here matched only a comma
@@ -264,6 +267,68 @@ func ReadUnclean(logs []NodeLog, topic string, since time.Time) (Unclean, error)
 	return u, nil
 }
 
+// Election is one partition's change of leader away from a broker, as
+// the KRaft controller logged it: "partition change for T-P with topic ID
+// X: ..., leader: 2 -> 1, ..." (every controller logs the change as it
+// replays it; the launcher's log4j2.properties logs
+// ReplicationControlManager at DEBUG, where Kafka writes the clean ones;
+// unclean ones it writes at INFO, prefixed UNCLEAN).
+type Election struct {
+	At        time.Time // the first controller's line
+	NewLeader int32     // -1: none (no replica in the ISR could lead)
+	Unclean   bool
+}
+
+// Elections is what the controllers logged of a broker's partitions after
+// a fault: which lost it as their leader, and when, and which dropped it
+// from their ISR.
+type Elections struct {
+	// Moved: per partition of the topic whose leader was the broker, the
+	// first change of leader away from it.
+	Moved map[int32]Election
+	// Shrunk: per partition of the topic, the first change of its ISR
+	// that dropped the broker (as leader or follower).
+	Shrunk map[int32]time.Time
+}
+
+// ReadElections reads, from every node's log between since and until
+// (zero: no bound), each partition of topic that the controller moved
+// away from broker node: its new leader and when, and when each ISR that
+// held the broker dropped it.
+func ReadElections(logs []NodeLog, topic string, node int32, since, until time.Time) (Elections, error) {
+	e := Elections{Moved: map[int32]Election{}, Shrunk: map[int32]time.Time{}}
+	err := LogLines(logs, since, until, func(_ int32, at time.Time, line string) {
+		m := anyChangeLine.FindStringSubmatch(line)
+		if m == nil || m[2] != topic {
+			return
+		}
+		p64, _ := strconv.ParseInt(m[3], 10, 32)
+		p := int32(p64)
+		for _, f := range fieldChange.FindAllStringSubmatch(m[4], -1) {
+			switch f[1] {
+			case "leader":
+				from, _ := strconv.Atoi(f[2])
+				to, _ := strconv.Atoi(f[3])
+				if int32(from) != node || int32(to) == node {
+					continue
+				}
+				if cur, ok := e.Moved[p]; !ok || at.Before(cur.At) {
+					e.Moved[p] = Election{At: at, NewLeader: int32(to), Unclean: m[1] != ""}
+				}
+			case "isr":
+				old, now := parseISR(strings.Trim(f[2], "[]")), parseISR(strings.Trim(f[3], "[]"))
+				if !slices.Contains(old, node) || slices.Contains(now, node) {
+					continue
+				}
+				if cur, ok := e.Shrunk[p]; !ok || at.Before(cur) {
+					e.Shrunk[p] = at
+				}
+			}
+		}
+	})
+	return e, err
+}
+
 // openLogs opens every node's kafka.log; close closes them.
 func (k *Cluster) openLogs() (logs []NodeLog, close func(), err error) {
 	var files []*os.File
@@ -292,6 +357,16 @@ func (k *Cluster) Account(topic string, node int32, since, until time.Time) (Acc
 	}
 	defer close()
 	return ReadAccount(logs, topic, node, since, until)
+}
+
+// Elections is ReadElections on the local cluster's logs.
+func (k *Cluster) Elections(topic string, node int32, since, until time.Time) (Elections, error) {
+	logs, close, err := k.openLogs()
+	if err != nil {
+		return Elections{}, err
+	}
+	defer close()
+	return ReadElections(logs, topic, node, since, until)
 }
 
 // Unclean is ReadUnclean on the local cluster's logs.

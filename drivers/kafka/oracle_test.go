@@ -118,3 +118,40 @@ func TestReadUnclean(t *testing.T) {
 		}
 	}
 }
+
+// The controllers' partition changes, as Kafka 4.3 logs them at DEBUG
+// (clean) and INFO (UNCLEAN), each replayed by every controller: broker 2
+// killed at 10:00:00, its partitions orders-0 and orders-1 moved, orders-4
+// only dropped it from its ISR; orders-5 moved away from broker 3, and
+// other-0 is another topic.
+const electionsLog = `[2026-12-01 09:59:59,000] DEBUG [QuorumController id=1] partition change for orders-0 with topic ID abc: leader: 2 -> 1, leaderEpoch: 3 -> 4 (org.apache.kafka.controller.ReplicationControlManager)
+[2026-12-01 10:00:09,500] DEBUG [QuorumController id=3] partition change for orders-0 with topic ID abc: isr: [2, 1, 3] -> [1, 3], leader: 2 -> 1, leaderEpoch: 4 -> 5, partitionEpoch: 7 -> 8 (org.apache.kafka.controller.ReplicationControlManager)
+[2026-12-01 10:00:09,400] DEBUG [QuorumController id=1] partition change for orders-0 with topic ID abc: isr: [2, 1, 3] -> [1, 3], leader: 2 -> 1, leaderEpoch: 4 -> 5, partitionEpoch: 7 -> 8 (org.apache.kafka.controller.ReplicationControlManager)
+[2026-12-01 10:00:09,410] INFO [QuorumController id=1] UNCLEAN partition change for orders-1 with topic ID abc: isr: [2] -> [3], leader: 2 -> 3, leaderEpoch: 1 -> 2 (org.apache.kafka.controller.PartitionChangeBuilder)
+[2026-12-01 10:00:09,420] DEBUG [QuorumController id=1] partition change for orders-4 with topic ID abc: isr: [1, 2, 3] -> [1, 3], partitionEpoch: 2 -> 3 (org.apache.kafka.controller.ReplicationControlManager)
+[2026-12-01 10:00:09,430] DEBUG [QuorumController id=1] partition change for orders-5 with topic ID abc: isr: [3, 1] -> [1], leader: 3 -> 1 (org.apache.kafka.controller.ReplicationControlManager)
+[2026-12-01 10:00:09,440] DEBUG [QuorumController id=1] partition change for other-0 with topic ID def: isr: [2, 1] -> [1], leader: 2 -> 1 (org.apache.kafka.controller.ReplicationControlManager)
+[2026-12-01 10:00:20,000] DEBUG [QuorumController id=1] partition change for orders-0 with topic ID abc: isr: [1, 3] -> [1, 3, 2], partitionEpoch: 8 -> 9 (org.apache.kafka.controller.ReplicationControlManager)
+`
+
+func TestReadElections(t *testing.T) {
+	e, err := ReadElections([]NodeLog{{1, strings.NewReader(electionsLog)}}, "orders", 2, at(t, "2026-12-01 10:00:00,000"), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]Election{
+		0: {At: at(t, "2026-12-01 10:00:09,400"), NewLeader: 1},
+		1: {At: at(t, "2026-12-01 10:00:09,410"), NewLeader: 3, Unclean: true},
+	}
+	if fmt.Sprint(e.Moved) != fmt.Sprint(want) {
+		t.Errorf("moved %v, want %v", e.Moved, want)
+	}
+	wantShrunk := map[int32]time.Time{0: at(t, "2026-12-01 10:00:09,400"), 1: at(t, "2026-12-01 10:00:09,410"), 4: at(t, "2026-12-01 10:00:09,420")}
+	if fmt.Sprint(e.Shrunk) != fmt.Sprint(wantShrunk) {
+		t.Errorf("shrunk %v, want %v", e.Shrunk, wantShrunk)
+	}
+	// Broker 1 lost no leadership after the fault.
+	if e, _ := ReadElections([]NodeLog{{1, strings.NewReader(electionsLog)}}, "orders", 1, at(t, "2026-12-01 10:00:00,000"), time.Time{}); len(e.Moved) != 0 {
+		t.Errorf("broker 1 moved: %v", e.Moved)
+	}
+}

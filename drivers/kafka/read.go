@@ -22,20 +22,12 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 	if idle <= 0 {
 		idle = 60 * time.Second
 	}
-	rep := drivers.ReadReport{Partitions: make(map[int32]drivers.PartitionRead, len(spec.From))}
-	assign := make(map[int32]kgo.Offset, len(spec.From))
-	for p, from := range spec.From {
-		pr := drivers.PartitionRead{Next: from, Target: -1}
-		if spec.To != nil {
-			pr.Target = spec.To[p]
-			if from >= pr.Target {
-				pr.Complete = true
-				rep.Partitions[p] = pr
-				continue
-			}
+	rep := drivers.NewReadReport(spec)
+	assign := make(map[int32]kgo.Offset)
+	for p, pr := range rep.Partitions {
+		if pr.Asked && !pr.Complete {
+			assign[int32(p)] = kgo.NewOffset().At(pr.Next)
 		}
-		rep.Partitions[p] = pr
-		assign[p] = kgo.NewOffset().At(from)
 	}
 	if len(assign) == 0 {
 		return rep, nil
@@ -58,9 +50,9 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 	remaining := len(assign)
 	lastProgress := time.Now()
 	lastCheck := time.Now()
-	for remaining > 0 || spec.To == nil {
+	for remaining > 0 || !spec.To.IsSet() {
 		if err := ctx.Err(); err != nil {
-			if spec.To == nil {
+			if !spec.To.IsSet() {
 				return rep, nil // a tail ends with its context
 			}
 			return rep, err
@@ -81,7 +73,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		if progressed {
 			lastProgress = time.Now()
 		}
-		if spec.To == nil {
+		if !spec.To.IsSet() {
 			continue
 		}
 		// Without progress, ask the broker whether more exists: a log
@@ -93,13 +85,12 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 			}
 		}
 		if remaining > 0 && time.Since(lastProgress) > idle {
-			for p, pr := range rep.Partitions {
-				if !pr.Complete && pr.Note == "" {
+			for p := range rep.Partitions {
+				if pr := &rep.Partitions[p]; pr.Asked && !pr.Complete && pr.Note == "" {
 					pr.Note = fmt.Sprintf("no progress for %s at offset %d of %d", idle, pr.Next, pr.Target)
 					if ferr != nil {
 						pr.Note += ": " + ferr.Error()
 					}
-					rep.Partitions[p] = pr
 				}
 			}
 			return rep, nil
@@ -118,8 +109,8 @@ func deliver(fetches kgo.Fetches, rep *drivers.ReadReport, remaining *int, fn fu
 		if err != nil || len(fp.Records) == 0 {
 			return
 		}
-		pr, ok := rep.Partitions[fp.Partition]
-		if !ok {
+		pr := rep.At(fp.Partition)
+		if pr == nil {
 			return // not asked for
 		}
 		for _, r := range fp.Records {
@@ -142,7 +133,6 @@ func deliver(fetches kgo.Fetches, rep *drivers.ReadReport, remaining *int, fn fu
 				*remaining--
 			}
 		}
-		rep.Partitions[fp.Partition] = pr
 	})
 	return progressed, err
 }
@@ -158,11 +148,12 @@ func (d *Driver) settleShortLogs(ctx context.Context, topic string, rep *drivers
 		return false
 	}
 	settled := false
-	for p, pr := range rep.Partitions {
-		if pr.Complete {
+	for p := range rep.Partitions {
+		pr := &rep.Partitions[p]
+		if !pr.Asked || pr.Complete {
 			continue
 		}
-		end, ok := ends[p]
+		end, ok := ends.Get(int32(p))
 		switch {
 		case gone || !ok:
 			pr.Note = fmt.Sprintf("topic %s (or this partition) no longer exists; read stopped at offset %d of %d", topic, pr.Next, pr.Target)
@@ -172,7 +163,6 @@ func (d *Driver) settleShortLogs(ctx context.Context, topic string, rep *drivers
 			continue
 		}
 		pr.Complete = true
-		rep.Partitions[p] = pr
 		*remaining--
 		settled = true
 	}

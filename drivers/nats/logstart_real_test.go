@@ -59,8 +59,8 @@ func TestRealPurgedStreamIsLost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := max(run.StartOffsets[0], 1)
-			keep := tc.purge(start, ends[0])
+			start := max(run.StartOffsets.Map()[0], 1)
+			keep := tc.purge(start, ends.Map()[0])
 			if keep > 0 {
 				nc, err := natsgo.Connect(n.Servers()[0])
 				if err != nil {
@@ -86,7 +86,7 @@ func TestRealPurgedStreamIsLost(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("partition 0: sequences %d-%d, kept from %d; verify took %s: %s, lost %d (below the log start %d), unread %d; %v",
-				start, ends[0]-1, keep, time.Since(began).Round(time.Millisecond), res.Verdict, res.Lost, res.LostBelowLogStart, res.Unread, res.Reasons)
+				start, ends.Map()[0]-1, keep, time.Since(began).Round(time.Millisecond), res.Verdict, res.Lost, res.LostBelowLogStart, res.Unread, res.Reasons)
 			want := max(0, keep-start) // every sequence of the run below keep was one acked message
 			verdict := verifier.Pass
 			if want > 0 {

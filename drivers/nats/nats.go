@@ -413,7 +413,7 @@ func (d *Driver) partitions(ctx context.Context, topic string) ([]int32, error) 
 
 // EndOffsets implements drivers.Driver: per partition, the sequence the
 // next message will get (last sequence + 1).
-func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+func (d *Driver) EndOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
 	return d.eachStream(ctx, topic, func(st jetstream.StreamState) int64 { return int64(st.LastSeq) + 1 })
 }
 
@@ -421,7 +421,7 @@ func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64,
 // sequence its stream still holds (a purge, or limits that removed old
 // messages, move it forward); the end offset (last sequence + 1) when the
 // stream holds nothing.
-func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+func (d *Driver) StartOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
 	return d.eachStream(ctx, topic, func(st jetstream.StreamState) int64 {
 		if st.Msgs == 0 {
 			return int64(st.LastSeq) + 1
@@ -432,21 +432,21 @@ func (d *Driver) StartOffsets(ctx context.Context, topic string) (map[int32]int6
 
 // eachStream reads every partition's stream state of topic and returns
 // of(state) per partition; a topic with no stream is ErrTopicMissing.
-func (d *Driver) eachStream(ctx context.Context, topic string, of func(jetstream.StreamState) int64) (map[int32]int64, error) {
+func (d *Driver) eachStream(ctx context.Context, topic string, of func(jetstream.StreamState) int64) (drivers.Offsets, error) {
 	parts, err := d.partitions(ctx, topic)
 	if err != nil {
-		return nil, err
+		return drivers.Offsets{}, err
 	}
 	if len(parts) == 0 {
-		return nil, fmt.Errorf("topic %s: %w", topic, drivers.ErrTopicMissing)
+		return drivers.Offsets{}, fmt.Errorf("topic %s: %w", topic, drivers.ErrTopicMissing)
 	}
-	out := make(map[int32]int64, len(parts))
+	out := drivers.MakeOffsets(len(parts))
 	for _, p := range parts {
 		si, err := d.streamInfo(ctx, topic, p)
 		if err != nil {
-			return nil, err
+			return drivers.Offsets{}, err
 		}
-		out[p] = of(si.State)
+		out.Set(p, of(si.State))
 	}
 	return out, nil
 }

@@ -341,36 +341,37 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 
 // EndOffsets implements drivers.Driver: per partition, the first position
 // after its last message (0 for a partition never written).
-func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+func (d *Driver) EndOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
 	tn, err := d.topic(topic)
 	if err != nil {
-		return nil, err
+		return drivers.Offsets{}, err
 	}
 	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
 	if err != nil {
 		if isStatus(err, 404) {
-			return nil, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
+			return drivers.Offsets{}, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
 		}
-		return nil, d.unreachable("describe topic "+tn.String(), err)
+		return drivers.Offsets{}, d.unreachable("describe topic "+tn.String(), err)
 	}
-	out := map[int32]int64{}
+	out := drivers.MakeOffsets(meta.Partitions)
 	for p := 0; p < meta.Partitions; p++ {
 		pt, _ := tn.GetPartition(p)
 		id, err := d.lastMessageID(ctx, pt)
 		if err != nil {
-			return nil, err
+			return drivers.Offsets{}, err
 		}
+		var end int64
 		switch {
 		case id.LedgerID < 0:
-			out[int32(p)] = 0
 		case id.EntryID < 0: // a ledger with no entry yet
-			out[int32(p)], err = Pack(id.LedgerID, 0, 0)
+			end, err = Pack(id.LedgerID, 0, 0)
 		default:
-			out[int32(p)], err = afterEntry(id.LedgerID, id.EntryID)
+			end, err = afterEntry(id.LedgerID, id.EntryID)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("partition %d of %s: %w", p, tn, err)
+			return drivers.Offsets{}, fmt.Errorf("partition %d of %s: %w", p, tn, err)
 		}
+		out.Set(int32(p), end)
 	}
 	return out, nil
 }

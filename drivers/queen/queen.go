@@ -420,34 +420,34 @@ func (d *Driver) partitionCount(ctx context.Context, topic string) (int, error) 
 
 // EndOffsets implements drivers.Driver: each partition's row count. It
 // waits up to dbWait for a database that cannot answer now.
-func (d *Driver) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
-	return retry(ctx, dbWait, func() (map[int32]int64, error) { return d.endOffsets(ctx, topic) })
+func (d *Driver) EndOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
+	return retry(ctx, dbWait, func() (drivers.Offsets, error) { return d.endOffsets(ctx, topic) })
 }
 
-func (d *Driver) endOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+func (d *Driver) endOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
 	n, err := d.partitionCount(ctx, topic)
 	if err != nil {
-		return nil, err
+		return drivers.Offsets{}, err
 	}
 	rows, err := d.db.Query(ctx, `SELECT p.name, count(m.id) FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
 		LEFT JOIN queen.messages m ON m.partition_id = p.id WHERE q.name = $1 GROUP BY p.name`, topic)
 	if err != nil {
-		return nil, d.dbErr("count messages of "+topic, err)
+		return drivers.Offsets{}, d.dbErr("count messages of "+topic, err)
 	}
-	out := map[int32]int64{}
+	out := drivers.MakeOffsets(n)
 	for p := 0; p < n; p++ {
-		out[int32(p)] = 0
+		out.Set(int32(p), 0)
 	}
 	var name string
 	var count int64
 	_, err = pgx.ForEachRow(rows, []any{&name, &count}, func() error {
 		if p, ok := partitionIndex(name); ok && int(p) < n {
-			out[p] = count
+			out.Set(p, count)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, d.dbErr("count messages of "+topic, err)
+		return drivers.Offsets{}, d.dbErr("count messages of "+topic, err)
 	}
 	return out, nil
 }

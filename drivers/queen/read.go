@@ -72,49 +72,167 @@ func record(part int32, off int64, r row) drivers.Record {
 // Read implements drivers.Driver with SQL: nothing is consumed, so no
 // consumer group of anybody else's sees a difference. With spec.To, each
 // partition is read in (created_at, id) order from its From-th row to its
-// To-th. Without, the partitions are followed (a live consumer) until ctx
-// ends; a row committed after the follower passed its created_at (a
-// transaction that began earlier and committed later) is not delivered
-// live, as a cursor-following consumer would not see it either.
+// To-th: partitions with fewer than readPage rows to read are read many
+// to a query (pageMany), up to readPage rows a query, so that read-back
+// costs a round trip per readPage rows, not one per partition; a larger
+// partition is read alone, a page at a time. Without spec.To, the
+// partitions are followed (a live consumer) until ctx ends; a row
+// committed after the follower passed its created_at (a transaction that
+// began earlier and committed later) is not delivered live, as a
+// cursor-following consumer would not see it either.
 func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
-	rep := drivers.ReadReport{Partitions: map[int32]drivers.PartitionRead{}}
-	cursors := map[int32]*cursor{}
-	for p, from := range spec.From {
-		cursors[p] = &cursor{next: from}
-		rep.Partitions[p] = drivers.PartitionRead{Next: from, Target: spec.To[p]}
-	}
-	if spec.To == nil {
+	rep := drivers.NewReadReport(spec)
+	if !spec.To.IsSet() {
+		cursors := map[int32]*cursor{}
+		spec.From.All(func(p int32, from int64) bool {
+			cursors[p] = &cursor{next: from}
+			return true
+		})
 		return rep, d.follow(ctx, spec.Topic, cursors, rep, fn)
 	}
-	for p, c := range cursors {
-		pr := rep.Partitions[p]
-		for c.next < pr.Target {
-			rows, err := retry(ctx, dbWait, func() ([]row, error) { return d.page(ctx, spec.Topic, p, *c, min(readPage, pr.Target-c.next)) })
-			if err != nil {
-				pr.Note = err.Error()
-				rep.Partitions[p] = pr
+	var batch []span
+	rows := int64(0)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := d.readMany(ctx, spec.Topic, batch, rep, fn)
+		batch, rows = batch[:0], 0
+		return err
+	}
+	for i := range rep.Partitions {
+		pr, p := rep.Partitions[i], int32(i)
+		if !pr.Asked || pr.Complete {
+			continue
+		}
+		from, to := pr.Next, pr.Target
+		if to-from >= readPage {
+			if err := d.readOne(ctx, spec.Topic, p, rep, fn); err != nil {
 				return rep, err
 			}
-			if len(rows) == 0 {
-				pr.Note = fmt.Sprintf("the partition ends at row %d, before %d, the end read before the read-back", c.next, pr.Target)
-				break
+			continue
+		}
+		if rows+(to-from) > readPage {
+			if err := flush(); err != nil {
+				return rep, err
 			}
-			for _, r := range rows {
-				if err := fn(record(p, c.next, r)); err != nil {
-					rep.Partitions[p] = pr
-					return rep, err
-				}
-				c.created, c.id, c.started = r.created, r.id, true
-				c.next++
-				pr.Records++
+		}
+		batch = append(batch, span{part: p, from: from, to: to})
+		rows += to - from
+	}
+	return rep, flush()
+}
+
+// span is the rows [from, to) of one partition, for pageMany.
+type span struct {
+	part     int32
+	from, to int64
+}
+
+// manyRow is one row of pageMany: its partition and offset.
+type manyRow struct {
+	row
+	name string
+	off  int64
+}
+
+// pageMany returns, in one query, the rows [from, to) of every span's
+// partition, in spans' order, each partition's in offset order. A row's offset is its rank
+// in its partition's (created_at, id) order, as page counts it.
+func (d *Driver) pageMany(ctx context.Context, topic string, spans []span) ([]manyRow, error) {
+	names := make([]string, len(spans))
+	los := make([]int64, len(spans))
+	his := make([]int64, len(spans))
+	for i, s := range spans {
+		names[i], los[i], his[i] = partitionName(s.part), s.from, s.to
+	}
+	const sel = `SELECT s.name, s.off, s.payload, s.created_at, s.id FROM (
+		SELECT p.name, w.ord, w.lo, w.hi, coalesce(m.payload #>> '{}', '') AS payload, m.created_at, m.id::text AS id,
+			row_number() OVER (PARTITION BY m.partition_id ORDER BY m.created_at, m.id) - 1 AS off
+		FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS w(name, lo, hi, ord)
+		JOIN queen.partitions p ON p.name = w.name
+		JOIN queen.queues q ON q.id = p.queue_id AND q.name = $1
+		JOIN queen.messages m ON m.partition_id = p.id) s
+		WHERE s.off >= s.lo AND s.off < s.hi ORDER BY s.ord, s.off`
+	what := fmt.Sprintf("read %d partitions of %s (%s to %s)", len(spans), topic, names[0], names[len(names)-1])
+	rows, err := d.db.Query(ctx, sel, topic, names, los, his)
+	if err != nil {
+		return nil, d.dbErr(what, err)
+	}
+	var out []manyRow
+	var r manyRow
+	_, err = pgx.ForEachRow(rows, []any{&r.name, &r.off, &r.payload, &r.created, &r.id}, func() error {
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, d.dbErr(what, err)
+	}
+	return out, nil
+}
+
+// readMany reads spans with one query (retried while the database does
+// not answer) and records each partition's progress in rep. A partition
+// that holds fewer rows than its span asks for ends short, with a note.
+func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep drivers.ReadReport, fn func(drivers.Record) error) error {
+	rows, err := retry(ctx, dbWait, func() ([]manyRow, error) { return d.pageMany(ctx, topic, spans) })
+	if err != nil {
+		for _, s := range spans {
+			rep.At(s.part).Note = err.Error()
+		}
+		return err
+	}
+	i := 0
+	for _, s := range spans {
+		pr := rep.At(s.part)
+		name := partitionName(s.part)
+		for ; i < len(rows) && rows[i].name == name; i++ {
+			r := rows[i]
+			if r.off != pr.Next {
+				break // a gap cannot be: the offsets are ranks
 			}
-			pr.Next = c.next
+			if err := fn(record(s.part, r.off, r.row)); err != nil {
+				return err
+			}
+			pr.Next++
+			pr.Records++
+		}
+		pr.Complete = pr.Next >= pr.Target
+		if !pr.Complete {
+			pr.Note = fmt.Sprintf("the partition ends at row %d, before %d, the end read before the read-back", pr.Next, pr.Target)
+		}
+	}
+	return nil
+}
+
+// readOne reads partition p alone, a page at a time, following its
+// (created_at, id) cursor.
+func (d *Driver) readOne(ctx context.Context, topic string, p int32, rep drivers.ReadReport, fn func(drivers.Record) error) error {
+	pr := rep.At(p)
+	c := &cursor{next: pr.Next}
+	for c.next < pr.Target {
+		rows, err := retry(ctx, dbWait, func() ([]row, error) { return d.page(ctx, topic, p, *c, min(readPage, pr.Target-c.next)) })
+		if err != nil {
+			pr.Note = err.Error()
+			return err
+		}
+		if len(rows) == 0 {
+			pr.Note = fmt.Sprintf("the partition ends at row %d, before %d, the end read before the read-back", c.next, pr.Target)
+			break
+		}
+		for _, r := range rows {
+			if err := fn(record(p, c.next, r)); err != nil {
+				return err
+			}
+			c.created, c.id, c.started = r.created, r.id, true
+			c.next++
+			pr.Records++
 		}
 		pr.Next = c.next
-		pr.Complete = c.next >= pr.Target
-		rep.Partitions[p] = pr
 	}
-	return rep, nil
+	pr.Next = c.next
+	pr.Complete = c.next >= pr.Target
+	return nil
 }
 
 // follow delivers new rows of every partition until ctx ends, polling.
@@ -137,9 +255,8 @@ func (d *Driver) follow(ctx context.Context, topic string, cursors map[int32]*cu
 				c.created, c.id, c.started = r.created, r.id, true
 				c.next++
 			}
-			pr := rep.Partitions[p]
+			pr := rep.At(p)
 			pr.Next, pr.Records = c.next, pr.Records+int64(len(rows))
-			rep.Partitions[p] = pr
 		}
 		select {
 		case <-ctx.Done():
