@@ -26,7 +26,7 @@ func ActiveOf(records []Record) []Record {
 			continue
 		}
 		switch a := r.Action; {
-		case a == Kill || a == Stop || a == Pause || a == UnexpectedDeath:
+		case a == Kill || a == Stop || a == Pause || a == UnexpectedDeath || a == DiedOnDiskError:
 			active[node(r.Node)] = entry{r, i}
 		case a == Restart || a == Resume:
 			delete(active, node(r.Node))
