@@ -253,11 +253,13 @@ func (in *Injector) WatchDeaths(ctx context.Context) {
 }
 
 // diedOnDiskError records the death of node id as its disk errors' doing
-// when a disk-error is in force on it: the node is down from then on, as
-// after a kill, and its start is journaled so that a heal starts it. It
-// reports false, recording nothing, when no disk error is in force.
+// when a disk-error is in force on it, or was since its process started
+// (PostgreSQL's postmaster ended 4 s after disk-ok, when the crash
+// recovery it began under the errors failed): the node is down from then
+// on, as after a kill, and its start is journaled so that a heal starts
+// it. It reports false, recording nothing, for a node no disk error hit.
 func (in *Injector) diedOnDiskError(id int32) bool {
-	if _, ok := in.w.journal.Find(UndoDiskError, id); !ok {
+	if _, ok := in.w.journal.Find(UndoDiskError, id); !ok && !in.w.states.diskHitSinceStart(id) {
 		return false
 	}
 	rec := Record{Action: DiedOnDiskError, Target: fmt.Sprintf("node:%d", id), Node: id, At: time.Now(), Result: Observed,

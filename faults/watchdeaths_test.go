@@ -158,3 +158,44 @@ func TestDeathUnderDiskErrorIsTheFaults(t *testing.T) {
 		t.Errorf("in force: %v, want both nodes down", got)
 	}
 }
+
+// A node given disk errors that dies after disk-ok, before anything
+// started it again, died of them too (PostgreSQL's postmaster ended 4 s
+// after disk-ok, its crash recovery having failed under the errors); once
+// restarted it is a new process, whose death is unexpected again.
+func TestDeathAfterDiskOKBeforeARestartIsTheFaults(t *testing.T) {
+	nodes := newFakeNodes(1, 2, 3)
+	in := &Injector{Nodes: nodes, Poll: 20 * time.Millisecond}
+	in.init()
+	in.w.states.hitByDisk(2) // what disk-error node:2 does; its disk-ok came since
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { in.WatchDeaths(ctx); close(done) }()
+	waitRecord := func(a Action) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			for _, r := range in.Records() {
+				if r.Action == a && r.Node == 2 {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s of node 2: %+v", a, in.Records())
+			}
+		}
+	}
+	nodes.die(2)
+	waitRecord(DiedOnDiskError)
+	if rec := in.Apply(ctx, Step{Action: Restart, Target: Target{Kind: Node, Node: 2}}); rec.Result != Applied {
+		t.Fatalf("restart: %+v", rec)
+	}
+	if _, ok := in.Journal.Find(UndoStart, 2); ok {
+		t.Error("the restart left the start journaled at the death pending")
+	}
+	time.Sleep(1200 * time.Millisecond) // WatchDeaths sees it run again (it polls every 500 ms at least)
+	nodes.die(2)
+	waitRecord(UnexpectedDeath)
+	cancel()
+	<-done
+}
