@@ -242,8 +242,9 @@ func (p *Cluster) confFile() string { return filepath.Join(p.opts.Dir, "standalo
 // LogFile is the JVM's output.
 func (p *Cluster) LogFile() string { return filepath.Join(p.opts.Dir, "pulsar.log") }
 
-// DataDir holds the metadata store and the bookie's journal and ledgers.
-func (p *Cluster) DataDir() string { return filepath.Join(p.opts.Dir, "data") }
+// DataDir holds the metadata store and the bookie's journal and ledgers:
+// the one node's (a standalone has one), named for file faults.
+func (p *Cluster) DataDir(int32) string { return filepath.Join(p.opts.Dir, "data") }
 
 // Fetch downloads Pulsar's broker (standalone mode included) and its
 // runtime dependencies from Maven Central with mvn, once.
@@ -432,7 +433,7 @@ func (p *Cluster) create(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := cluster.MkdirAllDurable(p.DataDir(), 0o755); err != nil {
+	if err := cluster.MkdirAllDurable(p.DataDir(1), 0o755); err != nil {
 		return err
 	}
 	if err := cluster.WriteFileDurable(filepath.Join(p.opts.Dir, "log4j2.properties"), []byte(log4j), 0o644, nil); err != nil {
@@ -464,7 +465,7 @@ func (p *Cluster) Mount(int32) *cluster.Mount {
 	if !p.opts.LazyFS {
 		return nil
 	}
-	return &cluster.Mount{ID: 1, NodeDir: p.opts.Dir, DataDir: p.DataDir(), Binary: p.opts.LazyFSBinary,
+	return &cluster.Mount{ID: 1, NodeDir: p.opts.Dir, DataDir: p.DataDir(1), Binary: p.opts.LazyFSBinary,
 		UpCmd: p.upCmd(), Entries: p.opts.LazyFSEntries}
 }
 
@@ -517,8 +518,8 @@ func (p *Cluster) StartNode(ctx context.Context, id int32) error {
 		strings.TrimSuffix(p.marker(), "\x00"), // names this standalone in its command line
 		"org.apache.pulsar.PulsarStandaloneStarter",
 		"--config", p.confFile(),
-		"--metadata-dir", filepath.Join(p.DataDir(), "metadata"),
-		"--bookkeeper-dir", filepath.Join(p.DataDir(), "bookkeeper"),
+		"--metadata-dir", filepath.Join(p.DataDir(1), "metadata"),
+		"--bookkeeper-dir", filepath.Join(p.DataDir(1), "bookkeeper"),
 		"--bookkeeper-port", strconv.Itoa(p.opts.BookiePort),
 		"--advertised-address", "127.0.0.1",
 		"--no-functions-worker", "--no-stream-storage",
@@ -613,7 +614,7 @@ func (p *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 
 // DataDirInode is the inode of the data dir (kill proof).
 func (p *Cluster) DataDirInode(int32) (uint64, error) {
-	return cluster.DataDirInode(p.Mount(1), p.DataDir())
+	return cluster.DataDirInode(p.Mount(1), p.DataDir(1))
 }
 
 // CanLoseUnsynced reports whether the standalone's data dir is on lazyfs.
