@@ -30,6 +30,10 @@ func ActiveOf(records []Record) []Record {
 			active[node(r.Node)] = entry{r, i}
 		case a == Restart || a == Resume:
 			delete(active, node(r.Node))
+		case a == DiskError:
+			active["disk "+node(r.Node)] = entry{r, i}
+		case a == DiskOK:
+			delete(active, "disk "+node(r.Node))
 		case a == PowerLoss:
 			if r.ReadyAt.IsZero() {
 				ids := r.Nodes
