@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -42,6 +43,12 @@ const (
 	// while no fault had taken it down; it fails the verdict. It has no
 	// entry: no schedule names it.
 	UnexpectedDeath Action = "unexpected-death"
+	// DiedOnDiskError is observed too: a node's process vanished while a
+	// disk-error was in force on it, the broker stopping on the I/O
+	// errors it was given (Kafka halts when its log dir fails, PostgreSQL
+	// panics on a failed fsync). The fault's doing, not a failure of the
+	// verdict; the node is down until a restart (or the heal) starts it.
+	DiedOnDiskError Action = "died-on-disk-error"
 )
 
 // arity is what a schedule writes after an action (after its amount, for
@@ -270,16 +277,17 @@ func onFilesOf(k fileKind) func(Target) fault {
 	return func(Target) fault { return fileFault{k} }
 }
 
-// parseGlob reads a file fault's optional glob: one word, a file name
-// pattern (path.Match) without a slash.
+// parseGlob reads a file fault's optional glob: one word, a pattern
+// (path.Match) of file names at any depth, or, with a slash, of paths
+// relative to the data dir (globMatch).
 func parseGlob(args []string, st *Step) error {
 	switch {
 	case len(args) == 0:
 		return nil
 	case len(args) > 1:
 		return fmt.Errorf("%s takes one glob after its target, e.g. '*.blk'", st.Action)
-	case strings.Contains(args[0], "/"):
-		return fmt.Errorf("glob %q: it matches file names in the node's data dir, at any depth; write it without a slash", args[0])
+	case strings.HasPrefix(args[0], "/") || strings.HasSuffix(args[0], "/") || slices.Contains(strings.Split(args[0], "/"), ".."):
+		return fmt.Errorf("glob %q: a path inside the node's data dir, relative to it (orders-0/*.log), or a file name at any depth (*.log)", args[0])
 	}
 	if _, err := path.Match(args[0], ""); err != nil {
 		return fmt.Errorf("glob %q: %w", args[0], err)

@@ -26,10 +26,14 @@ func ActiveOf(records []Record) []Record {
 			continue
 		}
 		switch a := r.Action; {
-		case a == Kill || a == Stop || a == Pause || a == UnexpectedDeath:
+		case a == Kill || a == Stop || a == Pause || a == UnexpectedDeath || a == DiedOnDiskError:
 			active[node(r.Node)] = entry{r, i}
 		case a == Restart || a == Resume:
 			delete(active, node(r.Node))
+		case a == DiskError:
+			active["disk "+node(r.Node)] = entry{r, i}
+		case a == DiskOK:
+			delete(active, "disk "+node(r.Node))
 		case a == PowerLoss:
 			if r.ReadyAt.IsZero() {
 				ids := r.Nodes

@@ -34,6 +34,8 @@ func TestActiveOf(t *testing.T) {
 		{"mode on left", []Record{rec("maintenance-on", 0, "cluster", Applied)}, []string{"maintenance-on cluster"}},
 		{"mode on then off", []Record{rec("maintenance-on", 0, "cluster", Applied), rec("maintenance-off", 0, "cluster", Applied)}, nil},
 		{"death seen", []Record{rec(UnexpectedDeath, 2, "node:2", Observed)}, []string{"unexpected-death node:2"}},
+		{"disk errors until disk-ok", []Record{rec(DiskError, 2, "node:2", Applied), rec(DiskError, 3, "node:3", Applied), rec(DiskOK, 2, "node:2", Applied)}, []string{"disk-error node:3"}},
+		{"a death on disk errors, until its restart", []Record{rec(DiskError, 2, "node:2", Applied), rec(DiedOnDiskError, 2, "node:2", Observed), rec(DiskOK, 2, "node:2", Applied)}, []string{"died-on-disk-error node:2"}},
 		{"partition until heal-network", []Record{rec(Partition, 1, "node:1", Applied), rec(Loss, 2, "node:2", Applied)}, []string{"partition node:1", "loss node:2"}},
 		{"heal-network ends every network fault", []Record{rec(Partition, 1, "node:1", Applied), rec(Pause, 3, "node:3", Applied), rec(Bandwidth, 2, "node:2", Applied), rec(HealNetwork, 0, "", Applied)}, []string{"pause node:3"}},
 		{"a failed partition is not in force", []Record{rec(Partition, 1, "node:1", Failed)}, nil},

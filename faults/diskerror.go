@@ -73,6 +73,7 @@ func (f diskFault) apply(ctx context.Context, w *world, st Step, on picked, rec 
 			return "", err
 		}
 	}
+	w.states.hitByDisk(node)
 	if err := de.DiskError(ctx, node, st.Disk.Call, st.Disk.Percent); err != nil {
 		return "", err
 	}

@@ -475,20 +475,20 @@ type fileInfo struct {
 // fileOps are the file commands, run through a node's runner.
 type fileOps struct{ r remote.Runner }
 
-// list finds the regular files under dir whose names match one of globs,
-// sorted by path.
+// list finds the regular files under dir that match one of globs
+// (globMatch), sorted by path.
 func (o fileOps) list(ctx context.Context, dir string, globs []string) ([]fileInfo, error) {
 	var names []string
 	for _, g := range globs {
-		names = append(names, "-name "+remote.Quote(g))
+		names = append(names, "-name "+remote.Quote(path.Base(g)))
 	}
-	out, err := o.r.Run(ctx, fmt.Sprintf(`find %s -type f \( %s \) -printf '%%s\t%%p\n'`, remote.Quote(dir), strings.Join(names, " -o ")))
+	out, err := o.r.Run(ctx, fmt.Sprintf(`find %s -type f \( %s \) -printf '%%s\t%%P\n'`, remote.Quote(dir), strings.Join(names, " -o ")))
 	if err != nil {
 		return nil, fmt.Errorf("list the data files in %s: %w", dir, err)
 	}
 	var files []fileInfo
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		size, p, ok := strings.Cut(line, "\t")
+		size, rel, ok := strings.Cut(line, "\t")
 		if !ok {
 			continue
 		}
@@ -496,10 +496,25 @@ func (o fileOps) list(ctx context.Context, dir string, globs []string) ([]fileIn
 		if err != nil {
 			return nil, fmt.Errorf("list the data files in %s: unexpected line %q", dir, line)
 		}
-		files = append(files, fileInfo{path: p, size: n})
+		if slices.ContainsFunc(globs, func(g string) bool { return globMatch(g, rel) }) {
+			files = append(files, fileInfo{path: path.Join(dir, rel), size: n})
+		}
 	}
 	slices.SortFunc(files, func(a, b fileInfo) int { return strings.Compare(a.path, b.path) })
 	return files, nil
+}
+
+// globMatch says whether the file at rel (relative to the data dir)
+// matches glob: a glob without a slash matches the file's name at any
+// depth (*.blk), one with a slash its whole relative path, each part by
+// path.Match (orders-0/*.log: partition 0's segments, nothing deeper).
+func globMatch(glob, rel string) bool {
+	if !strings.Contains(glob, "/") {
+		ok, _ := path.Match(glob, path.Base(rel))
+		return ok
+	}
+	ok, _ := path.Match(glob, rel)
+	return ok
 }
 
 func (o fileOps) sum(ctx context.Context, p string) (string, error) {

@@ -301,6 +301,36 @@ func TestStalePutsSnapshotBack(t *testing.T) {
 	}
 }
 
+// A glob without a slash picks files by name at any depth; one with a
+// slash, by their path relative to the data dir, each part alone.
+func TestFileFaultGlobs(t *testing.T) {
+	dir := dataDir(t, 1)
+	for _, tc := range []struct {
+		glob string
+		want []string
+	}{
+		{"*.blk", []string{"jetstream/s/msgs/1.blk", "jetstream/s/msgs/2.blk", "jetstream/s/msgs/3.blk"}},
+		{"1.*", []string{"jetstream/s/msgs/1.blk", "jetstream/s/msgs/1.idx"}},
+		{"jetstream/s/msgs/2.blk", []string{"jetstream/s/msgs/2.blk"}},
+		{"jetstream/*/msgs/*.idx", []string{"jetstream/s/msgs/1.idx"}},
+		{"*/*.blk", nil}, // a star does not cross a slash
+		{"msgs/*.blk", nil},
+	} {
+		files, err := fileOps{r: remote.Local{}}.list(context.Background(), dir, []string{tc.glob})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range files {
+			rel, _ := filepath.Rel(dir, f.path)
+			got = append(got, rel)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.glob, got, tc.want)
+		}
+	}
+}
+
 // Preflight refuses a file fault that cannot reach the files or has
 // none to pick, before anything applies.
 func TestFileFaultPreflight(t *testing.T) {
@@ -332,7 +362,10 @@ func TestParseFileFaults(t *testing.T) {
 		{"at=2s bitflip node:2 *.blk", "at=2s bitflip node:2 *.blk", ""},
 		{"at=2s truncate node:1", "at=2s truncate node:1", ""},
 		{"at=2s stale previous", "at=2s stale previous", ""},
-		{"at=2s bitflip node:2 a/*.blk", "", "without a slash"},
+		{"at=2s bitflip node:2 orders-0/*.log", "at=2s bitflip node:2 orders-0/*.log", ""},
+		{"at=2s bitflip node:2 /data/*.blk", "", "relative to it"},
+		{"at=2s bitflip node:2 ../*.blk", "", "relative to it"},
+		{"at=2s bitflip node:2 s/", "", "relative to it"},
 		{"at=2s bitflip node:2 [", "", "syntax error"},
 		{"at=2s bitflip node:2 *.blk *.idx", "", "one glob"},
 		{"at=2s bitflip leader:t/0", "", "cannot target"},

@@ -239,6 +239,9 @@ func (in *Injector) WatchDeaths(ctx context.Context) {
 			}
 			if pid == 0 && !dead[id] {
 				dead[id] = true
+				if in.diedOnDiskError(id) {
+					continue
+				}
 				in.log.add(Record{Action: UnexpectedDeath, Target: fmt.Sprintf("node:%d", id), Node: id,
 					At: time.Now(), Result: Observed, Error: "the node's process is gone and no fault killed it"})
 				in.w.logf("node %d died and no fault killed it", id)
@@ -247,6 +250,29 @@ func (in *Injector) WatchDeaths(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// diedOnDiskError records the death of node id as its disk errors' doing
+// when a disk-error is in force on it, or was since its process started
+// (PostgreSQL's postmaster ended 4 s after disk-ok, when the crash
+// recovery it began under the errors failed): the node is down from then
+// on, as after a kill, and its start is journaled so that a heal starts
+// it. It reports false, recording nothing, for a node no disk error hit.
+func (in *Injector) diedOnDiskError(id int32) bool {
+	if _, ok := in.w.journal.Find(UndoDiskError, id); !ok && !in.w.states.diskHitSinceStart(id) {
+		return false
+	}
+	rec := Record{Action: DiedOnDiskError, Target: fmt.Sprintf("node:%d", id), Node: id, At: time.Now(), Result: Observed,
+		Error: "the node's process is gone while its disk calls failed: the broker stopped on the I/O errors"}
+	if _, ok := in.w.journal.Find(UndoStart, id); !ok {
+		if _, err := in.w.journal.Add(Undo{Kind: UndoStart, Node: id, Why: fmt.Sprintf("node %d died on its disk errors", id)}); err != nil {
+			rec.Error += fmt.Sprintf("; its start could not be journaled (%v): start it by hand if the heal does not", err)
+		}
+	}
+	in.w.states.set(nodeDown, id)
+	in.log.add(rec)
+	in.w.logf("node %d died while its disk calls failed: the broker stopped on the I/O errors", id)
+	return true
 }
 
 // Heal undoes, newest first, everything the journal holds as still

@@ -97,14 +97,17 @@ const (
 //	up --pause-->                paused --resume--> up
 //
 // A fault sets a node down before its signal, so that the death it
-// causes is expected; a heal brings every node back to up.
+// causes is expected; a heal brings every node back to up. diskHit
+// holds the nodes a disk-error was in force on since they last started
+// (down -> up): the process that was given the I/O errors still runs.
 type nodeStates struct {
-	mu sync.Mutex
-	m  map[int32]nodeState
+	mu      sync.Mutex
+	m       map[int32]nodeState
+	diskHit map[int32]bool
 }
 
 func newNodeStates(ids []int32) *nodeStates {
-	s := &nodeStates{m: map[int32]nodeState{}}
+	s := &nodeStates{m: map[int32]nodeState{}, diskHit: map[int32]bool{}}
 	for _, id := range ids {
 		s.m[id] = nodeUp
 	}
@@ -115,8 +118,26 @@ func (s *nodeStates) set(st nodeState, ids ...int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
+		if st == nodeUp && s.m[id] == nodeDown {
+			delete(s.diskHit, id) // a new process
+		}
 		s.m[id] = st
 	}
+}
+
+// hitByDisk marks id as given disk errors since it last started.
+func (s *nodeStates) hitByDisk(id int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.diskHit[id] = true
+}
+
+// diskHitSinceStart reports whether a disk-error was in force on id since
+// it last started.
+func (s *nodeStates) diskHitSinceStart(id int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.diskHit[id]
 }
 
 // are reports whether every node in ids is in state st.

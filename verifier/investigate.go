@@ -184,6 +184,8 @@ func faultSpells(recs []faults.Record, loadStart time.Time) []spell {
 			out = append(out, spell{r.At.UnixNano(), until(i, sameNode(faults.Restart)), fmt.Sprintf("node %d %s (%s)", node, verb, since(r))})
 		case r.Action == faults.UnexpectedDeath:
 			out = append(out, spell{r.At.UnixNano(), until(i, sameNode(faults.Restart)), fmt.Sprintf("node %d died unasked (%s)", node, since(r))})
+		case r.Action == faults.DiedOnDiskError:
+			out = append(out, spell{r.At.UnixNano(), until(i, sameNode(faults.Restart)), fmt.Sprintf("node %d stopped on its disk errors (%s)", node, since(r))})
 		case r.Action == faults.PowerLoss:
 			to := int64(0)
 			if !r.ReadyAt.IsZero() {
