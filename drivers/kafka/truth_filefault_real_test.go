@@ -15,7 +15,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/kafka"
-	"github.com/ackcheck/ackcheck/drivers/kafka/kafkatest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -134,7 +133,7 @@ func kafkaLines(t *testing.T, path string, since time.Time, re *regexp.Regexp) [
 // until a read. The run's heal puts node 2's files back before the
 // read-back, so this read-back reads healed files.
 func TestRealKafkaBitflipThenLeaderKill(t *testing.T) {
-	k := kafkatest.LazyFS(t)
+	k := lazyKafka.Get(t)
 	adm := adminFor(t, k)
 	d := realDriver(t, k, kafka.Config{})
 	name := scenariotest.TopicName(t)
@@ -211,7 +210,7 @@ func TestRealKafkaBitflipThenLeaderKill(t *testing.T) {
 // and acks=all nothing acked is lost. The schedule then ends the errors
 // and starts node 2 again.
 func TestRealKafkaDiskErrorWrite(t *testing.T) {
-	k := kafkatest.LazyFS(t)
+	k := lazyKafka.Get(t)
 	adm := adminFor(t, k)
 	d := realDriver(t, k, kafka.Config{})
 	name := scenariotest.TopicName(t)

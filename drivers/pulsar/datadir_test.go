@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers/pulsar"
 	"github.com/ackcheck/ackcheck/faults"
 )
@@ -12,7 +13,7 @@ import (
 // faults reach its bookie's entry logs.
 func TestLocalStandaloneNamesItsDataDir(t *testing.T) {
 	dir := t.TempDir()
-	p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Dir: dir})
+	p, err := pulsar.OpenCluster(pulsar.ClusterOptions{Options: cluster.Options{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ackcheck/ackcheck/cluster"
 	"github.com/ackcheck/ackcheck/drivers/queen"
 	"github.com/ackcheck/ackcheck/faults"
 )
@@ -12,7 +13,7 @@ import (
 // (bitflip db '[1-9]*') reach PostgreSQL's files and the server's buffer.
 func TestLocalClusterNamesDataDirs(t *testing.T) {
 	dir := t.TempDir()
-	q, err := queen.OpenCluster(queen.ClusterOptions{Dir: dir})
+	q, err := queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

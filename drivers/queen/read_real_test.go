@@ -10,7 +10,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 )
 
 // TestRealQueenReadManyAgreesWithReadOne holds the read of many partitions
@@ -20,7 +19,7 @@ import (
 // each offset the value the first read gave there, and a window past a
 // partition's end must stop short with a note.
 func TestRealQueenReadManyAgreesWithReadOne(t *testing.T) {
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/message"
@@ -46,7 +45,7 @@ import (
 // and only if one was lost. Measured: 30, 4 and 5 acked lost in three
 // runs (docs/queen.md).
 func TestRealQueenDiskErrorFsync(t *testing.T) {
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)

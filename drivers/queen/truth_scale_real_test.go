@@ -12,7 +12,6 @@ import (
 
 	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/drivers/queen"
-	"github.com/ackcheck/ackcheck/drivers/queen/queentest"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/load"
 	"github.com/ackcheck/ackcheck/runner"
@@ -44,7 +43,7 @@ func TestRealQueenScaleKills(t *testing.T) {
 	if os.Getenv(envScale) == "" {
 		t.Skipf("set %s=1 to run the partition-scale truths (several minutes)", envScale)
 	}
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
 	if err != nil {
 		t.Fatal(err)
