@@ -40,7 +40,9 @@ type GroupHarness struct {
 //     another member of the group is given those records again (a
 //     redelivery that really happens), commits everything, and the
 //     broker's offsets are then its commits.
-func RunGroup(t *testing.T, h GroupHarness) {
+//
+// It returns the topic; the groups were named <topic>-a and <topic>-b.
+func RunGroup(t *testing.T, h GroupHarness) string {
 	if h.Records == 0 {
 		h.Records = 60
 	}
@@ -183,6 +185,7 @@ func RunGroup(t *testing.T, h GroupHarness) {
 		t.Logf("member 0 was delivered %d records and left; member 1 had all %d %s later", len(first), len(got), time.Since(left).Round(time.Millisecond))
 		checkOffsets(ctx, t, or, group, topic, committed)
 	})
+	return topic
 }
 
 // produce publishes n records spread over parts and waits for every ack.
