@@ -2,6 +2,8 @@ package nats_test
 
 import (
 	"context"
+	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,5 +46,51 @@ func TestRealNATSGroup(t *testing.T) {
 	}
 	if id, err := d.GroupCoordinator(ctx, "never-joined"); err == nil {
 		t.Errorf("a group never joined has coordinator %d; want an error", id)
+	}
+}
+
+// TestRealNATSGroupConsumerLeaderKill: the leader of a durable
+// consumer killed (issue 39's truth), at the seam: 2 members pull and
+// ack R3 consumers on 3 streams beside a 100/s load; 3 s in, the Raft
+// leader of the group's consumer on the first stream (the group's
+// coordinator) gets SIGKILL and is started again 2 s later. No record
+// acked by the producer is skipped, no acknowledged ack is lost, and the
+// consumers' ack floors are the last commits.
+func TestRealNATSGroupConsumerLeaderKill(t *testing.T) {
+	n := natstest.Cluster(t)
+	res := drivertest.RunGroupFault(t, drivertest.GroupFaultHarness{
+		NewDriver: func(t *testing.T) drivers.Driver {
+			d, err := nats.New(nats.Config{Servers: n.Servers(), MonitorURLs: n.MonitorURLs()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		Partitions: 3, ReplicationFactor: 3,
+		Fault: func(ctx context.Context, d drivers.Driver, _, group string) (string, error) {
+			id, err := d.(drivers.GroupCoordinatorFinder).GroupCoordinator(ctx, group)
+			if err != nil {
+				return "", err
+			}
+			pid, err := n.Signal(id, syscall.SIGKILL)
+			if err != nil {
+				return "", err
+			}
+			time.Sleep(2 * time.Second)
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				err = n.StartNode(ctx, id)
+				if err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("SIGKILL of node %d (pid %d), the leader of the group's first consumer, started again 2 s later", id, pid), nil
+		},
+	})
+	res.Clean(t)
+	if err := n.WaitReady(context.Background(), time.Minute); err != nil {
+		t.Fatal(err)
 	}
 }
