@@ -3,6 +3,7 @@ package nats_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/ackcheck/ackcheck/drivers/drivertest"
 	"github.com/ackcheck/ackcheck/drivers/nats"
 	"github.com/ackcheck/ackcheck/drivers/nats/natstest"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestRealNATSGroup runs the group suite (drivertest.RunGroup) on R3
@@ -92,5 +95,66 @@ func TestRealNATSGroupConsumerLeaderKill(t *testing.T) {
 	res.Clean(t)
 	if err := n.WaitReady(context.Background(), time.Minute); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The checks of RunGroupFault fire on purpose on NATS: 3 s into the
+// load, the group's durable consumer on the first stream is deleted and
+// made again behind its members' backs. Made again from the stream's
+// first sequence, the group is given again what it had acknowledged:
+// acks lost. Made again 30 sequences past the stream's last (0.6 s of
+// the load ahead), the group is never given what lay between: skipped.
+func TestRealNATSGroupChecksFire(t *testing.T) {
+	n := natstest.Cluster(t)
+	for _, c := range []struct {
+		name  string
+		past  bool // past the stream's last sequence, else from its first
+		fires func(drivertest.GroupFaultResult) int
+	}{
+		{"consumer made again from the start", false, func(r drivertest.GroupFaultResult) int { return r.AcksLost }},
+		{"consumer made again ahead of the end", true, func(r drivertest.GroupFaultResult) int { return r.Skipped }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := drivertest.RunGroupFault(t, drivertest.GroupFaultHarness{
+				NewDriver: func(t *testing.T) drivers.Driver {
+					d, err := nats.New(nats.Config{Servers: n.Servers(), MonitorURLs: n.MonitorURLs()})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				},
+				Partitions: 2, ReplicationFactor: 3, Duration: 6 * time.Second, CatchUp: 15 * time.Second,
+				Fault: func(ctx context.Context, _ drivers.Driver, topic, group string) (string, error) {
+					nc, err := natsgo.Connect(strings.Join(n.Servers(), ","))
+					if err != nil {
+						return "", err
+					}
+					defer nc.Close()
+					js, err := jetstream.New(nc)
+					if err != nil {
+						return "", err
+					}
+					stream := nats.StreamName(topic, 0)
+					cfg := jetstream.ConsumerConfig{Durable: group, AckPolicy: jetstream.AckExplicitPolicy, AckWait: nats.GroupAckWait, MaxDeliver: -1, MaxAckPending: 10000}
+					if c.past {
+						st, err := js.Stream(ctx, stream)
+						if err != nil {
+							return "", err
+						}
+						cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, st.CachedInfo().State.LastSeq+30
+					}
+					if err := js.DeleteConsumer(ctx, stream, group); err != nil {
+						return "", err
+					}
+					if _, err := js.CreateConsumer(ctx, stream, cfg); err != nil {
+						return "", err
+					}
+					return fmt.Sprintf("%s: consumer %s of stream %s deleted and made again (start sequence %d)", c.name, group, stream, cfg.OptStartSeq), nil
+				},
+			})
+			if c.fires(res) == 0 {
+				t.Errorf("%s: the check did not fire: %+v", c.name, res)
+			}
+		})
 	}
 }
