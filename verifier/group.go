@@ -332,16 +332,25 @@ func (g *groupJudge) message(k [2]uint64, outs, dels, reads []ledger.Event) {
 	}
 	g.res.Deliveries += int64(len(dels))
 	g.res.Delivered++
+	slices.SortFunc(dels, func(a, b ledger.Event) int { return cmp.Compare(a.Time, b.Time) })
+	// Any delivery below a commit acknowledged before it is evidence that
+	// the commit was forgotten: a first delivery too (the same offset may
+	// hold another message after a loss of data).
+	below := make([]bool, len(dels))
+	for i, d := range dels {
+		if g.committedBefore(d.Partition, d.Time) > d.Offset {
+			below[i] = true
+			g.below[d.Partition] = append(g.below[d.Partition], [2]int64{d.Time, d.Offset})
+		}
+	}
 	if len(dels) == 1 {
 		return
 	}
-	slices.SortFunc(dels, func(a, b ledger.Event) int { return cmp.Compare(a.Time, b.Time) })
 	g.res.Redelivered++
-	for _, d := range dels[1:] {
-		after := g.committedBefore(d.Partition, d.Time) > d.Offset
+	for i, d := range dels[1:] {
+		after := below[i+1]
 		if after {
 			g.res.RedeliveredAfterCommit++
-			g.below[d.Partition] = append(g.below[d.Partition], [2]int64{d.Time, d.Offset})
 		}
 		while := g.while(d.Time)
 		g.res.RedeliveredWhile[while]++

@@ -69,6 +69,9 @@ func (d *Driver) JoinGroup(ctx context.Context, spec drivers.GroupSpec) (drivers
 // seedGroup commits the run's start offsets for a group that has none on
 // the topic.
 func (d *Driver) seedGroup(ctx context.Context, spec drivers.GroupSpec) error {
+	if _, err := d.waitCoordinator(ctx, spec.Group); err != nil {
+		return err
+	}
 	have, err := d.CommittedOffsets(ctx, spec.Group, spec.Topic)
 	if err != nil {
 		return err
@@ -180,6 +183,10 @@ func (m *member) Close(ctx context.Context) error {
 // offsets.topic.replication.factor when the topic does not exist yet),
 // and the brokers' flush setting for it.
 func (d *Driver) CommitPromise(ctx context.Context, group string) (drivers.CommitPromise, error) {
+	// The first lookup of a coordinator makes the offsets topic.
+	if _, err := d.waitCoordinator(ctx, group); err != nil {
+		return drivers.CommitPromise{}, err
+	}
 	rf := 0
 	if tds, err := d.adm.ListTopicsWithInternal(ctx, offsetsTopic); err == nil {
 		if td, ok := tds[offsetsTopic]; ok && td.Err == nil {
@@ -189,7 +196,11 @@ func (d *Driver) CommitPromise(ctx context.Context, group string) (drivers.Commi
 		}
 	}
 	if rf == 0 {
-		rcs, err := d.adm.DescribeBrokerConfigs(ctx)
+		var ids []int32
+		if bs, err := d.adm.ListBrokers(ctx); err == nil {
+			ids = bs.NodeIDs()
+		}
+		rcs, err := d.adm.DescribeBrokerConfigs(ctx, ids...)
 		if err != nil {
 			return drivers.CommitPromise{}, d.unreachable("describe the brokers' configs", err)
 		}
@@ -215,6 +226,23 @@ func (d *Driver) CommitPromise(ctx context.Context, group string) (drivers.Commi
 		Meaning: fmt.Sprintf("written to %s with acks=all, replication factor %d, %s", offsetsTopic, rf, synced),
 		Durable: rf > 1,
 	}, nil
+}
+
+// waitCoordinator asks for group's coordinator until the cluster names
+// one or ctx ends: a cluster without the offsets topic answers
+// COORDINATOR_NOT_AVAILABLE while it makes it.
+func (d *Driver) waitCoordinator(ctx context.Context, group string) (int32, error) {
+	for {
+		n, err := d.GroupCoordinator(ctx, group)
+		if err == nil || !kerr.IsRetriable(err) {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("%w (waited for the cluster to name a coordinator: %w)", err, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // GroupCoordinator implements drivers.GroupCoordinatorFinder: the node
