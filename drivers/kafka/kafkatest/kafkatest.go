@@ -16,6 +16,10 @@ import (
 const (
 	EnvCluster = "ACKCHECK_KAFKA_CLUSTER_DIR"
 	EnvLazyFS  = "ACKCHECK_KAFKA_LAZYFS_DIR"
+	// EnvLazyFSOne names a one-node lazyfs cluster: its offsets topic
+	// has replication factor 1, so a power loss of its only replica can
+	// lose commits (the consumer group's truths).
+	EnvLazyFSOne = "ACKCHECK_KAFKA_LAZYFS_ONE_DIR"
 )
 
 // Cluster returns the cluster in $ACKCHECK_KAFKA_CLUSTER_DIR once every
@@ -30,6 +34,13 @@ func Cluster(t *testing.T) *kafka.Cluster {
 func LazyFS(t *testing.T) *kafka.Cluster {
 	t.Helper()
 	return clustertest.FromEnv(t, EnvLazyFS, "ackcheck cluster kafka up --lazyfs --base-port 29291 --dir D", open, true, 90*time.Second)
+}
+
+// LazyFSOne returns the one-node lazyfs cluster in
+// $ACKCHECK_KAFKA_LAZYFS_ONE_DIR once its node answers.
+func LazyFSOne(t *testing.T) *kafka.Cluster {
+	t.Helper()
+	return clustertest.FromEnv(t, EnvLazyFSOne, "ackcheck cluster kafka up --lazyfs --nodes 1 --base-port 29391 --heap-mb 384 --dir D", open, true, 90*time.Second)
 }
 
 func open(dir string) (*kafka.Cluster, error) {
