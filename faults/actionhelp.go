@@ -11,7 +11,7 @@ import (
 
 // allTargetKinds are the target kinds in the order help lists them.
 var allTargetKinds = []TargetKind{Leader, Follower, MostLeaders, Controller, Node, Named, Previous,
-	All, Topic, Brokers, Cluster, Split, Minority, Majority, OneWayPath, Pair}
+	All, Topic, Brokers, Cluster, Split, Minority, Majority, OneWayPath, Pair, Coordinator}
 
 // targetForms are the target kinds as a schedule writes them.
 var targetForms = map[TargetKind]string{
@@ -19,7 +19,7 @@ var targetForms = map[TargetKind]string{
 	Controller: "controller", Node: "node:<id>", Named: "<name>", Previous: "previous",
 	All: "all", Topic: "topic:<topic>", Brokers: "brokers", Cluster: "cluster",
 	Split: "split:<ids>|<ids>", Minority: "minority:<topic>", Majority: "majority:<topic>",
-	OneWayPath: "one-way:<id>-><id>", Pair: "pair:<id>-<id>",
+	OneWayPath: "one-way:<id>-><id>", Pair: "pair:<id>-<id>", Coordinator: "coordinator:<group>",
 }
 
 // takesAnyNode reports whether kinds hold every kind that picks one node.

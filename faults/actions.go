@@ -39,6 +39,9 @@ const (
 	Stale           Action = "stale"
 	DiskError       Action = "disk-error"
 	DiskOK          Action = "disk-ok"
+	// RestartConsumers stops the run's own consumer group members without
+	// committing and joins them again (run --group).
+	RestartConsumers Action = "restart-consumers"
 	// UnexpectedDeath is not done but observed: a node's process vanished
 	// while no fault had taken it down; it fails the verdict. It has no
 	// entry: no schedule names it.
@@ -175,12 +178,12 @@ func fsyncFault(t Target) fault {
 // actionTable is every action a schedule can name, in the order help and
 // the docs list them.
 var actionTable = []actionSpec{
-	{action: Kill, help: "SIGKILL the node's broker", example: "at=20s kill most-leaders:orders",
-		target: oneTarget, targets: nodeKinds, takesNodeAway: true, replacesProcess: true,
+	{action: Kill, help: "SIGKILL the node's broker (coordinator:GROUP: the node coordinating the run's consumer group)", example: "at=20s kill most-leaders:orders",
+		target: oneTarget, targets: nodeOr(Coordinator), takesNodeAway: true, replacesProcess: true,
 		expect: "the node dies at once; partitions it led elect new leaders from their in-sync replicas; no acked message is lost when an ack waits for the in-sync replicas",
 		node:   drivers.NodeKilled, make: onOneNode(kill{}), undo: startAgain},
 	{action: Stop, help: "SIGTERM the node's broker (or its stop command) and wait for it to exit", example: "at=20s stop controller",
-		target: oneTarget, targets: nodeKinds, takesNodeAway: true, replacesProcess: true,
+		target: oneTarget, targets: nodeOr(Coordinator), takesNodeAway: true, replacesProcess: true,
 		expect: "the node shuts down cleanly and hands its leaderships over; no acked message is lost",
 		node:   drivers.NodeStopped, make: onOneNode(stop{}), undo: startAgain},
 	{action: Restart, help: "start the node again on its own data (default: the previous fault's node)", example: "at=30s restart",
@@ -196,7 +199,7 @@ var actionTable = []actionSpec{
 		expect: "the node answers again, catches up and rejoins the in-sync set",
 		node:   drivers.NodeResumed, make: onOneNode(resume{}), noUndo: "it puts back what a pause took; the pause's undo is marked done"},
 	{action: PowerLoss, help: "lose what the node's disk did not fsync (lazyfs or lose_command), SIGKILL, start again; all: every node at once", example: "at=20s power-loss all",
-		target: oneTarget, targets: nodeOr(All), takesNodeAway: true, replacesProcess: true,
+		target: oneTarget, targets: nodeOr(All, Coordinator), takesNodeAway: true, replacesProcess: true,
 		expect: "the node dies and its disk keeps only what was fsynced; it starts again on that. Acks that meant fsynced on enough replicas survive; acks from memory on every replica that lost power do not",
 		node:   drivers.NodePowerLost, make: powerLossFault, undo: startAgain},
 	{action: FsyncOn, help: "fsync before each ack: a topic's setting (admin API) or every broker's configuration (edit and rolling restart)", example: "at=10s fsync-on topic:orders",
@@ -255,6 +258,10 @@ var actionTable = []actionSpec{
 		target: oneTarget, targets: fileTargets, tail: parseGlob, tailForm: "[<glob>]",
 		expect: "the node starts on partly old data; it must detect it (checksums, sequence numbers) and catch up from its peers; no acked message is lost while a majority of replicas is intact",
 		make:   onFilesOf(putStale), undo: putFile},
+	{action: RestartConsumers, help: "stop the run's consumer group members (--group) without committing, and join them again", example: "at=20s restart-consumers",
+		target: noTarget, targets: []TargetKind{Cluster},
+		expect: "the members leave without committing what they were delivered since their last commit; the group resumes at its last acknowledged commits and delivers that again; nothing acknowledged is skipped or forgotten",
+		make:   func(Target) fault { return restartMembers{} }, noUndo: "it acts on ackcheck's own consumers, which are running again when it returns"},
 	{action: DiskError, help: "make P% (default all) of the node's fsync, write or read calls fail with EIO, until disk-ok (a data dir on lazyfs)", example: "at=10s disk-error node:2 fsync 50%",
 		target: oneTarget, targets: fileTargets, tail: parseDiskCall, tailForm: "fsync|write|read [<P>%]",
 		expect: "the node's disk calls fail with EIO: a broker that cannot trust an fsync stops (PostgreSQL panics, Kafka takes the log dir offline) and its peers carry on; nothing acked is lost",

@@ -109,6 +109,7 @@ var targetExamples = map[TargetKind]string{
 	Leader: "leader:t/0", Follower: "follower:t/0", MostLeaders: "most-leaders:t", Controller: "controller", Node: "node:2",
 	Named: "db", Previous: "previous", All: "all", Topic: "topic:t", Brokers: "brokers", Cluster: "cluster",
 	Split: "split:1|2,3", Minority: "minority:t", Majority: "majority:t", OneWayPath: "one-way:1->2", Pair: "pair:1-2",
+	Coordinator: "coordinator:g",
 }
 
 // The parser takes exactly the targets each entry lists, for every

@@ -59,6 +59,10 @@ type Injector struct {
 	// DataFiles are the broker profile's globs of its data files, for
 	// file faults written without one.
 	DataFiles []string
+	// Group is the run's consumer group, for restart-consumers; nil when
+	// the run has none.
+	Group GroupRestarter
+
 	// Seed makes the file faults repeatable: the same seed and schedule
 	// change the same offsets and bits of the same files. 0: a seed from
 	// the clock, recorded in each file fault's record.
@@ -97,7 +101,7 @@ func (in *Injector) init() {
 		if in.Seed == 0 {
 			in.Seed = time.Now().UnixNano()
 		}
-		in.w = &world{Env: Env{Nodes: in.Nodes, Driver: in.Driver, ConfigFsync: in.ConfigFsync, DataFiles: in.DataFiles},
+		in.w = &world{Env: Env{Nodes: in.Nodes, Driver: in.Driver, ConfigFsync: in.ConfigFsync, DataFiles: in.DataFiles, Group: in.Group},
 			topic: in.Topic, journal: in.Journal, states: newNodeStates(ids), read: in.targets.read, logf: logf, net: &netLive{},
 			seed: in.Seed, files: &fileSnaps{}}
 		in.log.mu.Lock()

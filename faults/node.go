@@ -36,6 +36,9 @@ func (f onNode) available(ctx context.Context, env Env, st Step) error {
 	if err := nodeAvailable(env, st); err != nil {
 		return err
 	}
+	if err := coordinatorAvailable(env, st); err != nil {
+		return err
+	}
 	ao, ok := f.a.(availableOn)
 	if !ok {
 		return nil
@@ -96,9 +99,15 @@ func (f onNode) pick(ctx context.Context, t *targets, env Env, st Step, rec *Rec
 	}
 	var node int32
 	var err error
-	if st.Target.Kind == Named && env.Nodes != nil {
+	switch {
+	case st.Target.Kind == Named && env.Nodes != nil:
 		node, err = nodeNamed(env.Nodes, st.Target.Name)
-	} else {
+	case st.Target.Kind == Coordinator:
+		node, err = coordinatorOf(ctx, env.Driver, st.Target.Group)
+		if st.Action.TakesNodeAway() {
+			before = t.cachedBefore()
+		}
+	default:
 		node, err = st.Target.Resolve(topo, t.previous())
 	}
 	if err != nil {

@@ -69,6 +69,10 @@ const (
 	// side (a minority of followers is cut off). Partition only.
 	Minority TargetKind = "minority"
 	Majority TargetKind = "majority"
+	// Coordinator: the node that coordinates a consumer group, asked of
+	// the driver when the fault fires (drivers.GroupCoordinatorFinder;
+	// Kafka: the leader of the group's __consumer_offsets partition).
+	Coordinator TargetKind = "coordinator"
 )
 
 // NodeNamer is implemented by Nodes whose nodes have names as well as IDs
@@ -110,6 +114,7 @@ type Target struct {
 	Partition int32
 	Node      int32
 	Name      string // Named
+	Group     string // Coordinator
 	// Peer is the other end of a one-way or pair target.
 	Peer int32
 	// Sides are the two sides of a split (a set each, so that a Target
@@ -127,6 +132,8 @@ func (t Target) String() string {
 		return fmt.Sprintf("node:%d", t.Node)
 	case Topic:
 		return "topic:" + t.Topic
+	case Coordinator:
+		return "coordinator:" + t.Group
 	case Named:
 		return t.Name
 	case Follower:
@@ -190,6 +197,11 @@ func (a Aliases) ParseTarget(s string) (Target, error) {
 			return Target{}, fmt.Errorf("target %q: write topic:<topic>", s)
 		}
 		return Target{Kind: Topic, Topic: arg}, nil
+	case Coordinator:
+		if arg == "" {
+			return Target{}, fmt.Errorf("target %q: write coordinator:<group>", s)
+		}
+		return Target{Kind: Coordinator, Group: arg}, nil
 	case Controller, Previous, Brokers, All, Cluster:
 		if arg != "" {
 			return Target{}, fmt.Errorf("target %q takes no argument", s)

@@ -20,6 +20,11 @@ type Env struct {
 	// DataFiles are the broker profile's globs of its data files
 	// (drivers.DataFiler), which a file fault without a glob picks from.
 	DataFiles []string
+	// Group is the run's consumer group (restart-consumers); nil: none.
+	// GroupName names it before it runs (preflight), when Group is not
+	// made yet.
+	Group     GroupRestarter
+	GroupName string
 	// netCaps is netns.Preflight's answer once Preflight read it (nil:
 	// read it when a network fault asks).
 	netCaps []netns.Capability

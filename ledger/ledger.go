@@ -110,7 +110,27 @@ const (
 	// LiveRead: a copy read by the consumer that runs during the load. Time
 	// is the end-to-end latency in ns (read time minus intended send time).
 	LiveRead Kind = 'L'
+	// Delivery: a copy given to a member of the run's consumer group
+	// (drivers.GroupMember.Poll), recorded before the commit that covers
+	// it is sent. Partition and Offset are where it was delivered from;
+	// Time is when the poll returned (Unix ns); Status is the member's
+	// number in the run.
+	Delivery Kind = 'D'
+	// Commit: a commit of the run's consumer group that the broker
+	// acknowledged, for one partition. It is no message's event:
+	// Producer is CommitProducer and Seq numbers the run's commits in
+	// the order their answers came. Partition is the partition; Offset is
+	// the offset committed (every record below it processed); Time is
+	// when the broker's answer came (Unix ns); Status is the member's
+	// number. A commit the broker refused is not recorded: it promises
+	// nothing.
+	Commit Kind = 'C'
 )
+
+// CommitProducer is the producer number Commit events are recorded
+// under: no load producer has it (producer numbers are counted from 0
+// by the load and its shards).
+const CommitProducer uint32 = math.MaxUint32
 
 // Outcome statuses, as recorded in Event.Status for Kind Outcome.
 const (
@@ -119,7 +139,7 @@ const (
 	OutcomeUnknown  uint8 = 3
 )
 
-var kinds = []Kind{Send, Outcome, Read, LiveRead}
+var kinds = []Kind{Send, Outcome, Read, LiveRead, Delivery, Commit}
 
 // Event is one recorded fact about the message (Producer, Seq). Its fields
 // mean what its Kind says. They are ordered so that an Event takes 40 bytes,
@@ -229,7 +249,7 @@ func memTableFor(n int64) uint64 {
 const ledgerL0Tables = 500
 
 type shard struct {
-	kinds [len("SORL")]kindLog // indexed by kindIndex
+	kinds [len("SORLDC")]kindLog // indexed by kindIndex
 }
 
 // kindLog is one kind's events of one producer since the last flush. Each
@@ -251,7 +271,7 @@ type kindLog struct {
 // sends last. A message's send is recorded before anything else of it (its
 // outcome, a read of it), so whatever of it Flush takes had its send
 // recorded before, and the send is in the same flush or an earlier one.
-var flushOrder = [len("SORL")]int{1, 2, 3, 0}
+var flushOrder = [len("SORLDC")]int{1, 2, 3, 4, 5, 0}
 
 func kindIndex(k Kind) int {
 	switch k {
@@ -263,6 +283,10 @@ func kindIndex(k Kind) int {
 		return 2
 	case LiveRead:
 		return 3
+	case Delivery:
+		return 4
+	case Commit:
+		return 5
 	}
 	panic(fmt.Sprintf("ledger: unknown kind %q", k))
 }
@@ -586,7 +610,7 @@ type fragmentWriter struct {
 // REQUIRES: flushMu held.
 func (l *Ledger) flushProducer(fw *fragmentWriter, p uint32, sentThru map[uint32]uint64) error {
 	s := l.shard(p)
-	var taken [len("SORL")][]Event
+	var taken [len("SORLDC")][]Event
 	for _, ki := range flushOrder {
 		kl := &s.kinds[ki]
 		kl.mu.Lock()

@@ -65,6 +65,26 @@ type RunInfo struct {
 	// Plan is the experiment the run was asked for, written before its
 	// load started; nil in ledgers written before it was kept.
 	Plan *Plan `json:"plan,omitempty"`
+	// Group is the consumer group that ran beside the load (run
+	// --group); nil when none did.
+	Group *GroupInfo `json:"group,omitempty"`
+}
+
+// GroupInfo is the consumer group of a run: its deliveries are the
+// ledger's Delivery events, its acknowledged commits its Commit events.
+type GroupInfo struct {
+	Name    string `json:"name"`
+	Members int    `json:"members"`
+	// Promise is what an acknowledged commit meant when the load started,
+	// read from the cluster (drivers.CommitPromise's Meaning); Durable:
+	// the broker promised that an acknowledged commit survives the loss
+	// of any one node, so a commit lost fails the verdict.
+	Promise string `json:"promise,omitempty"`
+	Durable bool   `json:"durable"`
+	// Restarts counts the members' restarts (restart-consumers).
+	Restarts int `json:"restarts,omitempty"`
+	// Err is why the group stopped before the load's end, if it did.
+	Err string `json:"error,omitempty"`
 }
 
 // Plan is the experiment a run was asked for: its load's schedule and

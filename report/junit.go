@@ -134,6 +134,18 @@ var standing = []caseOf{
 	{"no unexpected node death", verifier.CheckUnexpectedDeath, always, false, func(r *verifier.Result) string {
 		return fmt.Sprintf("faults recorded %d", len(r.Faults))
 	}},
+	{"no acked message skipped by the consumer group (--group)", verifier.CheckSkipped, always, true, func(r *verifier.Result) string {
+		if r.Group == nil {
+			return "no group"
+		}
+		return fmt.Sprintf("delivered %d, skipped %d, commits %d", r.Group.Delivered, r.Group.Skipped, r.Group.Commits)
+	}},
+	{"no acknowledged commit lost (--group, durable commits)", verifier.CheckCommitLost, always, false, func(r *verifier.Result) string {
+		if r.Group == nil {
+			return "no group"
+		}
+		return fmt.Sprintf("commits lost %d (durable promised: %v), redelivered %d, after a commit %d", r.Group.CommitsLost, r.Group.Durable, r.Group.Redelivered, r.Group.RedeliveredAfterCommit)
+	}},
 	{"the experiment ran as scheduled", verifier.CheckExperiment, always, false, func(r *verifier.Result) string {
 		e := r.Experiment
 		if e == nil {
@@ -213,6 +225,8 @@ func Checks(r *verifier.Result) []Check {
 			if r.Resume != "" && !strings.Contains(m, r.Resume) {
 				k.Message += "; finish it with: " + r.Resume
 			}
+		case (c.check == verifier.CheckSkipped || c.check == verifier.CheckCommitLost) && r.Group == nil:
+			k.Status, k.Message = Skipped, "not checked: the run had no consumer group (--group)"
 		case c.check == verifier.CheckExperiment && r.Experiment == nil:
 			k.Status, k.Message = Skipped, "not checked: this run predates recorded plans, so what it was asked to do is not known"
 		case c.check == verifier.CheckLedgerWhole && r.Ledger == nil:

@@ -90,6 +90,8 @@ var caseChecks = []struct{ name, check, flag string }{
 	{"no unexpected node death", verifier.CheckUnexpectedDeath, ""},
 	{"the experiment ran as scheduled", verifier.CheckExperiment, ""},
 	{"ledger proven whole", verifier.CheckLedgerWhole, ""},
+	{"no acked message skipped by the consumer group (--group)", verifier.CheckSkipped, ""},
+	{"no acknowledged commit lost (--group, durable commits)", verifier.CheckCommitLost, ""},
 }
 
 // wantStatus is what result.json says a case must be, worked out from
@@ -107,6 +109,8 @@ func wantStatus(r verifier.Result, check, flag string) string {
 	switch {
 	case check == verifier.CheckReadBack && unfinished:
 		return "error"
+	case (check == verifier.CheckSkipped || check == verifier.CheckCommitLost) && r.Group == nil:
+		return "skipped" // a run without a consumer group
 	case check == verifier.CheckLedgerWhole && r.Ledger == nil:
 		return "skipped" // judged from a ledger open for writing
 	case check == verifier.CheckExperiment && r.Experiment == nil:

@@ -199,7 +199,7 @@ func counts(r *verifier.Result) [][3]string {
 		// Never lost: acked messages of partitions not read to their end.
 		rows = append(rows, [3]string{"acked unread (partitions not read to their end: not judged)", fmt.Sprint(r.Unread), ""})
 	}
-	return append(rows, [][3]string{
+	rows = append(rows, [][3]string{
 		{"corrupt", fmt.Sprint(r.Corrupt), bad(r.Corrupt)},
 		{"phantom", fmt.Sprint(r.Phantom), bad(r.Phantom)},
 		{"duplicates", fmt.Sprint(r.Duplicates), ""},
@@ -212,6 +212,32 @@ func counts(r *verifier.Result) [][3]string {
 		{"shed", r.ShedText(), ""},
 		{"read back", fmt.Sprint(r.Read), ""},
 	}...)
+	return append(rows, groupCounts(r)...)
+}
+
+// groupCounts are the consumer group's rows (none without a group).
+func groupCounts(r *verifier.Result) [][3]string {
+	g := r.Group
+	if g == nil {
+		return nil
+	}
+	lost := ""
+	if g.CommitsLost > 0 {
+		lost = "counted (commits not promised durable)"
+		if g.Durable {
+			lost = "FAIL"
+		}
+	}
+	bad := ""
+	if g.Skipped > 0 {
+		bad = "FAIL"
+	}
+	return [][3]string{
+		{"group " + g.Name + ": delivered", fmt.Sprint(g.Delivered), fmt.Sprintf("%d deliveries, %d commits acknowledged; a commit: %s", g.Deliveries, g.Commits, g.Promise)},
+		{"group " + g.Name + ": skipped", fmt.Sprint(g.Skipped), bad},
+		{"group " + g.Name + ": commits lost", fmt.Sprint(g.CommitsLost), lost},
+		{"group " + g.Name + ": redelivered", fmt.Sprint(g.Redelivered), fmt.Sprintf("%d after a commit covered them", g.RedeliveredAfterCommit)},
+	}
 }
 
 // lossLines are the worst partitions' losses and where every lost,

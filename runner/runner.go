@@ -97,6 +97,10 @@ type Config struct {
 	// Shard, if set, makes the run one shard of a load spread over
 	// processes (see Shard): Load.Rate is then the whole load's rate.
 	Shard *Shard
+	// Group, if set, runs a consumer group beside the load (run --group):
+	// its deliveries and acknowledged commits go into the ledger and the
+	// verdict judges them (skipped, commit lost, redelivered).
+	Group *load.GroupConfig
 }
 
 // FaultPlan is the faults of a run and the cluster they act on.
@@ -221,11 +225,18 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	defer closeLedger()
 	claimed = true // the ledger holds the run: the directory is the run's
 	cfg.logf("run %016x: %.0f msg/s for %s, %s messages, %d producers -> %s", runID, lc.Rate, drivers.HumanDuration(lc.Duration), drivers.HumanBytes(int64(lc.MessageSize)), run.Producers, cfg.Out)
+	grp, err := newGroup(ctx, cfg, lc, l, &run)
+	if err != nil {
+		return nil, err
+	}
 	tw, inj, closeJournal, err := startRunFaults(ctx, cfg, runID, info.Name, l, &run)
 	if err != nil {
 		return nil, err
 	}
 	defer closeJournal()
+	if inj != nil && grp != nil {
+		inj.Group = grp
+	}
 	describeCluster(ctx, cfg, info.Name, &run)
 
 	if err := startSchedule(cfg, &lc, totalRate); err != nil {
@@ -233,7 +244,11 @@ func Run(ctx context.Context, cfg Config) (res *verifier.Result, err error) {
 	}
 	run.LoadStart = lc.Start
 	l.PutMeta(ledger.MetaRun, run)
-	lres, loadErr := runLoad(ctx, cfg, lc, l, inj)
+	if err := startGroup(ctx, grp); err != nil {
+		return nil, err
+	}
+	lres, loadErr := runLoad(ctx, cfg, lc, l, inj, grp)
+	stopGroup(ctx, cfg, grp, info.Name, &run)
 	if inj != nil && ctx.Err() == nil {
 		// The brokers' own account of each node's return, read from
 		// their logs once the recovery watches are done: the oracle
@@ -608,7 +623,7 @@ type VerdictObserver interface{ Verdict(res *verifier.Result) }
 // them, its faults and the watch for nodes that die unasked; then heals
 // what the faults left applied. An error healing is the run's error when
 // the load had none.
-func runLoad(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger, inj *faults.Injector) (load.Result, error) {
+func runLoad(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger, inj *faults.Injector, grp *load.Group) (load.Result, error) {
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	defer stopFaults()
 	var faultsDone sync.WaitGroup
@@ -624,7 +639,7 @@ func runLoad(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger, 
 	stopProgress := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		reportProgress(cfg, lc, stats, stopProgress, inj)
+		reportProgress(cfg, lc, stats, stopProgress, inj, grp)
 	}()
 	if inj != nil {
 		faultsDone.Add(2)
@@ -1117,7 +1132,7 @@ func writeJSON(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
-func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struct{}, inj *faults.Injector) {
+func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struct{}, inj *faults.Injector, grp *load.Group) {
 	if cfg.Progress == nil {
 		return
 	}
@@ -1149,9 +1164,9 @@ func reportProgress(cfg Config, lc load.Config, s *load.Stats, stop <-chan struc
 					inForce = "  in force: " + f
 				}
 			}
-			line := fmt.Sprintf("%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago%s",
+			line := fmt.Sprintf("%6s/%s  sent %d  acked %d (%.0f/s of %.0f offered)  failed %d  shed %d  in flight %d  p99 %s  last ack %s ago%s%s",
 				drivers.HumanDuration(now.Sub(start).Round(time.Second)), drivers.HumanDuration(lc.Duration), s.Sent.Load(), acked, rate, lc.Rate,
-				s.Rejected.Load()+s.Unknown.Load(), s.Shed.Load(), s.InFlight.Load(), p99, sinceAck, inForce)
+				s.Rejected.Load()+s.Unknown.Load(), s.Shed.Load(), s.InFlight.Load(), p99, sinceAck, groupProgress(grp, now), inForce)
 			if cfg.Live {
 				fmt.Fprint(cfg.Progress, clearLine+line)
 			} else {

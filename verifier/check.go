@@ -98,6 +98,11 @@ func CheckLedgers(ctx context.Context, lg Ledgers, opts Options) (*Result, error
 	if err := classifyHistories(ctx, src, lg.Reads, rb, ft, opts, res); err != nil {
 		return nil, err
 	}
+	if lg.Shards == nil {
+		if err := judgeGroup(ctx, lg.Run, lg.Reads, run, ft.records, opts, res); err != nil {
+			return nil, err
+		}
+	}
 	addRunFigures(res, src)
 	applyVerdict(res, opts)
 	return res, nil

@@ -206,6 +206,9 @@ type Result struct {
 	// each partition not read to its end (see Unread).
 	UnreadByPartition map[int32]*PartitionLoss `json:"unread_by_partition,omitempty"`
 	Listings          []Listing                `json:"listings,omitempty"`
+	// Group is what the verdict found of the run's consumer group (run
+	// --group); nil when the run had none.
+	Group *GroupResult `json:"group,omitempty"`
 	// Warnings do not fail the verdict but say the run was not quite the
 	// one asked for (a fault that fired over a second late).
 	Warnings []string `json:"warnings,omitempty"`
@@ -412,8 +415,29 @@ func (r *Result) writeCounts(w io.Writer) {
 	if r.OtherRun > 0 {
 		row("other run", r.OtherRun, "records of another ackcheck run in range: two runs shared the topic")
 	}
+	if g := r.Group; g != nil {
+		fmt.Fprintf(tw, "group %s  %d members  commits: %s\n", g.Name, g.Members, cmpOr(g.Promise, "meaning not known"))
+		row("delivered", g.Delivered, fmt.Sprintf("distinct IDs delivered to the group, in %d deliveries; %d commits acknowledged", g.Deliveries, g.Commits))
+		row("skipped", g.Skipped, flag(g.Skipped > 0, "FAIL: acked, never delivered, behind an acknowledged commit"))
+		lostNote := "acknowledged, then forgotten"
+		if g.CommitsLost > 0 {
+			lostNote = "counted: the broker does not promise durable commits here"
+			if g.Durable {
+				lostNote = "FAIL: acknowledged, then forgotten"
+			}
+		}
+		row("commits lost", g.CommitsLost, lostNote)
+		row("redelivered", g.Redelivered, fmt.Sprintf("delivered more than once; %d after a commit covered them", g.RedeliveredAfterCommit))
+	}
 	tw.Flush()
 	r.writePartitions(w)
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
 }
 
 // writeLatencies is the summary's lines of time: the longest stretch

@@ -100,6 +100,10 @@ var verdictRules = []rule{
 	{"max-no-ack", ruleMaxNoAck},
 	{"recovery deadlines", ruleRecoveryDeadlines},
 	{"unexpected death", ruleUnexpectedDeath},
+	{"skipped", ruleSkipped},
+	{"commit lost", ruleCommitLost},
+	{"redelivered", ruleRedelivered},
+	{"group progress", ruleGroupProgress},
 	{"experiment", ruleExperiment},
 	{"ledger whole", ruleLedgerWhole},
 }

@@ -52,6 +52,19 @@ func TestEachVerdictRuleAlone(t *testing.T) {
 		{"unexpected death", Options{}, with(func(r *Result) {
 			r.Faults = []FaultReport{{Record: faults.Record{Action: faults.UnexpectedDeath, Node: 3}}}
 		}), outcomeFail, CheckUnexpectedDeath, with(func(r *Result) { r.Faults = []FaultReport{recovered} })},
+		{"skipped", Options{}, with(func(r *Result) { r.Group = &GroupResult{Skipped: 2, Delivered: 98} }), outcomeFail, CheckSkipped,
+			with(func(r *Result) { r.Group = &GroupResult{Delivered: 100, Redelivered: 5} })},
+		{"commit lost", Options{}, with(func(r *Result) {
+			r.Group = &GroupResult{GroupInfo: ledger.GroupInfo{Durable: true}, CommitsLost: 1, RedeliveredAfterCommit: 40}
+		}), outcomeFail, CheckCommitLost,
+			// The same loss where commits are not promised durable: counted.
+			with(func(r *Result) { r.Group = &GroupResult{CommitsLost: 1, RedeliveredAfterCommit: 40} })},
+		{"redelivered", Options{}, with(func(r *Result) {
+			r.Group = &GroupResult{Redelivered: 3, RedeliveredWhile: map[string]int64{"after restart-consumers at 1.0 s": 3}}
+		}), outcomePass, "", with(func(r *Result) { r.Group = &GroupResult{Delivered: 100} })},
+		{"group progress", Options{}, with(func(r *Result) {
+			r.Group = &GroupResult{Stalls: []GroupStall{{Fault: "kill coordinator:g", AtS: 5, LongestMs: 3200, FromS: 5}}}
+		}), outcomePass, "", clean()},
 		{"experiment", Options{}, with(func(r *Result) { r.Experiment = &Experiment{Scheduled: 1000, LoadEnded: false} }), outcomeAborted, CheckExperiment,
 			with(func(r *Result) { r.Experiment = &Experiment{Scheduled: 1000, LoadEnded: true, FaultsPlanned: 1} })},
 		{"ledger whole", Options{}, with(func(r *Result) { r.Ledger = &ledger.Proof{Reason: "flush 3 missing"} }), outcomeUnproven, CheckLedgerWhole,

@@ -78,6 +78,7 @@ type runFlags struct {
 	metricsLinger time.Duration
 	workload      string
 	partial       bool
+	group         load.GroupConfig
 
 	// Set by config: the cluster faults act on (nil: none), the driver's
 	// profile, and release, which closes what config opened (the
@@ -118,6 +119,8 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&r.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving this long after the verdict (ackcheck_verdict, ackcheck_lost), so that Prometheus scrapes it before ackcheck exits")
 	f.StringVar(&r.workload, "workload", "", "OpenMessaging Benchmark workload YAML, read unchanged: partitionsPerTopic, messageSize, producersPerTopic, producerRate, testDurationMinutes, keyDistributor become the flags that mean the same; flags given here override it")
 	f.BoolVar(&r.partial, "workload-partial", false, "run a --workload whose fields ackcheck cannot honour (several topics, a backlog, a rate search, ...) without them, naming each")
+	f.StringVar(&r.group.Name, "group", "", "run a consumer group of this name beside the load: its deliveries and acknowledged commits are recorded and judged (skipped, commit lost, redelivered)")
+	f.IntVar(&r.group.Members, "consumers", 1, "with --group: members of the consumer group")
 	f.StringVarP(&r.file, "file", "f", "", "scenario file (YAML): settings keyed by flag name (rate: 1000); flags given here override it; see: ackcheck scenario show")
 }
 
@@ -158,7 +161,23 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		return runner.Config{}, nil, err
 	}
 	src.Broker = r.profile.Name()
-	env := faults.Env{Driver: d, ConfigFsync: r.profile.ConfigFsync(), DataFiles: drivers.DataFilesOf(r.profile)}
+	if r.group.Name != "" {
+		if err := r.group.Validate(); err != nil {
+			d.Close()
+			r.release()
+			return runner.Config{}, nil, err
+		}
+		if _, ok := d.(drivers.GroupConsumer); !ok {
+			d.Close()
+			r.release()
+			return runner.Config{}, nil, fmt.Errorf("--group: the %s driver has no consumer groups yet (kafka has)", d.Name())
+		}
+	} else if cmd.Flags().Changed("consumers") {
+		d.Close()
+		r.release()
+		return runner.Config{}, nil, fmt.Errorf("--consumers is the size of a consumer group: give --group too")
+	}
+	env := faults.Env{Driver: d, ConfigFsync: r.profile.ConfigFsync(), DataFiles: drivers.DataFilesOf(r.profile), GroupName: r.group.Name}
 	if opened != nil {
 		env.Nodes = opened.nodes
 	}
@@ -200,6 +219,10 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		Verify: !r.noVerify, Check: r.cf.options(), ReadIdleTimeout: r.cf.readIdle,
 		Progress: cmd.OutOrStdout(), ProgressEvery: r.progress, Live: live, Faults: plan,
 		Abort: abortOf(cmd.Context()),
+	}
+	if r.group.Name != "" {
+		g := r.group
+		cfg.Group = &g
 	}
 	if srv != nil {
 		cfg.Observer = srv

@@ -16,6 +16,12 @@ var (
 		Ready: 90 * time.Second, Open: openKafka}
 	lazyKafka = clustertest.Env[*kafka.Cluster]{Var: "ACKCHECK_KAFKA_LAZYFS_DIR", Up: "ackcheck cluster kafka up --lazyfs --base-port 29291 --dir D",
 		LazyFS: true, Ready: 90 * time.Second, Open: openKafka}
+	// lazyOneKafka is a one-node lazyfs cluster: its offsets topic has
+	// replication factor 1, so a power loss of its only replica can lose
+	// commits (the consumer group's truths).
+	lazyOneKafka = clustertest.Env[*kafka.Cluster]{Var: "ACKCHECK_KAFKA_LAZYFS_ONE_DIR",
+		Up:     "ackcheck cluster kafka up --lazyfs --nodes 1 --base-port 29391 --heap-mb 384 --dir D",
+		LazyFS: true, Ready: 90 * time.Second, Open: openKafka}
 )
 
 func openKafka(dir string) (*kafka.Cluster, error) {

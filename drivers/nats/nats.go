@@ -170,6 +170,11 @@ type Driver struct {
 
 	mu    sync.Mutex
 	names map[string]int32 // server name -> node ID, learned from the servers themselves
+	// groups is the topic each consumer group was joined on, and
+	// lastTopic the last one EnsureTopic was given: the streams of a
+	// group asked for by name alone (group.go).
+	groups    map[string]string
+	lastTopic string
 }
 
 var (
@@ -203,7 +208,7 @@ func New(cfg Config) (*Driver, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream on %s: %w", nc.ConnectedUrl(), err)
 	}
-	return &Driver{cfg: cfg, nc: nc, js: js, names: map[string]int32{}}, nil
+	return &Driver{cfg: cfg, nc: nc, js: js, names: map[string]int32{}, groups: map[string]string{}}, nil
 }
 
 // Name implements drivers.Driver.
@@ -278,6 +283,9 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 	if len(spec.Configs) > 0 {
 		return drivers.TopicInfo{}, fmt.Errorf("the nats driver sets no topic configs (got %v): fsync is the servers' jetstream sync_interval", spec.Configs)
 	}
+	d.mu.Lock()
+	d.lastTopic = spec.Name
+	d.mu.Unlock()
 	if spec.ReplicationFactor < 1 || spec.ReplicationFactor > 5 {
 		return drivers.TopicInfo{}, fmt.Errorf("--replication-factor %d: a JetStream stream has 1 to 5 replicas", spec.ReplicationFactor)
 	}

@@ -160,6 +160,8 @@ var (
 	_ drivers.OutcomeDeadliner  = (*Driver)(nil)
 	_ drivers.AckClasser        = (*Driver)(nil)
 	_ drivers.Switcher          = (*Driver)(nil)
+	_ drivers.GroupConsumer     = (*Driver)(nil)
+	_ drivers.GroupOffsetReader = (*Driver)(nil)
 )
 
 // Nodes of a Queen deployment as faults and topology name them.
@@ -355,7 +357,10 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 		// Retention off, said explicitly: the read-back needs every row.
 		// (Options are needed anyway: Queen 0.15 answers a configure
 		// without any with an error, after it configured the queue.)
-		conf := map[string]any{"queue": spec.Name, "options": map[string]any{"retentionEnabled": false}}
+		// The lease a consumer group's pop takes is GroupLease, not
+		// Queen's 300 s: how long a member that left without acking
+		// holds its partitions (group.go).
+		conf := map[string]any{"queue": spec.Name, "options": map[string]any{"retentionEnabled": false, "leaseTime": int(GroupLease / time.Second)}}
 		if err := d.call(ctx, http.MethodPost, "/api/v1/configure", conf, nil); err != nil {
 			return info, fmt.Errorf("create queue %s: %w", spec.Name, err)
 		}

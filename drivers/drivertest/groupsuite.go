@@ -1,0 +1,308 @@
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+)
+
+// GroupHarness is what RunGroup needs of a driver with consumer groups.
+type GroupHarness struct {
+	// NewDriver returns a fresh driver; it must implement
+	// drivers.GroupConsumer and drivers.GroupOffsetReader.
+	NewDriver         func(t *testing.T) drivers.Driver
+	Partitions        int
+	ReplicationFactor int
+	// Records is how many records are produced, spread evenly over the
+	// partitions. Default 60.
+	Records int
+	// Redelivery bounds how long the broker takes to give the records of
+	// a member that left without committing to another member (a lease,
+	// an ack wait); the test waits that long and 15 s more.
+	Redelivery time.Duration
+}
+
+// RunGroup checks a driver's group consumption through the seam on a
+// real broker, in two subtests:
+//
+//   - poll-commit: a member polls a small produced topic to its end,
+//     committing after each poll; every record is delivered at the
+//     position the read-back gives it, each commit is acknowledged, and
+//     the offsets the broker holds for the group (GroupOffsetReader,
+//     an account ackcheck did not compute) are the last commits, which
+//     are the partitions' ends.
+//   - redelivery: a member polls once and leaves without committing;
+//     another member of the group is given those records again (a
+//     redelivery that really happens), commits everything, and the
+//     broker's offsets are then its commits.
+//
+// It returns the topic; the groups were named <topic>-a and <topic>-b.
+func RunGroup(t *testing.T, h GroupHarness) string {
+	if h.Records == 0 {
+		h.Records = 60
+	}
+	d := h.NewDriver(t)
+	t.Cleanup(func() { d.Close() })
+	gc, ok := d.(drivers.GroupConsumer)
+	if !ok {
+		t.Fatalf("the %s driver is not a drivers.GroupConsumer", d.Name())
+	}
+	or, ok := d.(drivers.GroupOffsetReader)
+	if !ok {
+		t.Fatalf("the %s driver is not a drivers.GroupOffsetReader", d.Name())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := fmt.Sprintf("groupsuite-%d", time.Now().UnixNano())
+	info, err := d.EnsureTopic(ctx, drivers.TopicSpec{Name: topic, Partitions: h.Partitions, ReplicationFactor: h.ReplicationFactor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := map[int32]int64{}
+	if ls, ok := d.(drivers.LogStarter); ok {
+		startAt, err := ls.StartOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start = startAt.Map()
+	}
+	produce(ctx, t, d, topic, info.Partitions, h.Records)
+	endAt, err := d.EndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := endAt.Map()
+	// Where the read-back puts each value: what a delivery must say.
+	want := map[string]drivers.Position{}
+	from := map[int32]int64{}
+	for _, p := range info.Partitions {
+		from[p] = start[p]
+	}
+	if _, err := d.Read(ctx, drivers.ReadSpec{Topic: topic, From: drivers.OffsetsOf(from), To: endAt, IdleTimeout: 10 * time.Second}, func(r drivers.Record) error {
+		want[string(r.Value)] = r.Pos
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != h.Records {
+		t.Fatalf("the read-back found %d records, %d were produced", len(want), h.Records)
+	}
+	promise, err := gc.CommitPromise(ctx, "any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("commit promise: %+v", promise)
+
+	t.Run("poll-commit", func(t *testing.T) {
+		group := topic + "-a"
+		m, err := gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: topic, Member: 0, StartOffsets: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close(context.Background())
+		// The first poll is committed in two steps, the first half way:
+		// the broker's account must follow the commits, not the ends.
+		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+		first, err := m.Poll(pctx)
+		pcancel()
+		if err != nil || len(first) == 0 {
+			t.Fatalf("the first poll: %d deliveries, %v", len(first), err)
+		}
+		lo, hi := map[int32]int64{}, map[int32]int64{}
+		for _, dl := range first {
+			if pos := want[string(dl.Value)]; pos != dl.Pos {
+				t.Fatalf("delivered %q at %v, the read-back has it at %v", dl.Value, dl.Pos, pos)
+			}
+			if o, ok := lo[dl.Pos.Partition]; !ok || dl.Pos.Offset < o {
+				lo[dl.Pos.Partition] = dl.Pos.Offset
+			}
+			hi[dl.Pos.Partition] = max(hi[dl.Pos.Partition], dl.Pos.Offset+1)
+		}
+		half := map[int32]int64{}
+		for p := range hi {
+			if mid := (lo[p] + hi[p]) / 2; mid > lo[p] {
+				half[p] = mid
+			}
+		}
+		if len(half) == 0 {
+			t.Fatalf("the first poll delivered one record per partition (%v): give more records", hi)
+		}
+		commitAll(ctx, t, m, half)
+		checkOffsets(ctx, t, or, group, topic, half)
+		committed := commitAll(ctx, t, m, hi)
+		got := map[string]bool{}
+		for _, dl := range first {
+			got[string(dl.Value)] = true
+		}
+		more := pollAll(ctx, t, m, want, got, 30*time.Second)
+		for p, o := range more {
+			committed[p] = max(committed[p], o)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("the member was delivered %d distinct records of %d", len(got), len(want))
+		}
+		for _, p := range info.Partitions {
+			if end[p] > start[p] && committed[p] != end[p] {
+				t.Errorf("partition %d: last acknowledged commit %d, the partition ends at %d", p, committed[p], end[p])
+			}
+		}
+		checkOffsets(ctx, t, or, group, topic, committed)
+	})
+
+	t.Run("redelivery", func(t *testing.T) {
+		group := topic + "-b"
+		a, err := gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: topic, Member: 0, StartOffsets: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+		first, err := a.Poll(pctx)
+		pcancel()
+		if err != nil || len(first) == 0 {
+			t.Fatalf("member 0's first poll: %d deliveries, %v", len(first), err)
+		}
+		if err := a.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		left := time.Now()
+		b, err := gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: topic, Member: 1, StartOffsets: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		got := map[string]bool{}
+		committed := pollAll(ctx, t, b, want, got, h.Redelivery+15*time.Second)
+		for _, dl := range first {
+			if _, ok := got[string(dl.Value)]; !ok {
+				t.Errorf("record at %v, delivered to member 0 which left without committing, was not delivered again to member 1", dl.Pos)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("member 1 was delivered %d distinct records of %d", len(got), len(want))
+		}
+		t.Logf("member 0 was delivered %d records and left; member 1 had all %d %s later", len(first), len(got), time.Since(left).Round(time.Millisecond))
+		checkOffsets(ctx, t, or, group, topic, committed)
+	})
+	return topic
+}
+
+// produce publishes n records spread over parts and waits for every ack.
+func produce(ctx context.Context, t *testing.T, d drivers.Driver, topic string, parts []int32, n int) {
+	t.Helper()
+	p, err := d.NewProducer(ctx, topic, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := make(chan drivers.Outcome, n)
+	for i := range n {
+		p.Publish(ctx, drivers.Message{Value: []byte(fmt.Sprintf("group-record-%04d", i)), Partition: parts[i%len(parts)], SentAt: time.Now()},
+			func(o drivers.Outcome) { outs <- o })
+	}
+	for range n {
+		if o := <-outs; o.Status != drivers.Acked {
+			t.Fatalf("a produce was not acked: %v %v", o.Status, o.Err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollAll polls m until every record of want is in got or limit
+// passed, committing after each poll. It checks each delivery's position
+// against want and each commit's answer, adds what was delivered to got,
+// and returns the last acknowledged commit per partition.
+func pollAll(ctx context.Context, t *testing.T, m drivers.GroupMember, want map[string]drivers.Position, got map[string]bool, limit time.Duration) map[int32]int64 {
+	t.Helper()
+	committed := map[int32]int64{}
+	deadline := time.Now().Add(limit)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		pctx, cancel := context.WithDeadline(ctx, deadline)
+		ds, err := m.Poll(pctx)
+		cancel()
+		if err != nil {
+			if pctx.Err() != nil {
+				break
+			}
+			t.Fatalf("poll: %v", err)
+		}
+		next := map[int32]int64{}
+		for _, dl := range ds {
+			pos, ok := want[string(dl.Value)]
+			switch {
+			case !ok:
+				t.Fatalf("delivered %q at %v, which was not produced", dl.Value, dl.Pos)
+			case pos != dl.Pos:
+				t.Fatalf("delivered %q at %v, the read-back has it at %v", dl.Value, dl.Pos, pos)
+			}
+			got[string(dl.Value)] = true
+			next[dl.Pos.Partition] = max(next[dl.Pos.Partition], dl.Pos.Offset+1)
+		}
+		if len(next) == 0 {
+			continue
+		}
+		for p, o := range commitAll(ctx, t, m, next) {
+			committed[p] = max(committed[p], o)
+		}
+	}
+	return committed
+}
+
+// commitAll commits next and fails the test unless every partition's
+// commit is acknowledged at the offset asked; it returns the answers'
+// offsets.
+func commitAll(ctx context.Context, t *testing.T, m drivers.GroupMember, next map[int32]int64) map[int32]int64 {
+	t.Helper()
+	answers, err := m.Commit(ctx, next)
+	if err != nil {
+		t.Fatalf("commit %v: %v", next, err)
+	}
+	out := map[int32]int64{}
+	for _, a := range answers {
+		if a.Err != nil {
+			t.Fatalf("commit of partition %d at %d refused: %v", a.Partition, a.Offset, a.Err)
+		}
+		if a.Offset != next[a.Partition] {
+			t.Fatalf("commit of partition %d at %d answered offset %d", a.Partition, next[a.Partition], a.Offset)
+		}
+		out[a.Partition] = a.Offset
+	}
+	if len(out) != len(next) {
+		t.Fatalf("commit of %v: answers for %v", next, out)
+	}
+	return out
+}
+
+// checkOffsets compares what the broker holds for group with the
+// acknowledged commits; it asks again for a few seconds, as a broker may
+// apply an acknowledged commit to what it reports a little later.
+func checkOffsets(ctx context.Context, t *testing.T, or drivers.GroupOffsetReader, group, topic string, committed map[int32]int64) {
+	t.Helper()
+	var held map[int32]int64
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		held, err = or.CommittedOffsets(ctx, group, topic)
+		if err == nil && fmt.Sprint(sorted(held)) == fmt.Sprint(sorted(committed)) {
+			t.Logf("the broker holds the group's commits: %s", sorted(held))
+			return
+		}
+	}
+	if err != nil {
+		t.Fatalf("read the group's offsets: %v", err)
+	}
+	t.Errorf("the broker holds %s for group %s, the acknowledged commits say %s", sorted(held), group, sorted(committed))
+}
+
+func sorted(m map[int32]int64) string {
+	var parts []string
+	for p, o := range m {
+		parts = append(parts, fmt.Sprintf("%d:%d", p, o))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,275 @@
+package kafka_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
+	"github.com/ackcheck/ackcheck/drivers/kafka"
+	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/load"
+	"github.com/ackcheck/ackcheck/runner"
+	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
+	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Issue 39's truths: a consumer group beside the load on a real Kafka,
+// its commits judged by ackcheck and checked against what Kafka itself
+// holds (kadm's committed offsets, the __consumer_offsets log), which
+// ackcheck did not compute.
+
+// groupRun runs a load of rate msg/s for dur with a group of members
+// beside it and the faults of schedule on k.
+func groupRun(t *testing.T, k *kafka.Cluster, d drivers.Driver, group string, spec drivers.TopicSpec, members int, rate float64, dur time.Duration, schedule string) (*verifier.Result, string) {
+	t.Helper()
+	steps, err := faults.ParseSchedule(schedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := runner.Run(ctx, runner.Config{
+		Out: out, Driver: d, Topic: spec,
+		Load:   load.Config{Rate: rate, Duration: dur, Producers: 2, MessageSize: 256, DrainTimeout: 30 * time.Second},
+		Verify: true, ReadIdleTimeout: 30 * time.Second,
+		Group:    &load.GroupConfig{Name: group, Members: members},
+		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: 30 * time.Second},
+		Progress: scenariotest.Progress(t), ProgressEvery: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.WaitReady(ctx, time.Minute); err != nil {
+		t.Fatalf("cluster not whole after the run: %v", err)
+	}
+	return res, out
+}
+
+// redeliveredLines reads redelivered.jsonl.
+func redeliveredLines(t *testing.T, out string) []verifier.RedeliveredLine {
+	t.Helper()
+	return readLines[verifier.RedeliveredLine](t, filepath.Join(out, verifier.RedeliveredFile))
+}
+
+func readLines[T any](t *testing.T, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Truth (a): offsets topic RF 3. The group's coordinator SIGKILLed under
+// load, started again, and then ackcheck's own members restarted without
+// committing: nothing acked is skipped, no acknowledged commit is lost,
+// and what is delivered again was not yet committed. kadm's committed
+// offsets (the coordinator's account) equal the ledger's last
+// acknowledged commits, at the partitions' ends.
+func TestRealGroupCoordinatorKillAndRestart(t *testing.T) {
+	k := realCluster(t)
+	d := realDriver(t, k, kafka.Config{Acks: "all"})
+	topic := scenariotest.TopicName(t)
+	group := "g-" + topic
+	ctx := context.Background()
+	res, out := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 6, ReplicationFactor: 3}, 3, 500, 24*time.Second,
+		"at=6s kill coordinator:"+group+"; at=12s restart; at=18s restart-consumers")
+	scenariotest.SaveSummary(t, "group-coordinator-kill", res)
+	g := res.Group
+	if g == nil {
+		t.Fatal("no group in the result")
+	}
+	t.Logf("verdict %s; %d acked, %d delivered in %d deliveries, %d commits; skipped %d, commits lost %d, redelivered %d (%d after a commit), while %v; stalls %+v; %s",
+		res.Verdict, res.Acked, g.Delivered, g.Deliveries, g.Commits, g.Skipped, g.CommitsLost, g.Redelivered, g.RedeliveredAfterCommit, g.RedeliveredWhile, g.Stalls, g.Promise)
+	if !g.Durable {
+		t.Fatalf("offsets topic RF 3 not seen as durable commits: %q", g.Promise)
+	}
+	if res.Verdict != verifier.Pass || g.Skipped != 0 || g.CommitsLost != 0 || g.RedeliveredAfterCommit != 0 || res.Lost != 0 {
+		t.Fatalf("verdict %s, lost %d, skipped %d, commits lost %d, redelivered after a commit %d: %v", res.Verdict, res.Lost, g.Skipped, g.CommitsLost, g.RedeliveredAfterCommit, res.Reasons)
+	}
+	for _, l := range redeliveredLines(t, out) {
+		if l.AfterCommit {
+			t.Fatalf("delivered again after its commit: %+v", l)
+		}
+	}
+	// The faults fired as scheduled, on the node Kafka named coordinator.
+	var killed bool
+	for _, f := range res.Faults {
+		if f.Action == faults.Kill && f.Result == faults.Applied && f.Target == "coordinator:"+group {
+			killed = true
+		}
+		if f.Result != faults.Applied {
+			t.Fatalf("fault %s %s: %s %s", f.Action, f.Target, f.Result, f.Error)
+		}
+	}
+	if !killed || g.Restarts != 1 || len(g.Stalls) != 3 {
+		t.Fatalf("coordinator killed %v, restarts %d, stalls %+v", killed, g.Restarts, g.Stalls)
+	}
+	// kadm's account: the coordinator holds exactly the ledger's last
+	// acknowledged commit of each partition, at the partition's end.
+	held, err := d.(drivers.GroupOffsetReader).CommittedOffsets(ctx, group, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := d.EndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, e := range end.Map() {
+		if held[p] != g.Committed[p] || held[p] != e {
+			t.Errorf("partition %d: kadm says committed %d, the ledger's last acknowledged commit is %d, the partition ends at %d", p, held[p], g.Committed[p], e)
+		}
+	}
+}
+
+// offsetsLogCommits reads group's commits on topic from the
+// __consumer_offsets log as the broker keeps it now: per partition, each
+// commit's offset and timestamp, in log order.
+func offsetsLogCommits(t *testing.T, brokers []string, group, topic string) map[int32][][2]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ends := map[int32]int64{}
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "__consumer_offsets"
+	for p := int32(0); p < 50; p++ {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, adm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := map[int32]kgo.Offset{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 && p.Offset > 0 {
+				ends[p.Partition] = p.Offset
+				from[p.Partition] = kgo.NewOffset().AtStart()
+			}
+		}
+	}
+	out := map[int32][][2]int64{}
+	if len(from) == 0 {
+		return out
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"__consumer_offsets": from}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	done := func() bool {
+		for p, e := range ends {
+			if from[p].EpochOffset().Offset < e {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading __consumer_offsets: %v", ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			from[r.Partition] = kgo.NewOffset().At(r.Offset + 1)
+			var key kmsg.OffsetCommitKey
+			if r.Value == nil || key.ReadFrom(r.Key) != nil || key.Version > 1 || key.Group != group || key.Topic != topic {
+				return
+			}
+			var v kmsg.OffsetCommitValue
+			if v.ReadFrom(r.Value) != nil {
+				return
+			}
+			out[key.Partition] = append(out[key.Partition], [2]int64{v.Offset, r.Timestamp.UnixNano()})
+		})
+	}
+	return out
+}
+
+// Truth (b): offsets topic RF 1, on a one-node lazyfs cluster. A power
+// loss of its only replica loses the commits it had not fsynced: the
+// group resumes before commits the broker had acknowledged (commits lost
+// > 0, counted, not failed: RF 1 promises no durable commit), and it
+// resumes exactly where the __consumer_offsets log the broker recovered
+// says (the last commit in it from before the power loss; with none, the
+// partition's start). The topic's own data is fsynced (flush.messages=1)
+// so that only commits are lost.
+func TestRealGroupCommitsLostOnPowerLoss(t *testing.T) {
+	k := lazyOneKafka.Get(t)
+	d := realDriver(t, k, kafka.Config{Acks: "all"})
+	topic := scenariotest.TopicName(t)
+	group := "g-" + topic
+	res, out := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 3, ReplicationFactor: 1, Configs: map[string]string{"flush.messages": "1"}},
+		2, 300, 20*time.Second, "at=7s power-loss coordinator:"+group)
+	scenariotest.SaveSummary(t, "group-power-loss-rf1", res)
+	g := res.Group
+	if g == nil {
+		t.Fatal("no group in the result")
+	}
+	t.Logf("verdict %s; %d acked, %d delivered in %d deliveries, %d commits; skipped %d, commits lost %d, redelivered %d (%d after a commit); stalls %+v; %s",
+		res.Verdict, res.Acked, g.Delivered, g.Deliveries, g.Commits, g.Skipped, g.CommitsLost, g.Redelivered, g.RedeliveredAfterCommit, g.Stalls, g.Promise)
+	if g.Durable {
+		t.Fatalf("offsets topic RF 1 seen as durable commits: %q", g.Promise)
+	}
+	if g.CommitsLost == 0 || g.Skipped != 0 || res.Lost != 0 {
+		t.Fatalf("commits lost %d (want > 0), skipped %d, lost %d: %v", g.CommitsLost, g.Skipped, res.Lost, res.Reasons)
+	}
+	var lossAt time.Time
+	for _, f := range res.Faults {
+		if f.Action == faults.PowerLoss && f.Result == faults.Applied {
+			lossAt = f.At
+		}
+	}
+	if lossAt.IsZero() {
+		t.Fatalf("the power loss did not apply: %+v", res.Faults)
+	}
+	// Where the group resumed, per partition: the lowest offset delivered
+	// again below a lost commit.
+	resumed := map[int32]int64{}
+	for _, l := range readLines[verifier.CommitLostLine](t, filepath.Join(out, verifier.CommitsLostFile)) {
+		if r, ok := resumed[l.Partition]; !ok || l.ResumedAt < r {
+			resumed[l.Partition] = l.ResumedAt
+		}
+	}
+	// What the broker's recovered log says it resumed from.
+	logged := offsetsLogCommits(t, k.Brokers(), group, topic)
+	for p, r := range resumed {
+		want := int64(0) // no commit survived: the group starts at the log's start
+		for _, c := range logged[p] {
+			if c[1] < lossAt.UnixNano() {
+				want = c[0]
+			}
+		}
+		t.Logf("partition %d: resumed at %d; the recovered log's last commit before the power loss: %d", p, r, want)
+		if r != want {
+			t.Errorf("partition %d: the group resumed at %d, the broker's recovered __consumer_offsets log says %d", p, r, want)
+		}
+	}
+}
