@@ -26,7 +26,7 @@ var lazyQueen = clustertest.Env[*queen.Cluster]{Var: "ACKCHECK_QUEEN_DIR",
 const envRequireQueen = "ACKCHECK_REQUIRE_QUEEN"
 
 func openQueen(dir string) (*queen.Cluster, error) {
-	return openQueen(dir)
+	return queen.OpenCluster(queen.ClusterOptions{Options: cluster.Options{Dir: dir}})
 }
 
 // envNetnsQueen names a Queen cluster started with `cluster queen up --netns`
