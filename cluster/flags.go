@@ -119,3 +119,27 @@ func (k Kit) Doc() (string, string) { return k.Short, k.Long }
 
 // NewFlags implements Launcher.
 func (k Kit) NewFlags() LaunchFlags { return k.Flags() }
+
+// Choice is a flag with two values, Off and On (default and always), into
+// *To: true for On. Any other value is refused when the flag is parsed.
+type Choice struct {
+	To      *bool
+	Off, On string
+}
+
+func (c Choice) String() string {
+	if c.To != nil && *c.To {
+		return c.On
+	}
+	return c.Off
+}
+
+func (c Choice) Set(s string) error {
+	if s != c.Off && s != c.On {
+		return fmt.Errorf("use %s or %s", c.Off, c.On)
+	}
+	*c.To = s == c.On
+	return nil
+}
+
+func (Choice) Type() string { return "string" }

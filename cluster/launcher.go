@@ -136,6 +136,8 @@ type Base struct {
 	self Broker
 	spec Spec
 	o    *Options
+	// recorded: Open read a cluster.json.
+	recorded bool
 	// prefix names the cluster's network namespaces; "" without --netns.
 	prefix string
 	subnet netip.Prefix
@@ -159,7 +161,7 @@ func (b *Base) Open(self Broker, o *Options, s Spec, rec recorded) error {
 	if o.NetNS {
 		b.prefix = NetnsPrefix(dir)
 	}
-	if data != nil {
+	if b.recorded = data != nil; data != nil {
 		if err := b.read(data, rec); err != nil {
 			return err
 		}
@@ -198,6 +200,9 @@ func (b *Base) read(data []byte, rec recorded) error {
 	}
 	return nil
 }
+
+// Recorded reports whether Open found the cluster's cluster.json.
+func (b *Base) Recorded() bool { return b.recorded }
 
 // WriteRecord fills rec's Record in from the cluster and writes rec as
 // cluster.json, durably: once it is, so is everything written before it.

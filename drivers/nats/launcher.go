@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/ackcheck/ackcheck/cluster"
@@ -26,33 +25,23 @@ With --netns, each node runs in a network namespace of its own at
 10.213.0.N (ports 4222, 6222, 8222), for network faults; ackcheck reaches
 it through the namespaces' hub, given --cluster-dir.`}
 
-type natsFlags struct {
-	opts ClusterOptions
-	sync string
-}
+type natsFlags struct{ opts ClusterOptions }
 
 func (f *natsFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.opts.Nodes, "nodes", 0, "nodes (default 3; fixed at the first up)")
 	fs.IntVar(&f.opts.BasePort, "base-port", 0, "client port of node 1; node N uses base+N-1, its routes base+100+N-1, its monitoring base+200+N-1 (default 24222)")
-	fs.StringVar(&f.sync, "sync", "default", "jetstream sync_interval: default (the server's, 2m) or always; on an existing cluster, switched by a clean restart")
+	fs.Var(cluster.Choice{To: &f.opts.SyncAlways, Off: "default", On: "always"}, "sync", "jetstream sync_interval: default (the server's, 2m) or always; on an existing cluster, switched by a clean restart")
 	f.opts.Register(fs, cluster.FlagHelp{LazyFS: "each node's store dir", Netns: "each node in a network namespace of its own at 10.213.0.N", Entries: true})
 }
 
 func (f *natsFlags) Open(dir string) (cluster.Local, error) {
 	o := f.opts
 	o.Dir = dir
-	switch f.sync {
-	case "default", "":
-	case "always":
-		o.SyncAlways = true
-	default:
-		return nil, fmt.Errorf("--sync %q: use default or always", f.sync)
-	}
 	return OpenCluster(o)
 }
 
 // AfterUp switches sync_interval on an existing cluster when --sync asks
 // for another value than it runs with.
 func (f *natsFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c cluster.Local, progress io.Writer) error {
-	return cluster.SwitchFsync(ctx, fs, "sync", c, f.sync == "always", "a clean restart of every node", progress)
+	return cluster.SwitchFsync(ctx, fs, "sync", c, f.opts.SyncAlways, "a clean restart of every node", progress)
 }

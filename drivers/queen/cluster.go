@@ -84,7 +84,13 @@ var _ cluster.FsyncSwitch = (*Cluster)(nil)
 func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 	q := &Cluster{opts: opts}
 	o := &q.opts
+	// A cluster.json written while it was on records no
+	// synchronous_commit_off: what it records wins, absent or not.
+	o.SynchronousCommitOff = false
 	err := q.Open(q, &o.Options, queenSpec, &queenFile{ClusterOptions: o})
+	if !q.Recorded() {
+		o.SynchronousCommitOff = opts.SynchronousCommitOff
+	}
 	if err == nil && o.Home != "" {
 		o.Home, err = filepath.Abs(o.Home)
 	}

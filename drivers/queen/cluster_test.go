@@ -105,3 +105,23 @@ func TestCreateSurvivesPowerLoss(t *testing.T) {
 		t.Errorf("the rewritten ackcheck.conf: %q", before["node2/data/ackcheck.conf"])
 	}
 }
+
+// What an existing cluster.json records wins over the options given, a
+// setting it leaves out (synchronous_commit_off, written only when off)
+// too; a new cluster takes the options.
+func TestRecordedSettingWins(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cluster.json"), []byte(`{"kind":"queen","queen_home":"/q","base_port":26632}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		dir    string
+		wantOn bool
+	}{{"recorded on", dir, true}, {"new", filepath.Join(dir, "new"), false}} {
+		q, err := OpenCluster(ClusterOptions{Options: cluster.Options{Dir: tc.dir}, SynchronousCommitOff: true})
+		if err != nil || q.FsyncOn() != tc.wantOn {
+			t.Errorf("%s: synchronous_commit on %v (%v), want %v", tc.name, q.FsyncOn(), err, tc.wantOn)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package queen
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/ackcheck/ackcheck/cluster"
@@ -29,15 +28,12 @@ cuts every call of ackcheck's to both, and nothing between them. The
 driver reaches them from the hub, given --cluster-dir (or the --netns the
 ready line prints). down deletes the namespaces.`}
 
-type queenFlags struct {
-	opts    ClusterOptions
-	syncOff string
-}
+type queenFlags struct{ opts ClusterOptions }
 
 func (f *queenFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opts.Home, "queen-home", "", "directory with queen-server and schema/ (what shared/queen/build.sh writes); required at the first up")
 	fs.IntVar(&f.opts.BasePort, "base-port", 0, "the Queen server's HTTP port; its UDP notifications use base+1, PostgreSQL base+2 (default 26632)")
-	fs.StringVar(&f.syncOff, "synchronous-commit", "on", "PostgreSQL synchronous_commit: on (its default) or off; on an existing cluster, switched by a clean restart of PostgreSQL")
+	fs.Var(cluster.Choice{To: &f.opts.SynchronousCommitOff, Off: "on", On: "off"}, "synchronous-commit", "PostgreSQL synchronous_commit: on (its default) or off; on an existing cluster, switched by a clean restart of PostgreSQL")
 	f.opts.Register(fs, cluster.FlagHelp{LazyFS: "PostgreSQL's data dir and Queen's file-buffer dir each",
 		Netns: "the server and PostgreSQL in a network namespace of their own at 10.213.0.1", Entries: true})
 }
@@ -45,18 +41,11 @@ func (f *queenFlags) Register(fs *pflag.FlagSet) {
 func (f *queenFlags) Open(dir string) (cluster.Local, error) {
 	o := f.opts
 	o.Dir = dir
-	switch f.syncOff {
-	case "on", "":
-	case "off":
-		o.SynchronousCommitOff = true
-	default:
-		return nil, fmt.Errorf("--synchronous-commit %q: use on or off", f.syncOff)
-	}
 	return OpenCluster(o)
 }
 
 // AfterUp switches synchronous_commit on an existing cluster when
 // --synchronous-commit asks for another value than it runs with.
 func (f *queenFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c cluster.Local, progress io.Writer) error {
-	return cluster.SwitchFsync(ctx, fs, "synchronous-commit", c, f.syncOff != "off", "a clean restart of PostgreSQL", progress)
+	return cluster.SwitchFsync(ctx, fs, "synchronous-commit", c, !f.opts.SynchronousCommitOff, "a clean restart of PostgreSQL", progress)
 }
