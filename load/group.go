@@ -36,6 +36,14 @@ type GroupConfig struct {
 	CatchUp time.Duration
 }
 
+// CatchUpOrDefault is CatchUp, or its default when unset.
+func (g GroupConfig) CatchUpOrDefault() time.Duration {
+	if g.CatchUp <= 0 {
+		return DefaultGroupCatchUp
+	}
+	return g.CatchUp
+}
+
 // DefaultGroupCatchUp is GroupConfig.CatchUp's default.
 const DefaultGroupCatchUp = 10 * time.Second
 
