@@ -41,7 +41,7 @@ func LazyFS(t *testing.T) *kafka.Cluster {
 // $ACKCHECK_KAFKA_LAZYFS_ONE_DIR once its node answers.
 func LazyFSOne(t *testing.T) *kafka.Cluster {
 	t.Helper()
-	return clustertest.FromEnv(t, EnvLazyFSOne, "ackcheck cluster kafka up --lazyfs --nodes 1 --base-port 29391 --heap-mb 384 --prop offsets.topic.num.partitions=1 --dir D", open, true, 90*time.Second)
+	return clustertest.FromEnv(t, EnvLazyFSOne, "ackcheck cluster kafka up --lazyfs --nodes 1 --base-port 29691 --heap-mb 512 --prop offsets.topic.num.partitions=1 --dir D", open, true, 90*time.Second)
 }
 
 func open(dir string) (*kafka.Cluster, error) {
