@@ -92,8 +92,8 @@ func TestRealGroupCoordinatorKillAndRestart(t *testing.T) {
 	topic := scenariotest.TopicName(t)
 	group := "g-" + topic
 	ctx := context.Background()
-	res, out := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 6, ReplicationFactor: 3}, 3, 500, 24*time.Second, 30*time.Second,
-		"at=6s kill coordinator:"+group+"; at=12s restart; at=18s restart-consumers")
+	res, out := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 6, ReplicationFactor: 3}, 3, 500, 20*time.Second, 30*time.Second,
+		"at=5s kill coordinator:"+group+"; at=10s restart; at=15s restart-consumers")
 	scenariotest.SaveSummary(t, "group-coordinator-kill", res)
 	g := res.Group
 	if g == nil {
