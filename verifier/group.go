@@ -90,6 +90,9 @@ type GroupStall struct {
 	LongestMs float64 `json:"longest_ms"`
 	// FromS is where that stretch began, seconds after the load started.
 	FromS float64 `json:"from_s"`
+	// UntilProgressMs is from the fault to the group's first progress
+	// after it, whatever faults came between (-1: none came).
+	UntilProgressMs float64 `json:"until_progress_ms"`
 }
 
 // SkippedLine is one line of skipped.jsonl.
@@ -487,7 +490,11 @@ func (g *groupJudge) stalls(res *Result, info ledger.RunInfo) {
 		if r.Target != "" {
 			what += " " + r.Target
 		}
-		g.res.Stalls = append(g.res.Stalls, GroupStall{Fault: what, AtS: g.seconds(from), LongestMs: float64(longest) / 1e6, FromS: g.seconds(at)})
+		until := -1.0
+		if i, ok := slices.BinarySearch(progress, from+1); ok || i < len(progress) {
+			until = float64(progress[i]-from) / 1e6
+		}
+		g.res.Stalls = append(g.res.Stalls, GroupStall{Fault: what, AtS: g.seconds(from), LongestMs: float64(longest) / 1e6, FromS: g.seconds(at), UntilProgressMs: until})
 	}
 }
 
@@ -613,7 +620,7 @@ func ruleGroupProgress(res *Result, _ Options) []finding {
 	}
 	var parts []string
 	for _, s := range g.Stalls {
-		parts = append(parts, fmt.Sprintf("%.0f ms from %.1f s after %s at %.1f s", s.LongestMs, s.FromS, s.Fault, s.AtS))
+		parts = append(parts, fmt.Sprintf("%.0f ms from %.1f s after %s at %.1f s (first progress after it: %s)", s.LongestMs, s.FromS, s.Fault, s.AtS, msText(s.UntilProgressMs)))
 	}
 	msg := ""
 	if len(parts) > 0 {
