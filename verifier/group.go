@@ -69,8 +69,9 @@ type GroupResult struct {
 	Skipped int64 `json:"skipped"`
 	// CommitsLost: acknowledged commits a later delivery went below.
 	CommitsLost int64 `json:"commits_lost"`
-	// Redelivered: messages delivered more than once; AfterCommit of
-	// them delivered again after an acknowledged commit covered them.
+	// Redelivered: messages delivered more than once; AfterCommit: of
+	// them, those delivered again after an acknowledged commit covered
+	// them (messages, not deliveries).
 	Redelivered            int64 `json:"redelivered"`
 	RedeliveredAfterCommit int64 `json:"redelivered_after_commit"`
 	// RedeliveredWhile counts the further deliveries by the faults in
@@ -350,11 +351,11 @@ func (g *groupJudge) message(k [2]uint64, outs, dels, reads []ledger.Event) {
 		return
 	}
 	g.res.Redelivered++
+	if slices.Contains(below[1:], true) {
+		g.res.RedeliveredAfterCommit++
+	}
 	for i, d := range dels[1:] {
 		after := below[i+1]
-		if after {
-			g.res.RedeliveredAfterCommit++
-		}
 		while := g.while(d.Time)
 		g.res.RedeliveredWhile[while]++
 		g.inv.redelivered.write(RedeliveredLine{ID: id(), Partition: d.Partition, Offset: d.Offset,
