@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // A run's group deliveries and acknowledged commits are recorded beside
@@ -60,5 +62,43 @@ func TestGroupEventsKeptAndProven(t *testing.T) {
 	}
 	if st := ro.SentThrough(); st[CommitProducer] != 0 {
 		t.Fatalf("commits are no sends: sent-through %v", st)
+	}
+}
+
+// A member records a poll's deliveries before the commit that covers
+// them, from another goroutine than the flush's: here both are recorded
+// while a flush is between two takes, at each point. A commit must never
+// be committed without the delivery recorded before it (a crash would
+// then make the message look skipped). Taking the commits' shard after a
+// producer's (map order, as before) fails this.
+func TestNoCommitWithoutItsDeliveries(t *testing.T) {
+	for after := range 2 * len(kinds) {
+		t.Run(fmt.Sprint(after), func(t *testing.T) {
+			l, err := Open(t.TempDir(), Options{FlushInterval: time.Hour, NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			// Both shards exist before the flush.
+			l.Record(Delivery, Event{Producer: 1, Seq: 0, Offset: 0})
+			l.Record(Commit, Event{Producer: CommitProducer, Seq: 0, Offset: 1})
+			taken := 0
+			l.tookKind = func() {
+				if taken++; taken == after+1 {
+					l.Record(Delivery, Event{Producer: 1, Seq: 1, Offset: 1})
+					l.Record(Commit, Event{Producer: CommitProducer, Seq: 1, Offset: 2})
+				}
+			}
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			l.tookKind = nil
+			dels := scanAll(t, l, Delivery)
+			for _, c := range scanAll(t, l, Commit) {
+				if int64(len(dels)) < c.Offset {
+					t.Fatalf("commit to offset %d committed with %d deliveries", c.Offset, len(dels))
+				}
+			}
+		})
 	}
 }

@@ -568,7 +568,18 @@ func (l *Ledger) Flush() (err error) {
 	l.shardsMu.RLock()
 	producers := make([]uint32, 0, len(l.shards))
 	for p := range l.shards {
+		if p == CommitProducer {
+			continue
+		}
 		producers = append(producers, p)
+	}
+	if _, ok := l.shards[CommitProducer]; ok {
+		// The group's commits are taken before any message's events: a
+		// member records a poll's deliveries before the commit that covers
+		// them, so whatever commit this flush takes has its deliveries in
+		// this flush or an earlier one, and a crash never leaves a commit
+		// whose deliveries are missing (a message falsely skipped).
+		producers = append([]uint32{CommitProducer}, producers...)
 	}
 	l.shardsMu.RUnlock()
 
