@@ -20,7 +20,7 @@ var (
 	// replication factor 1, so a power loss of its only replica can lose
 	// commits (the consumer group's truths).
 	lazyOneKafka = clustertest.Env[*kafka.Cluster]{Var: "ACKCHECK_KAFKA_LAZYFS_ONE_DIR",
-		Up:     "ackcheck cluster kafka up --lazyfs --nodes 1 --base-port 29391 --heap-mb 384 --dir D",
+		Up:     "ackcheck cluster kafka up --lazyfs --nodes 1 --base-port 29691 --heap-mb 512 --prop offsets.topic.num.partitions=1 --dir D",
 		LazyFS: true, Ready: 90 * time.Second, Open: openKafka}
 )
 
