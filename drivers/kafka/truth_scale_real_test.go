@@ -55,7 +55,13 @@ func TestRealKafkaScaleLeaderKill(t *testing.T) {
 	if _, err := d.EnsureTopic(ctx, drivers.TopicSpec{Name: topic, Partitions: scalePartitions, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
 	}
-	waitFullISR(ctx, t, d, topic, scalePartitions, 5*time.Minute)
+	// Every ISR full in the metadata is not enough: the controller sets
+	// the ISR to every replica at creation, and a follower still making
+	// its logs has fetched nothing. Its leader drops it after
+	// replica.lag.time.max.ms (30 s), and acks=all then fails with
+	// NOT_ENOUGH_REPLICAS (seen: the first 10 s of the load got no ack).
+	// The ISRs must stay full for longer than that.
+	waitFullISR(ctx, t, d, topic, scalePartitions, 35*time.Second, 8*time.Minute)
 	t.Logf("%d partitions at RF 3 created and in sync in %s", scalePartitions, time.Since(start).Round(time.Second))
 
 	sc := scenarios.LeaderKill{Topic: topic, KillAt: 10 * time.Second, RestartAfter: 12 * time.Second}
@@ -138,11 +144,12 @@ func TestRealKafkaScaleLeaderKill(t *testing.T) {
 	checkAgainstKafkaLogs(t, k, topic, scenariotest.Figures(res, true))
 }
 
-// waitFullISR waits until every one of n partitions of topic has a leader
-// and rf in-sync replicas.
-func waitFullISR(ctx context.Context, t *testing.T, d drivers.Driver, topic string, n int, timeout time.Duration) {
+// waitFullISR waits until every one of n partitions of topic has had a
+// leader and every replica in its ISR for at least stable.
+func waitFullISR(ctx context.Context, t *testing.T, d drivers.Driver, topic string, n int, stable, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	var fullSince time.Time
 	for {
 		topo, err := d.Topology(ctx, topic)
 		short := n
@@ -154,7 +161,12 @@ func waitFullISR(ctx context.Context, t *testing.T, d drivers.Driver, topic stri
 				}
 			}
 		}
-		if err == nil && short == 0 {
+		switch {
+		case err != nil || short > 0:
+			fullSince = time.Time{}
+		case fullSince.IsZero():
+			fullSince = time.Now()
+		case time.Since(fullSince) >= stable:
 			return
 		}
 		if time.Now().After(deadline) {
