@@ -15,6 +15,8 @@ import (
 	"github.com/ackcheck/ackcheck/scenarios"
 	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // envScale gates the partition-scale truths (issue 37): they do not fit
@@ -61,6 +63,7 @@ func TestRealKafkaScaleLeaderKill(t *testing.T) {
 	// replica.lag.time.max.ms (30 s), and acks=all then fails with
 	// NOT_ENOUGH_REPLICAS (seen: the first 10 s of the load got no ack).
 	// The ISRs must stay full for longer than that.
+	waitLogsMade(ctx, t, k, topic, scalePartitions, 8*time.Minute)
 	waitFullISR(ctx, t, d, topic, scalePartitions, 35*time.Second, 8*time.Minute)
 	t.Logf("%d partitions at RF 3 created and in sync in %s", scalePartitions, time.Since(start).Round(time.Second))
 
@@ -142,6 +145,46 @@ func TestRealKafkaScaleLeaderKill(t *testing.T) {
 		}
 	}
 	checkAgainstKafkaLogs(t, k, topic, scenariotest.Figures(res, true))
+}
+
+// waitLogsMade waits until every broker of k holds a log for each of the
+// n partitions of topic (RF 3 on 3 brokers): a full ISR in the metadata
+// comes first, while the brokers still make the logs (on the loaded
+// 2-core machine a restarted broker made about 15 a second, and its
+// partitions' leaders dropped it from their ISRs meanwhile).
+func waitLogsMade(ctx context.Context, t *testing.T, k *kafka.Cluster, topic string, n int, timeout time.Duration) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(timeout)
+	for {
+		have := map[int32]int{}
+		dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+		for broker, bd := range dirs {
+			for _, d := range bd {
+				have[broker] += len(d.Topics[topic])
+			}
+		}
+		done := err == nil && len(have) == len(k.Nodes())
+		for _, c := range have {
+			done = done && c == n
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: logs per broker %v after %s, want %d each (last error: %v)", topic, have, timeout, n, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // waitFullISR waits until every one of n partitions of topic has had a
