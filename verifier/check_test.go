@@ -2,12 +2,12 @@ package verifier
 
 import (
 	"context"
-	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/message"
 )

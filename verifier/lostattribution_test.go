@@ -2,10 +2,10 @@ package verifier
 
 import (
 	"context"
-	"github.com/ackcheck/ackcheck/drivers"
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 )

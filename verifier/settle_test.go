@@ -3,11 +3,11 @@ package verifier
 import (
 	"context"
 	"errors"
-	"github.com/ackcheck/ackcheck/drivers"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
 )
 

@@ -3,12 +3,12 @@ package verifier
 import (
 	"context"
 	"fmt"
-	"github.com/ackcheck/ackcheck/drivers"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/message"
 )

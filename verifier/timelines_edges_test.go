@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ackcheck/ackcheck/drivers"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
 )
