@@ -36,6 +36,14 @@ type GroupConfig struct {
 	CatchUp time.Duration
 }
 
+// CatchUpOrDefault is CatchUp, or its default when unset.
+func (g GroupConfig) CatchUpOrDefault() time.Duration {
+	if g.CatchUp <= 0 {
+		return DefaultGroupCatchUp
+	}
+	return g.CatchUp
+}
+
 // DefaultGroupCatchUp is GroupConfig.CatchUp's default.
 const DefaultGroupCatchUp = 10 * time.Second
 
@@ -185,8 +193,11 @@ func (g *Group) consume(ctx context.Context, gm *groupMember) {
 				return
 			}
 		}
-		// Every delivery of the poll is recorded before its commit goes.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupCommitTimeout)
+		// Every delivery of the poll is recorded before its commit goes. A
+		// commit cut short by Stop or RestartMembers has no answer and is
+		// not recorded: it promised nothing (restart-consumers must not
+		// wait for a coordinator that does not answer).
+		cctx, cancel := context.WithTimeout(ctx, groupCommitTimeout)
 		answers, err := gm.m.Commit(cctx, next)
 		cancel()
 		now := time.Now()

@@ -51,9 +51,20 @@ func stopGroup(ctx context.Context, cfg Config, g *load.Group, topic string, run
 	if g == nil {
 		return
 	}
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	end, err := cfg.Driver.EndOffsets(ectx, topic)
-	cancel()
+	// Where the partitions end, asked again until the catch-up's bound: a
+	// broker still coming back from a fault answers late.
+	var end map[int32]int64
+	var err error
+	deadline := time.Now().Add(cfg.Group.CatchUpOrDefault())
+	for {
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		end, err = cfg.Driver.EndOffsets(ectx, topic)
+		cancel()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	if err != nil {
 		end = nil
 		cfg.logf("warning: could not read where the partitions end for the group's catch-up: %v", err)

@@ -69,8 +69,9 @@ type GroupResult struct {
 	Skipped int64 `json:"skipped"`
 	// CommitsLost: acknowledged commits a later delivery went below.
 	CommitsLost int64 `json:"commits_lost"`
-	// Redelivered: messages delivered more than once; AfterCommit of
-	// them delivered again after an acknowledged commit covered them.
+	// Redelivered: messages delivered more than once; AfterCommit: of
+	// them, those delivered again after an acknowledged commit covered
+	// them (messages, not deliveries).
 	Redelivered            int64 `json:"redelivered"`
 	RedeliveredAfterCommit int64 `json:"redelivered_after_commit"`
 	// RedeliveredWhile counts the further deliveries by the faults in
@@ -90,6 +91,9 @@ type GroupStall struct {
 	LongestMs float64 `json:"longest_ms"`
 	// FromS is where that stretch began, seconds after the load started.
 	FromS float64 `json:"from_s"`
+	// UntilProgressMs is from the fault to the group's first progress
+	// after it, whatever faults came between (-1: none came).
+	UntilProgressMs float64 `json:"until_progress_ms"`
 }
 
 // SkippedLine is one line of skipped.jsonl.
@@ -347,11 +351,11 @@ func (g *groupJudge) message(k [2]uint64, outs, dels, reads []ledger.Event) {
 		return
 	}
 	g.res.Redelivered++
+	if slices.Contains(below[1:], true) {
+		g.res.RedeliveredAfterCommit++
+	}
 	for i, d := range dels[1:] {
 		after := below[i+1]
-		if after {
-			g.res.RedeliveredAfterCommit++
-		}
 		while := g.while(d.Time)
 		g.res.RedeliveredWhile[while]++
 		g.inv.redelivered.write(RedeliveredLine{ID: id(), Partition: d.Partition, Offset: d.Offset,
@@ -487,7 +491,11 @@ func (g *groupJudge) stalls(res *Result, info ledger.RunInfo) {
 		if r.Target != "" {
 			what += " " + r.Target
 		}
-		g.res.Stalls = append(g.res.Stalls, GroupStall{Fault: what, AtS: g.seconds(from), LongestMs: float64(longest) / 1e6, FromS: g.seconds(at)})
+		until := -1.0
+		if i, ok := slices.BinarySearch(progress, from+1); ok || i < len(progress) {
+			until = float64(progress[i]-from) / 1e6
+		}
+		g.res.Stalls = append(g.res.Stalls, GroupStall{Fault: what, AtS: g.seconds(from), LongestMs: float64(longest) / 1e6, FromS: g.seconds(at), UntilProgressMs: until})
 	}
 }
 
@@ -613,7 +621,7 @@ func ruleGroupProgress(res *Result, _ Options) []finding {
 	}
 	var parts []string
 	for _, s := range g.Stalls {
-		parts = append(parts, fmt.Sprintf("%.0f ms from %.1f s after %s at %.1f s", s.LongestMs, s.FromS, s.Fault, s.AtS))
+		parts = append(parts, fmt.Sprintf("%.0f ms from %.1f s after %s at %.1f s (first progress after it: %s)", s.LongestMs, s.FromS, s.Fault, s.AtS, msText(s.UntilProgressMs)))
 	}
 	msg := ""
 	if len(parts) > 0 {

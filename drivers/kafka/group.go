@@ -69,6 +69,23 @@ func (d *Driver) JoinGroup(ctx context.Context, spec drivers.GroupSpec) (drivers
 // seedGroup commits the run's start offsets for a group that has none on
 // the topic.
 func (d *Driver) seedGroup(ctx context.Context, spec drivers.GroupSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		err := d.seedGroupOnce(ctx, spec)
+		if err == nil || !kerr.IsRetriable(err) {
+			return err
+		}
+		// A coordinator just made (a new offsets topic) is still loading.
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (d *Driver) seedGroupOnce(ctx context.Context, spec drivers.GroupSpec) error {
 	if _, err := d.waitCoordinator(ctx, spec.Group); err != nil {
 		return err
 	}

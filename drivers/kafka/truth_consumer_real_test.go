@@ -17,6 +17,7 @@ import (
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,21 +29,21 @@ import (
 
 // groupRun runs a load of rate msg/s for dur with a group of members
 // beside it and the faults of schedule on k.
-func groupRun(t *testing.T, k *kafka.Cluster, d drivers.Driver, group string, spec drivers.TopicSpec, members int, rate float64, dur time.Duration, schedule string) (*verifier.Result, string) {
+func groupRun(t *testing.T, k *kafka.Cluster, d drivers.Driver, group string, spec drivers.TopicSpec, members int, rate float64, dur, recovery time.Duration, schedule string) (*verifier.Result, string) {
 	t.Helper()
 	steps, err := faults.ParseSchedule(schedule)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), dur+2*recovery+time.Minute)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
 	res, err := runner.Run(ctx, runner.Config{
 		Out: out, Driver: d, Topic: spec,
 		Load:   load.Config{Rate: rate, Duration: dur, Producers: 2, MessageSize: 256, DrainTimeout: 30 * time.Second},
 		Verify: true, ReadIdleTimeout: 30 * time.Second,
-		Group:    &load.GroupConfig{Name: group, Members: members},
-		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: 30 * time.Second},
+		Group:    &load.GroupConfig{Name: group, Members: members, CatchUp: recovery},
+		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: k}, Steps: steps, RecoveryTimeout: recovery},
 		Progress: scenariotest.Progress(t), ProgressEvery: 5 * time.Second,
 	})
 	if err != nil {
@@ -91,8 +92,8 @@ func TestRealGroupCoordinatorKillAndRestart(t *testing.T) {
 	topic := scenariotest.TopicName(t)
 	group := "g-" + topic
 	ctx := context.Background()
-	res, out := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 6, ReplicationFactor: 3}, 3, 500, 24*time.Second,
-		"at=6s kill coordinator:"+group+"; at=12s restart; at=18s restart-consumers")
+	res, out := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 6, ReplicationFactor: 3}, 3, 500, 20*time.Second, 30*time.Second,
+		"at=5s kill coordinator:"+group+"; at=10s restart; at=15s restart-consumers")
 	scenariotest.SaveSummary(t, "group-coordinator-kill", res)
 	g := res.Group
 	if g == nil {
@@ -153,29 +154,18 @@ func offsetsLogCommits(t *testing.T, brokers []string, group, topic string) map[
 		t.Fatal(err)
 	}
 	defer adm.Close()
-	ends := map[int32]int64{}
-	req := kmsg.NewPtrListOffsetsRequest()
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = "__consumer_offsets"
-	for p := int32(0); p < 50; p++ {
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp = p, -1
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, adm)
+	listed, err := kadm.NewClient(adm).ListEndOffsets(ctx, "__consumer_offsets")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ends := map[int32]int64{}
 	from := map[int32]kgo.Offset{}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode == 0 && p.Offset > 0 {
-				ends[p.Partition] = p.Offset
-				from[p.Partition] = kgo.NewOffset().AtStart()
-			}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			ends[o.Partition] = o.Offset
+			from[o.Partition] = kgo.NewOffset().AtStart()
 		}
-	}
+	})
 	out := map[int32][][2]int64{}
 	if len(from) == 0 {
 		return out
@@ -227,8 +217,21 @@ func TestRealGroupCommitsLostOnPowerLoss(t *testing.T) {
 	d := realDriver(t, k, kafka.Config{Acks: "all"})
 	topic := scenariotest.TopicName(t)
 	group := "g-" + topic
+	// Everything on the node is made durable a few seconds into the load
+	// (lazyfs sync): the commits before it survive the power loss, those
+	// after it are lost, so that the group resumes at a commit of its own.
+	synced := make(chan time.Time, 1)
+	sync := time.AfterFunc(10*time.Second, func() {
+		if err := k.Mount(1).Sync(context.Background()); err != nil {
+			t.Errorf("sync node 1: %v", err)
+		}
+		synced <- time.Now()
+	})
+	defer sync.Stop()
 	res, out := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 3, ReplicationFactor: 1, Configs: map[string]string{"flush.messages": "1"}},
-		2, 300, 20*time.Second, "at=7s power-loss coordinator:"+group)
+		2, 300, 20*time.Second, 100*time.Second, "at=14s power-loss coordinator:"+group)
+	t.Cleanup(func() { deleteTopic(t, d, topic) })
+	syncAt := <-synced
 	scenariotest.SaveSummary(t, "group-power-loss-rf1", res)
 	g := res.Group
 	if g == nil {
@@ -261,6 +264,9 @@ func TestRealGroupCommitsLostOnPowerLoss(t *testing.T) {
 	}
 	// What the broker's recovered log says it resumed from.
 	logged := offsetsLogCommits(t, k.Brokers(), group, topic)
+	if len(resumed) == 0 {
+		t.Fatal("commits lost, and no partition resumed before one")
+	}
 	for p, r := range resumed {
 		want := int64(0) // no commit survived: the group starts at the log's start
 		for _, c := range logged[p] {
@@ -268,9 +274,28 @@ func TestRealGroupCommitsLostOnPowerLoss(t *testing.T) {
 				want = c[0]
 			}
 		}
-		t.Logf("partition %d: resumed at %d; the recovered log's last commit before the power loss: %d", p, r, want)
+		t.Logf("partition %d: resumed at %d; the recovered log's last commit before the power loss: %d (synced at %.1f s before it)", p, r, want, lossAt.Sub(syncAt).Seconds())
 		if r != want {
 			t.Errorf("partition %d: the group resumed at %d, the broker's recovered __consumer_offsets log says %d", p, r, want)
 		}
+		if want == 0 {
+			t.Errorf("partition %d: no commit from before the sync survived in the log: the sync did not make them durable", p)
+		}
+	}
+}
+
+// deleteTopic removes a truth's topic, so that the next power loss of a
+// one-node cluster has fewer logs to recover.
+func deleteTopic(t *testing.T, d drivers.Driver, topic string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.(*kafka.Driver).Config().Brokers...))
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).DeleteTopics(ctx, topic); err != nil {
+		t.Logf("delete topic %s: %v", topic, err)
 	}
 }
