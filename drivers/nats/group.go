@@ -16,8 +16,12 @@ package nats
 //     Members share a partition, so the member's acks alone do not make
 //     "every record below next processed": the answer's Offset is what
 //     the consumer's leader then says, its ack floor (every sequence up
-//     to it acked, by any member) plus one, at most next. It may be
-//     below next while another member holds earlier messages unacked.
+//     to it acked, by any member) plus one. It is below next while
+//     another member holds earlier messages unacked, and past next when
+//     other members acked later ones: not capped at next, so that the
+//     member whose ack completed a stretch reports the whole of it (with
+//     a cap, the group's last answers could stay one short of the end
+//     the broker holds: two members each acking the other's neighbour).
 //   - Close acks nothing: what the member held unacked is delivered to
 //     the group again once GroupAckWait passed since its delivery.
 //   - The group's committed position (drivers.GroupOffsetReader) is each
@@ -259,9 +263,8 @@ func (m *groupMember) Poll(ctx context.Context) ([]drivers.Delivery, error) {
 // Commit implements drivers.GroupMember: it acks, waiting for each
 // answer, every message delivered to the member below next[p], then asks
 // the partition's consumer for its ack floor. A partition's answer is
-// acknowledged when every ack was, at the ack floor plus one (at most
-// next[p]); a partition with nothing delivered below next[p] answers an
-// error.
+// acknowledged when every ack was, at the ack floor plus one; a
+// partition with nothing delivered below next[p] answers an error.
 func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drivers.CommitAnswer, error) {
 	parts := make([]int32, 0, len(next))
 	for p := range next {
@@ -296,7 +299,7 @@ func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drive
 			case err != nil:
 				a.Err = fmt.Errorf("every ack of group %s below %d in %s was answered, but its consumer's ack floor could not be read: %w", m.group, next[p], StreamName(m.topic, p), err)
 			default:
-				a.Offset = min(next[p], int64(info.AckFloor.Stream)+1)
+				a.Offset = int64(info.AckFloor.Stream) + 1
 			}
 		}
 		out = append(out, a)
