@@ -16,8 +16,12 @@ package nats
 //     Members share a partition, so the member's acks alone do not make
 //     "every record below next processed": the answer's Offset is what
 //     the consumer's leader then says, its ack floor (every sequence up
-//     to it acked, by any member) plus one, at most next. It may be
-//     below next while another member holds earlier messages unacked.
+//     to it acked, by any member) plus one. It is below next while
+//     another member holds earlier messages unacked, and past next when
+//     other members acked later ones: not capped at next, so that the
+//     member whose ack completed a stretch reports the whole of it (with
+//     a cap, the group's last answers could stay one short of the end
+//     the broker holds: two members each acking the other's neighbour).
 //   - Close acks nothing: what the member held unacked is delivered to
 //     the group again once GroupAckWait passed since its delivery.
 //   - The group's committed position (drivers.GroupOffsetReader) is each
@@ -55,6 +59,7 @@ const GroupAckWait = 5 * time.Second
 // Pull parameters of a member.
 const (
 	groupFetch     = 250                    // most messages one pull takes from one partition
+	groupPull      = 250 * time.Millisecond // how long one pull waits for messages
 	groupIdle      = 100 * time.Millisecond // pause after a round that gave nothing
 	groupAcksAtOne = 16                     // acks in flight at once in a commit
 	groupFailing   = 30 * time.Second       // how long Poll goes on while every pull fails
@@ -105,11 +110,14 @@ func groupConsumerConfig(group string, start int64) jetstream.ConsumerConfig {
 	return c
 }
 
-// JoinGroup implements drivers.GroupConsumer: it makes the group's
-// durable consumer on each partition's stream, or finds it as an earlier
-// member made it (the same configuration: JetStream then leaves it as it
+// JoinGroup implements drivers.GroupConsumer: it finds the group's
+// durable consumer on each partition's stream, or makes it (the same
+// configuration for every member: JetStream leaves an existing one as it
 // is). A consumer that exists keeps its position; spec.StartOffsets only
-// says where a new one begins.
+// says where a new one begins. A consumer that cannot be reached now (a
+// stream or consumer electing a leader after a fault) is left to the
+// member's polls, which ask again: a join never waits on an election
+// (restart-consumers rejoins while the load runs).
 func (d *Driver) JoinGroup(ctx context.Context, spec drivers.GroupSpec) (drivers.GroupMember, error) {
 	if err := checkGroup(spec.Group); err != nil {
 		return nil, err
@@ -118,22 +126,34 @@ func (d *Driver) JoinGroup(ctx context.Context, spec drivers.GroupSpec) (drivers
 	if err != nil {
 		return nil, err
 	}
-	m := &groupMember{d: d, group: spec.Group, topic: spec.Topic, cons: map[int32]jetstream.Consumer{}, pending: map[int32][]jetstream.Msg{}}
+	m := &groupMember{d: d, group: spec.Group, topic: spec.Topic, parts: parts, start: spec.StartOffsets,
+		cons: map[int32]jetstream.Consumer{}, pending: map[int32][]jetstream.Msg{}}
 	for _, p := range parts {
-		name := StreamName(spec.Topic, p)
-		c, err := retrying(ctx, 15*time.Second, func(ctx context.Context) (jetstream.Consumer, error) {
-			return d.js.CreateOrUpdateConsumer(ctx, name, groupConsumerConfig(spec.Group, spec.StartOffsets[p]))
-		})
-		if err != nil {
-			return nil, d.unreachable(fmt.Sprintf("make consumer %s of group %s on stream %s", spec.Group, spec.Group, name), err)
+		if err := m.ensure(ctx, p); errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("group %s: stream %s: %w", spec.Group, StreamName(spec.Topic, p), drivers.ErrTopicMissing)
 		}
-		m.cons[p] = c
-		m.parts = append(m.parts, p)
 	}
 	d.mu.Lock()
 	d.groups[spec.Group] = spec.Topic
 	d.mu.Unlock()
 	return m, nil
+}
+
+// ensure gets the member a handle on partition p's consumer, finding it
+// or making it, in one bounded try.
+func (m *groupMember) ensure(ctx context.Context, p int32) error {
+	name := StreamName(m.topic, p)
+	c, err := call(ctx, func(ctx context.Context) (jetstream.Consumer, error) { return m.d.js.Consumer(ctx, name, m.group) })
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		c, err = call(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+			return m.d.js.CreateOrUpdateConsumer(ctx, name, groupConsumerConfig(m.group, m.start[p]))
+		})
+	}
+	if err != nil {
+		return err
+	}
+	m.cons[p] = c
+	return nil
 }
 
 // groupMember is one member of a group. Used by one goroutine
@@ -142,41 +162,79 @@ type groupMember struct {
 	d            *Driver
 	group, topic string
 	parts        []int32
-	cons         map[int32]jetstream.Consumer
+	start        map[int32]int64
+	// cons are the partitions' consumers the member has a handle on; a
+	// missing one is looked for again by the next poll.
+	cons map[int32]jetstream.Consumer
 	// pending is what the member was delivered and has not acked, per
 	// partition, in stream order.
 	pending map[int32][]jetstream.Msg
 }
 
-// Poll implements drivers.GroupMember: a pull of what is there now from
-// each partition's consumer, repeated until some came or ctx ends. A
-// consumer electing a leader answers nothing for seconds: its pulls fail
-// and are made again, for up to groupFailing while every pull fails.
+// Poll implements drivers.GroupMember: a pull from each partition's
+// consumer at once, each bounded by groupPull (the server holds a pull
+// open until then, and the client gives up then too: a consumer without
+// a leader never holds a poll longer), repeated until some came or ctx
+// ends. A consumer electing a leader answers nothing for seconds: its
+// pulls fail and are made again, for up to groupFailing while every pull
+// fails.
 func (m *groupMember) Poll(ctx context.Context) ([]drivers.Delivery, error) {
 	var failing time.Time
 	for {
-		var out []drivers.Delivery
 		var lastErr error
 		failed := 0
 		for _, p := range m.parts {
-			batch, err := m.cons[p].FetchNoWait(groupFetch)
-			if err != nil {
-				failed++
-				lastErr = err
+			if m.cons[p] == nil {
+				if err := m.ensure(ctx, p); err != nil {
+					failed++
+					lastErr = err
+				}
+			}
+		}
+		type pulled struct {
+			msgs []jetstream.Msg
+			err  error
+		}
+		got := make([]pulled, len(m.parts))
+		var wg sync.WaitGroup
+		for i, p := range m.parts {
+			c := m.cons[p]
+			if c == nil {
 				continue
 			}
-			at := time.Now()
-			for msg := range batch.Messages() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fctx, cancel := context.WithTimeout(ctx, groupPull)
+				defer cancel()
+				batch, err := c.Fetch(groupFetch, jetstream.FetchContext(fctx))
+				if err != nil {
+					got[i].err = err
+					return
+				}
+				for msg := range batch.Messages() {
+					got[i].msgs = append(got[i].msgs, msg)
+				}
+				if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) && fctx.Err() == nil {
+					got[i].err = err
+				}
+			}()
+		}
+		wg.Wait()
+		var out []drivers.Delivery
+		at := time.Now()
+		for i, p := range m.parts {
+			if got[i].err != nil {
+				failed++
+				lastErr = got[i].err
+			}
+			for _, msg := range got[i].msgs {
 				meta, err := msg.Metadata()
 				if err != nil {
 					return out, fmt.Errorf("group %s: a message of %s without JetStream metadata: %w", m.group, StreamName(m.topic, p), err)
 				}
 				out = append(out, drivers.Delivery{Pos: drivers.Position{Partition: p, Offset: int64(meta.Sequence.Stream)}, Value: msg.Data(), At: at})
 				m.pending[p] = append(m.pending[p], msg)
-			}
-			if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-				failed++
-				lastErr = err
 			}
 		}
 		if len(out) > 0 {
@@ -187,7 +245,9 @@ func (m *groupMember) Poll(ctx context.Context) ([]drivers.Delivery, error) {
 		}
 		if failed < len(m.parts) {
 			failing = time.Time{}
-		} else if failing.IsZero() {
+			continue
+		}
+		if failing.IsZero() {
 			failing = time.Now()
 		} else if time.Since(failing) > groupFailing {
 			return nil, m.d.unreachable(fmt.Sprintf("pull for group %s from the streams of %s (every pull failed for %s)", m.group, m.topic, groupFailing), lastErr)
@@ -203,9 +263,8 @@ func (m *groupMember) Poll(ctx context.Context) ([]drivers.Delivery, error) {
 // Commit implements drivers.GroupMember: it acks, waiting for each
 // answer, every message delivered to the member below next[p], then asks
 // the partition's consumer for its ack floor. A partition's answer is
-// acknowledged when every ack was, at the ack floor plus one (at most
-// next[p]); a partition with nothing delivered below next[p] answers an
-// error.
+// acknowledged when every ack was, at the ack floor plus one; a
+// partition with nothing delivered below next[p] answers an error.
 func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drivers.CommitAnswer, error) {
 	parts := make([]int32, 0, len(next))
 	for p := range next {
@@ -225,6 +284,7 @@ func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drive
 		}
 		m.pending[p] = keep
 		c, ok := m.cons[p]
+		ok = ok && c != nil
 		switch {
 		case !ok:
 			a.Err = fmt.Errorf("group %s has no consumer on partition %d of %s", m.group, p, m.topic)
@@ -239,7 +299,7 @@ func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drive
 			case err != nil:
 				a.Err = fmt.Errorf("every ack of group %s below %d in %s was answered, but its consumer's ack floor could not be read: %w", m.group, next[p], StreamName(m.topic, p), err)
 			default:
-				a.Offset = min(next[p], int64(info.AckFloor.Stream)+1)
+				a.Offset = int64(info.AckFloor.Stream) + 1
 			}
 		}
 		out = append(out, a)

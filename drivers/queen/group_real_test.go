@@ -71,7 +71,8 @@ func TestRealQueenGroupServerKill(t *testing.T) {
 // The checks of RunGroupFault fire on purpose: Queen's cursors of the
 // group are moved behind its members' backs (SQL on queen.
 // partition_consumers, the leases released, so the members' acks in
-// flight are refused) 3 s into the load. Moved back to the start, the
+// flight are refused) 3 s into the load, after holding the partitions
+// from the members for 1 s. Moved back to the start, the
 // group is given again what it had acknowledged: acks lost. Moved to
 // each partition's last message, the group is never given what lay
 // between: skipped. The clean test above is the same run without it.
@@ -103,13 +104,22 @@ func TestRealQueenGroupChecksFire(t *testing.T) {
 						return "", err
 					}
 					defer conn.Close(ctx)
+					// First the partitions are held by a lease of nobody's
+					// for 1 s (the members' acks in flight are refused, and
+					// records pile up undelivered), then the cursors are
+					// moved and the lease released.
+					if _, err := conn.Exec(ctx, `UPDATE queen.partition_consumers pc SET lease_expires_at = now() + interval '5 seconds',
+						lease_acquired_at = now(), worker_id = 'ackcheck-test-hold' WHERE pc.consumer_group = $1`, group); err != nil {
+						return "", err
+					}
+					time.Sleep(time.Second)
 					tag, err := conn.Exec(ctx, `UPDATE queen.partition_consumers pc SET `+c.set+`,
 						lease_expires_at = NULL, lease_acquired_at = NULL, worker_id = NULL, batch_size = 0, acked_count = 0
 						WHERE pc.consumer_group = $1`, group)
 					if err != nil {
 						return "", err
 					}
-					return fmt.Sprintf("%s: %d cursors of group %s", c.name, tag.RowsAffected(), group), nil
+					return fmt.Sprintf("%s: %d cursors of group %s, after holding them 1 s", c.name, tag.RowsAffected(), group), nil
 				},
 			})
 			if c.fires(res) == 0 {

@@ -147,3 +147,101 @@ func TestRealQueenGroupRunServerKill(t *testing.T) {
 		})
 	}
 }
+
+// Issue 39's truth that the check can fail on Queen: PostgreSQL with
+// synchronous_commit=off (its commits answered before their WAL is
+// fsynced, flushed every wal_writer_delay) and a power loss of the
+// database (lazyfs loses what was not fsynced) while 2 members pop and
+// ack: the acks of the last moments are forgotten, the group resumes
+// before them (acks lost > 0), and as the commit promise is not durable
+// the verdict counts them rather than failing on them (it fails on the
+// produce acks lost with them). PostgreSQL is switched back after.
+// Measured at wal_writer_delay 200 ms: 4, 1, 5, 4 and 0 acks lost in
+// five runs; at 10 s (as here): 22 acks lost, 230 delivered again after
+// a commit covered them, 1003 of 2400 produce acks lost.
+func TestRealQueenGroupRunSyncCommitOffPowerLoss(t *testing.T) {
+	q := queentest.Cluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// ALTER SYSTEM and a reload, not the cluster's FsyncSwitch: no
+	// restart (two restarts took 100 s), and the reload reaches the
+	// server's pooled sessions too.
+	setSyncCommit := func(ctx context.Context, sql string) error {
+		conn, err := pgx.Connect(ctx, q.PostgresURL())
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return err
+		}
+		_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
+		return err
+	}
+	// The WAL writer flushes every wal_writer_delay (200 ms by default):
+	// at 10 s, the acks of the last seconds before the power loss are
+	// all unflushed, not only those of its last 200 ms (one run of four
+	// lost none at the default).
+	for _, sql := range []string{"ALTER SYSTEM SET synchronous_commit = off", "ALTER SYSTEM SET wal_writer_delay = '10s'", "ALTER SYSTEM SET wal_writer_flush_after = '1GB'"} {
+		if err := setSyncCommit(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for {
+			err := setSyncCommit(ctx, "ALTER SYSTEM RESET ALL")
+			if err == nil {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Errorf("set synchronous_commit back: %v", err)
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	})
+	time.Sleep(500 * time.Millisecond) // the reload reaches every backend
+	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	topic := scenariotest.TopicName(t)
+	group := "g-" + topic
+	body := `{"queue":"` + topic + `","options":{"retentionEnabled":false,"leaseTime":10,"delayedProcessing":1}}`
+	resp, err := http.Post(q.URL()+"/api/v1/configure", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	steps, err := faults.ParseSchedule("at=6s power-loss db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(ctx, runner.Config{
+		Out: filepath.Join(t.TempDir(), "run"), Driver: d,
+		Topic:  drivers.TopicSpec{Name: topic, Partitions: 4, ReplicationFactor: 1},
+		Load:   load.Config{Rate: 200, Duration: 12 * time.Second, Producers: 2, MessageSize: 256, DrainTimeout: 30 * time.Second},
+		Verify: true, ReadIdleTimeout: 30 * time.Second,
+		Group:    &load.GroupConfig{Name: group, Members: 2, CatchUp: 30 * time.Second},
+		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: q}, Steps: steps, RecoveryTimeout: 20 * time.Second},
+		Progress: scenariotest.Progress(t), ProgressEvery: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Group
+	if g == nil {
+		t.Fatal("no group in the result")
+	}
+	t.Logf("verdict %s; %d acked, %d lost; %d delivered in %d deliveries, %d commits; skipped %d, acks lost %d, redelivered %d (%d after a commit); %s; %s",
+		res.Verdict, res.Acked, res.Lost, g.Delivered, g.Deliveries, g.Commits, g.Skipped, g.CommitsLost, g.Redelivered, g.RedeliveredAfterCommit, g.Promise, g.Err)
+	if g.Durable {
+		t.Errorf("synchronous_commit=off seen as durable acks: %q", g.Promise)
+	}
+	if g.CommitsLost == 0 {
+		t.Fatalf("no acknowledged ack lost to a power loss of the database with synchronous_commit=off: %v", res.Reasons)
+	}
+}
