@@ -160,7 +160,7 @@ func TestRealQueenGroupRunServerKill(t *testing.T) {
 // five runs; at 10 s (as here): 22 acks lost, 230 delivered again after
 // a commit covered them, 1003 of 2400 produce acks lost.
 func TestRealQueenGroupRunSyncCommitOffPowerLoss(t *testing.T) {
-	q := queentest.Cluster(t)
+	q := lazyQueen.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// ALTER SYSTEM and a reload, not the cluster's FsyncSwitch: no
