@@ -429,3 +429,24 @@ func TestExistingTopicKeepsItsPartitions(t *testing.T) {
 		t.Errorf("run.json start offsets for %d partitions, want the topic's 3", run.StartOffsets.Len())
 	}
 }
+
+// --consumers without --group is refused before anything is opened, but
+// its default (1), which every scenario file written by scenario show or
+// demo carries, is not: TestRealDemo's run -f was refused on it.
+func TestConsumersWithoutGroup(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		refuse bool
+	}{
+		{[]string{"--consumers", "3"}, true},
+		{[]string{"--consumers", "1"}, false},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"run", "--brokers", "127.0.0.1:1", "--duration", "1s", "--out", t.TempDir() + "/r"}, tc.args...)
+		code := execute(context.Background(), args, &stdout, &stderr)
+		refused := strings.Contains(stderr.String(), "is the size of a consumer group: give --group too")
+		if refused != tc.refuse || (tc.refuse && code != exitError) {
+			t.Errorf("%v: exit %d, stderr %q; want refused %v", tc.args, code, stderr.String(), tc.refuse)
+		}
+	}
+}

@@ -145,6 +145,11 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 	default:
 		return runner.Config{}, nil, fmt.Errorf("--fsync %q: use on or off", r.fsync)
 	}
+	// --consumers at its default (1) is harmless without a group: a
+	// scenario file written by scenario show or demo carries every setting.
+	if r.group.Name == "" && r.group.Members != 1 {
+		return runner.Config{}, nil, fmt.Errorf("--consumers %d is the size of a consumer group: give --group too", r.group.Members)
+	}
 	src := runner.FaultSource{ClusterDir: r.clusterDir, ClusterFile: r.clusterFile}
 	opened, err := openNodes(cmd.Context(), src, r.acceptUnknown)
 	if err != nil {
@@ -170,12 +175,8 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		if _, ok := d.(drivers.GroupConsumer); !ok {
 			d.Close()
 			r.release()
-			return runner.Config{}, nil, fmt.Errorf("--group: the %s driver has no consumer groups yet (kafka has)", d.Name())
+			return runner.Config{}, nil, fmt.Errorf("--group: the %s driver has no consumer groups yet (kafka, nats and queen have)", d.Name())
 		}
-	} else if cmd.Flags().Changed("consumers") {
-		d.Close()
-		r.release()
-		return runner.Config{}, nil, fmt.Errorf("--consumers is the size of a consumer group: give --group too")
 	}
 	env := faults.Env{Driver: d, ConfigFsync: r.profile.ConfigFsync(), DataFiles: drivers.DataFilesOf(r.profile), GroupName: r.group.Name}
 	if opened != nil {
