@@ -124,6 +124,21 @@ func (r *runFlags) register(cmd *cobra.Command) {
 	f.StringVarP(&r.file, "file", "f", "", "scenario file (YAML): settings keyed by flag name (rate: 1000); flags given here override it; see: ackcheck scenario show")
 }
 
+// checkGroup refuses --group on a driver without consumer groups, and
+// a group whose settings do not hold.
+func (r *runFlags) checkGroup(d drivers.Driver) error {
+	if r.group.Name == "" {
+		return nil
+	}
+	if err := r.group.Validate(); err != nil {
+		return err
+	}
+	if _, ok := d.(drivers.GroupConsumer); !ok {
+		return fmt.Errorf("--group: the %s driver has no consumer groups yet (kafka, nats and queen have)", d.Name())
+	}
+	return nil
+}
+
 // config validates the flags, connects the driver and returns the run.
 // The caller closes the driver.
 func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Config, drivers.Driver, error) {
@@ -166,17 +181,10 @@ func (r *runFlags) config(cmd *cobra.Command, steps []faults.Step) (runner.Confi
 		return runner.Config{}, nil, err
 	}
 	src.Broker = r.profile.Name()
-	if r.group.Name != "" {
-		if err := r.group.Validate(); err != nil {
-			d.Close()
-			r.release()
-			return runner.Config{}, nil, err
-		}
-		if _, ok := d.(drivers.GroupConsumer); !ok {
-			d.Close()
-			r.release()
-			return runner.Config{}, nil, fmt.Errorf("--group: the %s driver has no consumer groups yet (kafka, nats and queen have)", d.Name())
-		}
+	if err := r.checkGroup(d); err != nil {
+		d.Close()
+		r.release()
+		return runner.Config{}, nil, err
 	}
 	env := faults.Env{Driver: d, ConfigFsync: r.profile.ConfigFsync(), DataFiles: drivers.DataFilesOf(r.profile), GroupName: r.group.Name}
 	if opened != nil {
