@@ -635,3 +635,20 @@ func ruleGroupProgress(res *Result, _ Options) []finding {
 	}
 	return []finding{{outcomePass, "", msg}}
 }
+
+// ruleGroupDelivered: a run with a group that delivered none of the
+// run's acked messages judged nothing of the group (its members never
+// got the partitions, every poll failed, or the only member stopped):
+// its 0 skipped and 0 commits lost are no PASS. Not the experiment asked
+// for, as a load that stopped early is.
+func ruleGroupDelivered(res *Result, _ Options) []finding {
+	g := res.Group
+	if g == nil || g.Delivered > 0 || res.Acked == 0 {
+		return nil
+	}
+	why := ""
+	if g.Err != "" {
+		why = " (" + g.Err + ")"
+	}
+	return []finding{{outcomeAborted, CheckExperiment, fmt.Sprintf("group %s was delivered none of the %d acked messages%s: its checks (skipped, commit lost) judged nothing; no verdict can be given on the group: run it again", g.Name, res.Acked, why)}}
+}

@@ -104,6 +104,7 @@ var verdictRules = []rule{
 	{"commit lost", ruleCommitLost},
 	{"redelivered", ruleRedelivered},
 	{"group progress", ruleGroupProgress},
+	{"group delivered", ruleGroupDelivered},
 	{"experiment", ruleExperiment},
 	{"ledger whole", ruleLedgerWhole},
 }

@@ -65,6 +65,11 @@ func TestEachVerdictRuleAlone(t *testing.T) {
 		{"group progress", Options{}, with(func(r *Result) {
 			r.Group = &GroupResult{Stalls: []GroupStall{{Fault: "kill coordinator:g", AtS: 5, LongestMs: 3200, FromS: 5}}}
 		}), outcomePass, "", clean()},
+		// A group that delivered none of the run's acked messages judged
+		// nothing: its 0 skipped and 0 commits lost are no PASS.
+		{"group delivered", Options{}, with(func(r *Result) {
+			r.Group = &GroupResult{GroupInfo: ledger.GroupInfo{Name: "g", Err: "member 0: poll: refused"}}
+		}), outcomeAborted, CheckExperiment, with(func(r *Result) { r.Group = &GroupResult{Delivered: 100} })},
 		{"experiment", Options{}, with(func(r *Result) { r.Experiment = &Experiment{Scheduled: 1000, LoadEnded: false} }), outcomeAborted, CheckExperiment,
 			with(func(r *Result) { r.Experiment = &Experiment{Scheduled: 1000, LoadEnded: true, FaultsPlanned: 1} })},
 		{"ledger whole", Options{}, with(func(r *Result) { r.Ledger = &ledger.Proof{Reason: "flush 3 missing"} }), outcomeUnproven, CheckLedgerWhole,
