@@ -296,10 +296,12 @@ func (g *Group) Committed() map[int32]int64 {
 // Stop lets the members go on until they have committed up to end (the
 // partitions' end offsets after the load) or CatchUp passed, then stops
 // every member without committing more. It returns the group's info for
-// the ledger (restarts, the first error).
+// the ledger (restarts, the first error). With end unknown (empty) it
+// cannot tell that the group caught up: it lets the members go on for
+// the whole of CatchUp and says so in the info's Err.
 func (g *Group) Stop(ctx context.Context, end map[int32]int64) ledger.GroupInfo {
 	deadline := time.Now().Add(g.cfg.CatchUp)
-	for time.Now().Before(deadline) && ctx.Err() == nil && !g.caughtUp(end) {
+	for time.Now().Before(deadline) && ctx.Err() == nil && (len(end) == 0 || !g.caughtUp(end)) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	g.mu.Lock()
@@ -311,7 +313,14 @@ func (g *Group) Stop(ctx context.Context, end map[int32]int64) ledger.GroupInfo 
 	if g.err != nil {
 		info.Err = g.err.Error()
 	}
-	if end != nil && !g.caughtUpLocked(end) {
+	if len(end) == 0 {
+		note := fmt.Sprintf("the partitions' ends were not known: the group ran %s after the load and may not have committed up to them", g.cfg.CatchUp)
+		if info.Err == "" {
+			info.Err = note
+		} else {
+			info.Err += "; " + note
+		}
+	} else if !g.caughtUpLocked(end) {
 		behind := ""
 		for p, e := range end {
 			if s := g.start[p]; e > s && g.committed[p] < e {
