@@ -22,8 +22,9 @@ import (
 // classifier's, and only for a run that had a group.
 //
 //	class        what                                                       verdict
-//	skipped      acked, read back, never delivered to the group, and yet    fails
-//	             an acknowledged commit of its partition went past it
+//	skipped      read back (acked or not: the log holds it), never          fails
+//	             delivered to the group, and yet an acknowledged commit
+//	             of its partition went past it
 //	commit lost  a commit the broker acknowledged, then forgot: a later     fails when the broker promised
 //	             delivery on its partition is below it (the group resumed   durable commits (RunInfo.Group.
 //	             before it)                                                  Durable), counted otherwise
@@ -64,9 +65,11 @@ type GroupResult struct {
 	// acknowledged (the ledger's account; a broker's own is compared with
 	// it by the truths).
 	Committed map[int32]int64 `json:"committed,omitempty"`
-	// Skipped: acked, read back, never delivered, behind an acknowledged
-	// commit.
-	Skipped int64 `json:"skipped"`
+	// Skipped: read back, never delivered, behind an acknowledged commit;
+	// SkippedUnacked of them, those the producer was not told were acked
+	// (unknown, rejected or never answered, yet in the log).
+	Skipped        int64 `json:"skipped"`
+	SkippedUnacked int64 `json:"skipped_unacked,omitempty"`
 	// CommitsLost: acknowledged commits a later delivery went below.
 	CommitsLost int64 `json:"commits_lost"`
 	// Redelivered: messages delivered more than once; AfterCommit: of
@@ -103,6 +106,8 @@ type SkippedLine struct {
 	Offset    int64  `json:"offset"`
 	// CommittedPast is the highest acknowledged commit of the partition.
 	CommittedPast int64 `json:"committed_past"`
+	// Acked: the producer was told the message was acked.
+	Acked bool `json:"acked"`
 }
 
 // CommitLostLine is one line of commits_lost.jsonl.
@@ -268,8 +273,9 @@ func (s *kindStream) take(k [2]uint64, into []ledger.Event) []ledger.Event {
 	return into
 }
 
-// messages is the pass over every message that has an ack or a
-// delivery: skipped and redelivered are judged here, and the
+// messages is the pass over every message that has an outcome, a
+// delivery or a copy read back (a send never answered may be in the
+// log): skipped and redelivered are judged here, and the
 // deliveries below a commit kept for lostCommits.
 func (g *groupJudge) messages(ctx context.Context, run, reads *ledger.Ledger) error {
 	outs, err := openKindStream(run, ledger.Outcome)
@@ -288,20 +294,16 @@ func (g *groupJudge) messages(ctx context.Context, run, reads *ledger.Ledger) er
 	}
 	defer rds.close()
 	var oe, de, re []ledger.Event
-	for n := 0; outs.ok || dels.ok; n++ {
+	for n := 0; outs.ok || dels.ok || rds.ok; n++ {
 		if n&0xffff == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		var k [2]uint64
-		switch {
-		case !outs.ok:
-			k = msgKey(dels.e)
-		case !dels.ok:
-			k = msgKey(outs.e)
-		case seqBefore(msgKey(dels.e), msgKey(outs.e)):
-			k = msgKey(dels.e)
-		default:
-			k = msgKey(outs.e)
+		first := true
+		for _, s := range []*kindStream{outs, dels, rds} {
+			if s.ok && (first || seqBefore(msgKey(s.e), k)) {
+				k, first = msgKey(s.e), false
+			}
 		}
 		oe, de, re = outs.take(k, oe[:0]), dels.take(k, de[:0]), rds.take(k, re[:0])
 		g.message(k, oe, de, re)
@@ -319,16 +321,18 @@ func (g *groupJudge) message(k [2]uint64, outs, dels, reads []ledger.Event) {
 	id := func() string { return message.ID{Producer: uint32(k[0]), Seq: k[1]}.String() }
 	acked := slices.ContainsFunc(outs, func(e ledger.Event) bool { return e.Status == ledger.OutcomeAcked })
 	if len(dels) == 0 {
-		if !acked {
-			return
-		}
+		// Acked or not: a copy in the log below a commit the group made
+		// was skipped by the group, whatever the producer was told.
 		for _, r := range reads {
 			if message.Status(r.Status) != message.Valid {
 				continue
 			}
 			if c, ok := g.res.Committed[r.Partition]; ok && c > r.Offset {
 				g.res.Skipped++
-				g.inv.skipped.write(SkippedLine{ID: id(), Partition: r.Partition, Offset: r.Offset, CommittedPast: c})
+				if !acked {
+					g.res.SkippedUnacked++
+				}
+				g.inv.skipped.write(SkippedLine{ID: id(), Partition: r.Partition, Offset: r.Offset, CommittedPast: c, Acked: acked})
 				return
 			}
 		}
@@ -582,7 +586,11 @@ func ruleSkipped(res *Result, _ Options) []finding {
 	if g == nil || g.Skipped == 0 {
 		return nil
 	}
-	return []finding{failed(CheckSkipped, "%d acked messages were never delivered to group %s, yet an acknowledged commit of their partition went past them: skipped for good (see %s)", g.Skipped, g.Name, SkippedFile)}
+	unacked := ""
+	if g.SkippedUnacked > 0 {
+		unacked = fmt.Sprintf(" (%d of them not acked to the producer, yet in the log)", g.SkippedUnacked)
+	}
+	return []finding{failed(CheckSkipped, "%d messages read back were never delivered to group %s%s, yet an acknowledged commit of their partition went past them: skipped for good (see %s)", g.Skipped, g.Name, unacked, SkippedFile)}
 }
 
 func ruleCommitLost(res *Result, _ Options) []finding {

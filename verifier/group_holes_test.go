@@ -1,9 +1,12 @@
 package verifier
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/ackcheck/ackcheck/ledger"
+	"github.com/ackcheck/ackcheck/message"
 )
 
 // A run with --group whose members never delivered one of the run's
@@ -30,6 +33,78 @@ func TestGroupThatDeliveredNothingIsNoPass(t *testing.T) {
 			applyVerdict(res, Options{})
 			if res.Verdict != tc.want {
 				t.Fatalf("verdict %s, want %s; reasons %v", res.Verdict, tc.want, res.Reasons)
+			}
+		})
+	}
+}
+
+// A message the read-back found in the log below an acknowledged commit
+// and the group was never given is skipped, whatever its producer was
+// told: a send that timed out (outcome unknown) or was never answered
+// before ackcheck stopped, yet was written, is in the log the group
+// committed past. Only acked messages were judged before: those read
+// PASS. Offsets are compared within a partition only.
+func TestGroupSkipsWhateverTheProducerWasTold(t *testing.T) {
+	const none = uint8(0) // no outcome recorded
+	for _, tc := range []struct {
+		name    string
+		outcome uint8
+		part    int32 // where the read-back found it
+		offset  int64
+		read    bool
+		skipped int64
+	}{
+		{"acked, below the commit", ledger.OutcomeAcked, 0, 3, true, 1},
+		{"unknown, below the commit", ledger.OutcomeUnknown, 0, 3, true, 1},
+		{"rejected yet written, below the commit", ledger.OutcomeRejected, 0, 3, true, 1},
+		{"never answered, below the commit", none, 0, 3, true, 1},
+		{"unknown, past the commit", ledger.OutcomeUnknown, 0, 12, true, 0},
+		{"unknown, not read back", ledger.OutcomeUnknown, 0, 3, false, 0},
+		{"acked, below another partition's commit", ledger.OutcomeAcked, 1, 3, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Unix(1000, 0)
+			run, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer run.Close()
+			reads, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reads.Close()
+			// Messages 0..9 at offsets 0..9 of partition 0 (all but 3,
+			// which is the message under test, seq 3 too), delivered and
+			// committed at 10; partition 1 has nothing committed.
+			for i := uint64(0); i < 10; i++ {
+				run.Record(ledger.Send, ledger.Event{Producer: 0, Seq: i, Time: start.UnixNano()})
+				if i == 3 {
+					if tc.outcome != none {
+						run.Record(ledger.Outcome, ledger.Event{Producer: 0, Seq: i, Status: tc.outcome, Partition: tc.part, Offset: -1, Time: 1})
+					}
+					if tc.read {
+						reads.Record(ledger.Read, ledger.Event{Producer: 0, Seq: i, Status: uint8(message.Valid), Partition: tc.part, Offset: tc.offset, Time: start.UnixNano()})
+					}
+					continue
+				}
+				run.Record(ledger.Outcome, ledger.Event{Producer: 0, Seq: i, Status: ledger.OutcomeAcked, Partition: 0, Offset: int64(i), Time: 1})
+				reads.Record(ledger.Read, ledger.Event{Producer: 0, Seq: i, Status: uint8(message.Valid), Partition: 0, Offset: int64(i), Time: start.UnixNano()})
+				run.Record(ledger.Delivery, ledger.Event{Producer: 0, Seq: i, Partition: 0, Offset: int64(i), Time: start.Add(time.Second).UnixNano()})
+			}
+			run.Record(ledger.Commit, ledger.Event{Producer: ledger.CommitProducer, Seq: 0, Partition: 0, Offset: 10, Time: start.Add(2 * time.Second).UnixNano()})
+			for _, l := range []*ledger.Ledger{run, reads} {
+				if err := l.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			info := ledger.RunInfo{RunID: 1, LoadStart: start, LoadEnd: start.Add(3 * time.Second), Group: &ledger.GroupInfo{Name: "g", Members: 1}}
+			res := &Result{}
+			if err := judgeGroup(context.Background(), run, reads, info, nil, Options{}, res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Group.Skipped != tc.skipped {
+				t.Fatalf("skipped %d, want %d (%+v)", res.Group.Skipped, tc.skipped, res.Group)
 			}
 		})
 	}
