@@ -70,6 +70,12 @@ type GroupResult struct {
 	// (unknown, rejected or never answered, yet in the log).
 	Skipped        int64 `json:"skipped"`
 	SkippedUnacked int64 `json:"skipped_unacked,omitempty"`
+	// Undelivered: read back, never delivered, at or past every
+	// acknowledged commit of its partition: the group never reached it
+	// (a catch-up cut short, or a skip no commit went past yet). Not
+	// judged skipped; said in the reasons so that a group that stopped
+	// short does not read as one that consumed everything.
+	Undelivered int64 `json:"undelivered,omitempty"`
 	// CommitsLost: acknowledged commits a later delivery went below.
 	CommitsLost int64 `json:"commits_lost"`
 	// Redelivered: messages delivered more than once; AfterCommit: of
@@ -323,10 +329,13 @@ func (g *groupJudge) message(k [2]uint64, outs, dels, reads []ledger.Event) {
 	if len(dels) == 0 {
 		// Acked or not: a copy in the log below a commit the group made
 		// was skipped by the group, whatever the producer was told.
+		// Read back and past every commit: never reached (Undelivered).
+		read := false
 		for _, r := range reads {
 			if message.Status(r.Status) != message.Valid {
 				continue
 			}
+			read = true
 			if c, ok := g.res.Committed[r.Partition]; ok && c > r.Offset {
 				g.res.Skipped++
 				if !acked {
@@ -335,6 +344,9 @@ func (g *groupJudge) message(k [2]uint64, outs, dels, reads []ledger.Event) {
 				g.inv.skipped.write(SkippedLine{ID: id(), Partition: r.Partition, Offset: r.Offset, CommittedPast: c, Acked: acked})
 				return
 			}
+		}
+		if read {
+			g.res.Undelivered++
 		}
 		return
 	}
@@ -642,6 +654,17 @@ func ruleGroupProgress(res *Result, _ Options) []finding {
 		msg += fmt.Sprintf("group %s: %s", g.Name, g.Err)
 	}
 	return []finding{{outcomePass, "", msg}}
+}
+
+// ruleGroupUndelivered: messages in the log the group never reached are
+// no failure of a check (no commit went past them), but a group that
+// stopped short of them did not show it consumes everything: said.
+func ruleGroupUndelivered(res *Result, _ Options) []finding {
+	g := res.Group
+	if g == nil || g.Undelivered == 0 {
+		return nil
+	}
+	return []finding{{outcomePass, "", fmt.Sprintf("%d messages read back were never delivered to group %s and lie past its last acknowledged commit of their partition: the group never reached them (its catch-up stopped short, or a skip no commit went past); not judged", g.Undelivered, g.Name)}}
 }
 
 // ruleGroupDelivered: a run with a group that delivered none of the

@@ -53,14 +53,16 @@ func TestGroupSkipsWhateverTheProducerWasTold(t *testing.T) {
 		offset  int64
 		read    bool
 		skipped int64
+		// undelivered: read back past every commit of its partition.
+		undelivered int64
 	}{
-		{"acked, below the commit", ledger.OutcomeAcked, 0, 3, true, 1},
-		{"unknown, below the commit", ledger.OutcomeUnknown, 0, 3, true, 1},
-		{"rejected yet written, below the commit", ledger.OutcomeRejected, 0, 3, true, 1},
-		{"never answered, below the commit", none, 0, 3, true, 1},
-		{"unknown, past the commit", ledger.OutcomeUnknown, 0, 12, true, 0},
-		{"unknown, not read back", ledger.OutcomeUnknown, 0, 3, false, 0},
-		{"acked, below another partition's commit", ledger.OutcomeAcked, 1, 3, true, 0},
+		{"acked, below the commit", ledger.OutcomeAcked, 0, 3, true, 1, 0},
+		{"unknown, below the commit", ledger.OutcomeUnknown, 0, 3, true, 1, 0},
+		{"rejected yet written, below the commit", ledger.OutcomeRejected, 0, 3, true, 1, 0},
+		{"never answered, below the commit", none, 0, 3, true, 1, 0},
+		{"unknown, past the commit", ledger.OutcomeUnknown, 0, 12, true, 0, 1},
+		{"unknown, not read back", ledger.OutcomeUnknown, 0, 3, false, 0, 0},
+		{"acked, below another partition's commit", ledger.OutcomeAcked, 1, 3, true, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Unix(1000, 0)
@@ -103,8 +105,8 @@ func TestGroupSkipsWhateverTheProducerWasTold(t *testing.T) {
 			if err := judgeGroup(context.Background(), run, reads, info, nil, Options{}, res); err != nil {
 				t.Fatal(err)
 			}
-			if res.Group.Skipped != tc.skipped {
-				t.Fatalf("skipped %d, want %d (%+v)", res.Group.Skipped, tc.skipped, res.Group)
+			if res.Group.Skipped != tc.skipped || res.Group.Undelivered != tc.undelivered {
+				t.Fatalf("skipped %d, undelivered %d; want %d, %d (%+v)", res.Group.Skipped, res.Group.Undelivered, tc.skipped, tc.undelivered, res.Group)
 			}
 		})
 	}

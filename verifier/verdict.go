@@ -105,6 +105,7 @@ var verdictRules = []rule{
 	{"redelivered", ruleRedelivered},
 	{"group progress", ruleGroupProgress},
 	{"group delivered", ruleGroupDelivered},
+	{"group undelivered", ruleGroupUndelivered},
 	{"experiment", ruleExperiment},
 	{"ledger whole", ruleLedgerWhole},
 }

@@ -70,6 +70,9 @@ func TestEachVerdictRuleAlone(t *testing.T) {
 		{"group delivered", Options{}, with(func(r *Result) {
 			r.Group = &GroupResult{GroupInfo: ledger.GroupInfo{Name: "g", Err: "member 0: poll: refused"}}
 		}), outcomeAborted, CheckExperiment, with(func(r *Result) { r.Group = &GroupResult{Delivered: 100} })},
+		{"group undelivered", Options{}, with(func(r *Result) {
+			r.Group = &GroupResult{GroupInfo: ledger.GroupInfo{Name: "g"}, Delivered: 90, Undelivered: 10}
+		}), outcomePass, "", with(func(r *Result) { r.Group = &GroupResult{Delivered: 100} })},
 		{"experiment", Options{}, with(func(r *Result) { r.Experiment = &Experiment{Scheduled: 1000, LoadEnded: false} }), outcomeAborted, CheckExperiment,
 			with(func(r *Result) { r.Experiment = &Experiment{Scheduled: 1000, LoadEnded: true, FaultsPlanned: 1} })},
 		{"ledger whole", Options{}, with(func(r *Result) { r.Ledger = &ledger.Proof{Reason: "flush 3 missing"} }), outcomeUnproven, CheckLedgerWhole,
