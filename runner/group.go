@@ -28,7 +28,7 @@ func newGroup(ctx context.Context, cfg Config, lc load.Config, l *ledger.Ledger,
 	defer cancel()
 	p, err := cfg.Driver.(drivers.GroupConsumer).CommitPromise(pctx, cfg.Group.Name)
 	if err != nil {
-		cfg.logf("warning: could not read what a commit of group %s means on this cluster: %v (a commit lost is counted, not failed)", cfg.Group.Name, err)
+		cfg.logf("warning: could not read what a commit of group %s means on this cluster: %v (a commit lost then gives no PASS: UNPROVEN)", cfg.Group.Name, err)
 	} else {
 		info.Promise, info.Durable = p.Meaning, p.Durable
 		cfg.logf("group %s: %d members; an acknowledged commit means: %s", info.Name, info.Members, p.Meaning)

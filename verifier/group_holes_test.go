@@ -111,3 +111,30 @@ func TestGroupSkipsWhateverTheProducerWasTold(t *testing.T) {
 		})
 	}
 }
+
+// A commit lost when what a commit promises could not be read from the
+// cluster (CommitPromise failed at the start: Promise empty) read PASS,
+// counted as on a cluster that promises nothing, though the cluster may
+// well promise durable commits. It is now no PASS (unproven, recorded
+// against commit-lost); with the promise read and not durable it is
+// counted, and with it durable it fails, as before.
+func TestCommitLostWithThePromiseUnknownIsNoPass(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		info ledger.GroupInfo
+		want string
+	}{
+		{"promise not read", ledger.GroupInfo{Name: "g"}, Unproven},
+		{"promise read, not durable", ledger.GroupInfo{Name: "g", Promise: "replicated to 1 broker"}, Pass},
+		{"promise read, durable", ledger.GroupInfo{Name: "g", Promise: "replicated to 3 brokers", Durable: true}, Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &Result{Sent: 100, Acked: 100, Read: 100, ReadBackComplete: true,
+				Group: &GroupResult{GroupInfo: tc.info, Delivered: 100, Deliveries: 130, Commits: 20, CommitsLost: 2, Redelivered: 30, RedeliveredAfterCommit: 30}}
+			applyVerdict(res, Options{})
+			if res.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s; reasons %v", res.Verdict, tc.want, res.Reasons)
+			}
+		})
+	}
+}

@@ -58,7 +58,9 @@ func TestEachVerdictRuleAlone(t *testing.T) {
 			r.Group = &GroupResult{GroupInfo: ledger.GroupInfo{Durable: true}, CommitsLost: 1, RedeliveredAfterCommit: 40}
 		}), outcomeFail, CheckCommitLost,
 			// The same loss where commits are not promised durable: counted.
-			with(func(r *Result) { r.Group = &GroupResult{CommitsLost: 1, RedeliveredAfterCommit: 40} })},
+			with(func(r *Result) {
+				r.Group = &GroupResult{GroupInfo: ledger.GroupInfo{Promise: "replicated to 1 broker"}, CommitsLost: 1, RedeliveredAfterCommit: 40}
+			})},
 		{"redelivered", Options{}, with(func(r *Result) {
 			r.Group = &GroupResult{Redelivered: 3, RedeliveredWhile: map[string]int64{"after restart-consumers at 1.0 s": 3}}
 		}), outcomePass, "", with(func(r *Result) { r.Group = &GroupResult{Delivered: 100} })},
