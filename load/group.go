@@ -128,7 +128,7 @@ func (g *Group) Start(ctx context.Context) error {
 	defer g.mu.Unlock()
 	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for n := range g.cfg.Members {
-		gm, err := g.join(ctx, n)
+		gm, err := g.join(ctx, n, g.start)
 		if err != nil {
 			g.stopLocked(context.WithoutCancel(ctx))
 			return err
@@ -138,9 +138,10 @@ func (g *Group) Start(ctx context.Context) error {
 	return nil
 }
 
-// join starts member n. REQUIRES: g.mu held.
-func (g *Group) join(ctx context.Context, n int) (*groupMember, error) {
-	m, err := g.gc.JoinGroup(ctx, drivers.GroupSpec{Group: g.cfg.Name, Topic: g.topic, Member: n, StartOffsets: g.start})
+// join starts member n; start seeds a group with no commit yet (nil:
+// none). REQUIRES: g.mu held.
+func (g *Group) join(ctx context.Context, n int, start map[int32]int64) (*groupMember, error) {
+	m, err := g.gc.JoinGroup(ctx, drivers.GroupSpec{Group: g.cfg.Name, Topic: g.topic, Member: n, StartOffsets: start})
 	if err != nil {
 		return nil, fmt.Errorf("group %s: member %d could not join: %w", g.cfg.Name, n, err)
 	}
@@ -152,6 +153,9 @@ func (g *Group) join(ctx context.Context, n int) (*groupMember, error) {
 	}()
 	return gm, nil
 }
+
+// restartJoinTimeout bounds restart-consumers' joins.
+const restartJoinTimeout = 30 * time.Second
 
 // groupCommitTimeout bounds one commit: a coordinator that does not
 // answer holds the member no longer than this.
@@ -255,8 +259,18 @@ func (g *Group) RestartMembers(ctx context.Context) (string, error) {
 		gm.m.Close(cctx)
 		cancel()
 	}
+	// The joins are not cut short by the end of the load (the fault's ctx
+	// ends with it), only bounded: after a fault the cluster may take
+	// seconds to name a coordinator (a JetStream meta leader, a Kafka
+	// offsets partition's new leader), and the group outlives the load by
+	// its catch-up. Cut by the load's end, restart-consumers failed on
+	// NATS and Kafka in the CI rehearsal ("could not join: ... context
+	// canceled") and the run was aborted. A rejoin seeds nothing: the group
+	// had its start offsets when it first joined.
+	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restartJoinTimeout)
+	defer cancel()
 	for _, gm := range olds {
-		ngm, err := g.join(ctx, gm.n)
+		ngm, err := g.join(jctx, gm.n, nil)
 		if err != nil {
 			return "", err
 		}
