@@ -1,10 +1,8 @@
 package verifier
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -532,13 +530,10 @@ func newGroupLists(dir string, max int) (*groupLists, error) {
 		return gl, nil
 	}
 	for _, j := range gl.files() {
-		f, err := os.Create(filepath.Join(dir, j.listing.File+".tmp"))
-		if err != nil {
+		if err := j.create(dir); err != nil {
 			gl.abort()
 			return nil, fmt.Errorf("write the list of %s: %w (is the run directory writable?)", j.listing.Class, err)
 		}
-		j.f, j.w = f, bufio.NewWriterSize(f, 1<<16)
-		j.enc = json.NewEncoder(j.w)
 	}
 	return gl, nil
 }

@@ -254,6 +254,17 @@ type jsonl struct {
 	err     error
 }
 
+// create opens the list's temporary file in dir for writing.
+func (j *jsonl) create(dir string) error {
+	f, err := os.Create(filepath.Join(dir, j.listing.File+".tmp"))
+	if err != nil {
+		return err
+	}
+	j.f, j.w = f, bufio.NewWriterSize(f, 1<<16)
+	j.enc = json.NewEncoder(j.w)
+	return nil
+}
+
 func (j *jsonl) write(v any) {
 	j.listing.Total++
 	if j.enc == nil || j.err != nil || (j.max > 0 && j.listing.Listed >= j.max) {
@@ -289,13 +300,10 @@ func newInvestigation(dir string, max int, loadStart time.Time, recs []faults.Re
 		return inv, nil
 	}
 	for _, j := range inv.files() {
-		f, err := os.Create(filepath.Join(dir, j.listing.File+".tmp"))
-		if err != nil {
+		if err := j.create(dir); err != nil {
 			inv.abort()
 			return nil, fmt.Errorf("write the list of %s messages: %w (is the run directory writable?)", j.listing.Class, err)
 		}
-		j.f, j.w = f, bufio.NewWriterSize(f, 1<<16)
-		j.enc = json.NewEncoder(j.w)
 	}
 	return inv, nil
 }
