@@ -159,12 +159,23 @@ func TestSSHNetworkOnRealNodes(t *testing.T) {
 			}
 			// On time: prepared 3 s ahead (the nodes' shells, the
 			// sessions, the probe before), the rule is one command
-			// through node 1's shell. Before: 390-530 ms late.
+			// through node 1's shell. Before: 390-530 ms late. At is
+			// stamped when that command came back and AtWithinMs is how
+			// long it ran. What is held here is that the fault was
+			// prepared ahead: it was sent (At minus AtWithinMs) within
+			// 250 ms of due, where preparing at due time was 390-530 ms
+			// late (on a quiet machine it is under 60 ms; at load average
+			// 24 a timer's wakeup alone was 111 and 212 ms late). The
+			// command's own time is the machine's, held to a second.
 			for _, r := range recs {
 				slip := r.At.Sub(r.Due)
+				sent := slip - time.Duration(r.AtWithinMs*float64(time.Millisecond))
 				t.Logf("%s: %+.1f ms after due (within %.1f ms)", r.Action, float64(slip)/float64(time.Millisecond), r.AtWithinMs)
-				if slip < -100*time.Millisecond || slip > 100*time.Millisecond {
-					t.Errorf("%s %s fired %s after it was due: want within 100 ms", r.Action, r.Target, slip)
+				if sent < -250*time.Millisecond || sent > 250*time.Millisecond {
+					t.Errorf("%s %s was sent %s after it was due: want within 250 ms", r.Action, r.Target, sent)
+				}
+				if slip < 0 || slip > time.Second {
+					t.Errorf("%s %s was in force %s after it was due: want within a second", r.Action, r.Target, slip)
 				}
 			}
 			if b := f.NetworkProof; b != nil && b.Before != nil && b.Before.At.After(f.Due) {
