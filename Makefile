@@ -15,8 +15,15 @@ demo: build
 
 # The test command README.md documents and .ci/run calls. Tests that need a
 # real cluster skip themselves unless .ci/run (or you) set their variables.
-# -p 1: packages one at a time, because the real-cluster tests of several
-# packages kill, pause and restart the nodes of the same cluster.
+# Two queues run side by side, each one package at a time (-p 1, because
+# the real-cluster tests of a queue's packages kill, pause and restart the
+# nodes of the same clusters): the packages that use the Kafka clusters
+# (cmd/ackcheck, deploy/kubernetes, drivers/kafka: about 33 minutes of
+# CI's 60) and every other package (NATS, Pulsar, Queen, the in-process
+# tests: about 27). No cluster, port or namespace is used by both queues,
+# so CI's tests take the longer queue's time, not the sum. Each queue
+# writes its own log in TESTLOGS (streamed here with tail's "==> file <=="
+# headers); make test fails when either queue fails.
 # -timeout 50m per package: each broker's truth tests run in its own
 # package (drivers/<broker>), and drivers/kafka holds Kafka's (leader
 # kills, fsync audit, unclean election, netns partitions, SSH: the
@@ -24,8 +31,18 @@ demo: build
 # average 8-11, most of it Kafka's; the SSH tests' loads, which moved
 # from cmd/ackcheck, last about 6.5 min more).
 TESTFLAGS ?=
+TESTLOGS ?= bin/test
+KAFKA_QUEUE := ./cmd/... ./deploy/... ./drivers/kafka/...
 test:
-	$(GO) test -p 1 -count=1 -timeout 50m $(TESTFLAGS) ./...
+	@mkdir -p $(TESTLOGS); : >$(TESTLOGS)/kafka.log; : >$(TESTLOGS)/rest.log; \
+	rest=$$($(GO) list ./... | grep -v -e '/cmd/' -e '/deploy/' -e '/drivers/kafka$$') || exit 1; \
+	$(GO) test -p 1 -count=1 -timeout 50m $(TESTFLAGS) $(KAFKA_QUEUE) >$(TESTLOGS)/kafka.log 2>&1 & k=$$!; \
+	$(GO) test -p 1 -count=1 -timeout 50m $(TESTFLAGS) $$rest >$(TESTLOGS)/rest.log 2>&1 & r=$$!; \
+	tail -n +1 -f $(TESTLOGS)/kafka.log $(TESTLOGS)/rest.log & t=$$!; \
+	trap 'kill $$k $$r 2>/dev/null' INT TERM; \
+	wait $$k; ks=$$?; wait $$r; rs=$$?; sleep 1; kill $$t 2>/dev/null; \
+	echo "make test: Kafka queue exit $$ks, other queue exit $$rs (logs: $(TESTLOGS)/kafka.log, $(TESTLOGS)/rest.log)"; \
+	[ $$ks -eq 0 ] && [ $$rs -eq 0 ]
 
 # Fuzz each parser and decoder of untrusted input for FUZZTIME; the corpus
 # lives in each package's testdata/fuzz and runs as plain tests too. A
