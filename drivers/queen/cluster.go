@@ -358,7 +358,14 @@ func (q *Cluster) Endpoints(id int32) []cluster.Endpoint {
 	return []cluster.Endpoint{{Name: "name", Addr: "db"}, {Name: "address", Addr: "postgres://" + net.JoinHostPort(q.host(), strconv.Itoa(q.pgPort())) + "/queen"}}
 }
 
+// DriverConfig is the driver's configuration for this cluster, as its
+// ClientFlags give it: the server, the database and the file buffer dir.
+func (q *Cluster) DriverConfig() Config {
+	return Config{URL: q.URL(), PostgresURL: q.PostgresURL(), BufferDir: q.DataDir(ServerNode)}
+}
+
 // ClientFlags implements Local.
 func (q *Cluster) ClientFlags() []cluster.Flag {
-	return q.WithNetns(cluster.Flag{Name: "queen-url", Value: q.URL()}, cluster.Flag{Name: "postgres-url", Value: q.PostgresURL()})
+	return q.WithNetns(cluster.Flag{Name: "queen-url", Value: q.URL()}, cluster.Flag{Name: "postgres-url", Value: q.PostgresURL()},
+		cluster.Flag{Name: "queen-buffer-dir", Value: q.DataDir(ServerNode)})
 }

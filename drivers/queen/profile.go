@@ -87,6 +87,7 @@ func (Profile) NewFlags() drivers.Flags { return &flags{} }
 // flags are the Queen driver's flags.
 type flags struct {
 	url, postgresURL string
+	bufferDir        string
 	pushTimeout      time.Duration
 	attemptTimeout   time.Duration
 	batch            int
@@ -104,6 +105,7 @@ func (f *flags) Register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.linger, "push-linger", 5*time.Millisecond, "Queen: longest a push waits for more items")
 	fs.IntVar(&f.concurrency, "push-concurrency", 8, "Queen: HTTP pushes in flight per producer")
 	fs.IntVar(&f.maxPending, "push-max-pending", 10000, "Queen: unanswered messages per producer; one past it is rejected")
+	fs.StringVar(&f.bufferDir, "queen-buffer-dir", "", "Queen: the server's file buffer dir (FILE_BUFFER_DIR), when this machine can read it; the read-back then waits until no file there holds events (the server's own count misses files an earlier server process left)")
 	drivers.RegisterNetns(fs)
 }
 
@@ -120,6 +122,7 @@ func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	}
 	set("queen-url", func() { c.URL = f.url })
 	set("postgres-url", func() { c.PostgresURL = f.postgresURL })
+	set("queen-buffer-dir", func() { c.BufferDir = f.bufferDir })
 	set("push-timeout", func() { c.PushTimeout = f.pushTimeout })
 	set("push-attempt-timeout", func() { c.AttemptTimeout = f.attemptTimeout })
 	set("push-batch", func() { c.MaxBatch = f.batch })

@@ -73,6 +73,11 @@ type Config struct {
 	// from the machine's own namespace. Set from --cluster-dir by the
 	// cluster's ClientFlags.
 	NetNS string `json:"netns,omitempty"`
+	// BufferDir is the server's file buffer dir (FILE_BUFFER_DIR) when
+	// ackcheck can read it: a local cluster. Settle then also waits for
+	// the files there, the only account of events an earlier server
+	// process buffered. Empty: the server's own counts only.
+	BufferDir string `json:"buffer_dir,omitempty"`
 }
 
 // netnsDialTimeout bounds one connect through a Net: a server a fault

@@ -46,7 +46,7 @@ import (
 // runs (docs/queen.md).
 func TestRealQueenDiskErrorFsync(t *testing.T) {
 	q := lazyQueen.Get(t)
-	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	d, err := queen.New(q.DriverConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

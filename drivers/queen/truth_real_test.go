@@ -30,7 +30,7 @@ import (
 
 func queenRun(t *testing.T, q *queen.Cluster, name, schedule string) *verifier.Result {
 	t.Helper()
-	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	d, err := queen.New(q.DriverConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestRealQueenFaults(t *testing.T) {
 // (and the server) at 12 s.
 func TestRealQueenFsyncAudit(t *testing.T) {
 	q := lazyQueen.Get(t)
-	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	d, err := queen.New(q.DriverConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

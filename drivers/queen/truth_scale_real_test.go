@@ -44,7 +44,7 @@ func TestRealQueenScaleKills(t *testing.T) {
 		t.Skipf("set %s=1 to run the partition-scale truths (several minutes)", envScale)
 	}
 	q := lazyQueen.Get(t)
-	d, err := queen.New(queen.Config{URL: q.URL(), PostgresURL: q.PostgresURL()})
+	d, err := queen.New(q.DriverConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
