@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -303,5 +304,61 @@ func deleteGroupTopic(t *testing.T, d drivers.Driver, topic string) {
 	defer cl.Close()
 	if _, err := kadm.NewClient(cl).DeleteTopics(ctx, topic); err != nil {
 		t.Logf("delete topic %s: %v", topic, err)
+	}
+}
+
+// TestRealGroupCommitFsyncPowerLoss is the consumer side of fsync-audit
+// on the one-node lazyfs cluster (offsets RF 1): with the offsets topic's
+// flush.messages=1 (drivers.CommitFsyncSetter) the commit promise says
+// fsynced, and a power loss of the node loses no acknowledged commit.
+// The setting is read back from the broker before and after, and put
+// back to the broker's default at the end.
+func TestRealGroupCommitFsyncPowerLoss(t *testing.T) {
+	k := lazyOneKafka.Get(t)
+	d := realDriver(t, k, kafka.Config{Acks: "all"})
+	topic := scenariotest.TopicName(t)
+	group := "g-" + topic
+	ctx := context.Background()
+	// The offsets topic exists once a coordinator has been named.
+	if _, err := d.(*kafka.Driver).CommitPromise(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	cs := d.(drivers.CommitFsyncSetter)
+	if err := cs.SetCommitFsync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cs.SetCommitFsync(context.Background(), false); err != nil {
+			t.Errorf("put %s back: %v", cs.CommitFsyncSetting(), err)
+		}
+		if on, err := cs.CommitFsync(context.Background()); err != nil || on {
+			t.Errorf("%s after the restore: fsync %v (%v), want the default (off)", cs.CommitFsyncSetting(), on, err)
+		}
+	})
+	if on, err := cs.CommitFsync(ctx); err != nil || !on {
+		t.Fatalf("%s after setting it: fsync %v (%v), want on", cs.CommitFsyncSetting(), on, err)
+	}
+	res, _ := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 3, ReplicationFactor: 1, Configs: map[string]string{"flush.messages": "1"}},
+		2, 300, 20*time.Second, 100*time.Second, "at=14s power-loss coordinator:"+group)
+	t.Cleanup(func() { deleteGroupTopic(t, d, topic) })
+	scenariotest.SaveSummary(t, "group-power-loss-commit-fsync", res)
+	g := res.Group
+	if g == nil {
+		t.Fatal("no group in the result")
+	}
+	t.Logf("verdict %s; %d acked, %d delivered, %d commits; skipped %d, commits lost %d, redelivered %d (%d after a commit); stalls %+v; %s",
+		res.Verdict, res.Acked, g.Delivered, g.Commits, g.Skipped, g.CommitsLost, g.Redelivered, g.RedeliveredAfterCommit, g.Stalls, g.Promise)
+	if !strings.Contains(g.Promise, "fsynced") {
+		t.Errorf("commit promise %q does not say fsynced", g.Promise)
+	}
+	applied := false
+	for _, f := range res.Faults {
+		applied = applied || (f.Action == faults.PowerLoss && f.Result == faults.Applied)
+	}
+	if !applied {
+		t.Fatalf("the power loss did not apply: %+v", res.Faults)
+	}
+	if g.Commits == 0 || g.CommitsLost != 0 || g.Skipped != 0 || res.Lost != 0 {
+		t.Fatalf("%d commits, commits lost %d (want 0 with each commit fsynced), skipped %d, lost %d: %v", g.Commits, g.CommitsLost, g.Skipped, res.Lost, res.Reasons)
 	}
 }
