@@ -362,3 +362,55 @@ func TestRealGroupCommitFsyncPowerLoss(t *testing.T) {
 		t.Fatalf("%d commits, commits lost %d (want 0 with each commit fsynced), skipped %d, lost %d: %v", g.Commits, g.CommitsLost, g.Skipped, res.Lost, res.Reasons)
 	}
 }
+
+// TestRealGroupCoordinatorKillStallInLogs holds the group stall ackcheck
+// measures after a SIGKILL of the coordinator (no restart of the node or
+// the members until the end) against the brokers' own account: the
+// controller fences the dead node only when its session times out
+// (broker.session.timeout.ms, 9 s), the new coordinator then loads the
+// group from its __consumer_offsets partition, and the group's first
+// progress after the kill must not come before that load. It also shows
+// that the group resumes by itself, without restart-consumers.
+func TestRealGroupCoordinatorKillStallInLogs(t *testing.T) {
+	k := realCluster(t)
+	d := realDriver(t, k, kafka.Config{Acks: "all"})
+	topic := scenariotest.TopicName(t)
+	group := "g-" + topic
+	res, _ := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 6, ReplicationFactor: 3}, 3, 300, 25*time.Second, 30*time.Second,
+		"at=4s kill coordinator:"+group+"; at=22s restart")
+	scenariotest.SaveSummary(t, "group-coordinator-kill-logs", res)
+	g := res.Group
+	if g == nil || len(g.Stalls) == 0 {
+		t.Fatalf("no group stalls in the result: %+v", g)
+	}
+	var kill *verifier.FaultReport
+	for i, f := range res.Faults {
+		if f.Action == faults.Kill && f.Result == faults.Applied {
+			kill = &res.Faults[i]
+		}
+	}
+	if kill == nil {
+		t.Fatalf("the kill did not apply: %+v", res.Faults)
+	}
+	s := g.Stalls[0]
+	t.Logf("verdict %s; %d acked, %d delivered, %d commits; stall after the kill of node %d: longest %.0f ms, first progress %.0f ms after it",
+		res.Verdict, res.Acked, g.Delivered, g.Commits, kill.Node, s.LongestMs, s.UntilProgressMs)
+	if res.Verdict != verifier.Pass || g.Skipped != 0 || g.CommitsLost != 0 {
+		t.Fatalf("verdict %s, skipped %d, commits lost %d: %v", res.Verdict, g.Skipped, g.CommitsLost, res.Reasons)
+	}
+	if s.UntilProgressMs < 0 {
+		t.Fatal("the group made no progress after the kill before the node's restart: it did not resume by itself")
+	}
+	a, err := k.GroupAccount(group, kill.Node, kill.At, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, msg := a.Explains(kill.At, s.UntilProgressMs)
+	t.Log(msg)
+	if !ok {
+		t.Fatalf("the stall does not lie within the brokers' account: %s", msg)
+	}
+	if a.Fenced.IsZero() || a.Loaded.Before(a.Fenced) {
+		t.Errorf("the logs show no fencing of node %d before the group's load: %+v", kill.Node, a)
+	}
+}
