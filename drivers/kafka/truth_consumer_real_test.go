@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -303,5 +304,113 @@ func deleteGroupTopic(t *testing.T, d drivers.Driver, topic string) {
 	defer cl.Close()
 	if _, err := kadm.NewClient(cl).DeleteTopics(ctx, topic); err != nil {
 		t.Logf("delete topic %s: %v", topic, err)
+	}
+}
+
+// TestRealGroupCommitFsyncPowerLoss is the consumer side of fsync-audit
+// on the one-node lazyfs cluster (offsets RF 1): with the offsets topic's
+// flush.messages=1 (drivers.CommitFsyncSetter) the commit promise says
+// fsynced, and a power loss of the node loses no acknowledged commit.
+// The setting is read back from the broker before and after, and put
+// back to the broker's default at the end.
+func TestRealGroupCommitFsyncPowerLoss(t *testing.T) {
+	k := lazyOneKafka.Get(t)
+	d := realDriver(t, k, kafka.Config{Acks: "all"})
+	topic := scenariotest.TopicName(t)
+	group := "g-" + topic
+	ctx := context.Background()
+	// The offsets topic exists once a coordinator has been named.
+	if _, err := d.(*kafka.Driver).CommitPromise(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	cs := d.(drivers.CommitFsyncSetter)
+	if err := cs.SetCommitFsync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cs.SetCommitFsync(context.Background(), false); err != nil {
+			t.Errorf("put %s back: %v", cs.CommitFsyncSetting(), err)
+		}
+		if on, err := cs.CommitFsync(context.Background()); err != nil || on {
+			t.Errorf("%s after the restore: fsync %v (%v), want the default (off)", cs.CommitFsyncSetting(), on, err)
+		}
+	})
+	if on, err := cs.CommitFsync(ctx); err != nil || !on {
+		t.Fatalf("%s after setting it: fsync %v (%v), want on", cs.CommitFsyncSetting(), on, err)
+	}
+	res, _ := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 3, ReplicationFactor: 1, Configs: map[string]string{"flush.messages": "1"}},
+		2, 300, 20*time.Second, 100*time.Second, "at=14s power-loss coordinator:"+group)
+	t.Cleanup(func() { deleteGroupTopic(t, d, topic) })
+	scenariotest.SaveSummary(t, "group-power-loss-commit-fsync", res)
+	g := res.Group
+	if g == nil {
+		t.Fatal("no group in the result")
+	}
+	t.Logf("verdict %s; %d acked, %d delivered, %d commits; skipped %d, commits lost %d, redelivered %d (%d after a commit); stalls %+v; %s",
+		res.Verdict, res.Acked, g.Delivered, g.Commits, g.Skipped, g.CommitsLost, g.Redelivered, g.RedeliveredAfterCommit, g.Stalls, g.Promise)
+	if !strings.Contains(g.Promise, "fsynced") {
+		t.Errorf("commit promise %q does not say fsynced", g.Promise)
+	}
+	applied := false
+	for _, f := range res.Faults {
+		applied = applied || (f.Action == faults.PowerLoss && f.Result == faults.Applied)
+	}
+	if !applied {
+		t.Fatalf("the power loss did not apply: %+v", res.Faults)
+	}
+	if g.Commits == 0 || g.CommitsLost != 0 || g.Skipped != 0 || res.Lost != 0 {
+		t.Fatalf("%d commits, commits lost %d (want 0 with each commit fsynced), skipped %d, lost %d: %v", g.Commits, g.CommitsLost, g.Skipped, res.Lost, res.Reasons)
+	}
+}
+
+// TestRealGroupCoordinatorKillStallInLogs holds the group stall ackcheck
+// measures after a SIGKILL of the coordinator (no restart of the node or
+// the members until the end) against the brokers' own account: the
+// controller fences the dead node only when its session times out
+// (broker.session.timeout.ms, 9 s), the new coordinator then loads the
+// group from its __consumer_offsets partition, and the group's first
+// progress after the kill must not come before that load. It also shows
+// that the group resumes by itself, without restart-consumers.
+func TestRealGroupCoordinatorKillStallInLogs(t *testing.T) {
+	k := realCluster(t)
+	d := realDriver(t, k, kafka.Config{Acks: "all"})
+	topic := scenariotest.TopicName(t)
+	group := "g-" + topic
+	res, _ := groupRun(t, k, d, group, drivers.TopicSpec{Name: topic, Partitions: 6, ReplicationFactor: 3}, 3, 300, 25*time.Second, 30*time.Second,
+		"at=4s kill coordinator:"+group+"; at=22s restart")
+	scenariotest.SaveSummary(t, "group-coordinator-kill-logs", res)
+	g := res.Group
+	if g == nil || len(g.Stalls) == 0 {
+		t.Fatalf("no group stalls in the result: %+v", g)
+	}
+	var kill *verifier.FaultReport
+	for i, f := range res.Faults {
+		if f.Action == faults.Kill && f.Result == faults.Applied {
+			kill = &res.Faults[i]
+		}
+	}
+	if kill == nil {
+		t.Fatalf("the kill did not apply: %+v", res.Faults)
+	}
+	s := g.Stalls[0]
+	t.Logf("verdict %s; %d acked, %d delivered, %d commits; stall after the kill of node %d: longest %.0f ms, first progress %.0f ms after it",
+		res.Verdict, res.Acked, g.Delivered, g.Commits, kill.Node, s.LongestMs, s.UntilProgressMs)
+	if res.Verdict != verifier.Pass || g.Skipped != 0 || g.CommitsLost != 0 {
+		t.Fatalf("verdict %s, skipped %d, commits lost %d: %v", res.Verdict, g.Skipped, g.CommitsLost, res.Reasons)
+	}
+	if s.UntilProgressMs < 0 {
+		t.Fatal("the group made no progress after the kill before the node's restart: it did not resume by itself")
+	}
+	a, err := k.GroupAccount(group, kill.Node, kill.At, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, msg := a.Explains(kill.At, s.UntilProgressMs)
+	t.Log(msg)
+	if !ok {
+		t.Fatalf("the stall does not lie within the brokers' account: %s", msg)
+	}
+	if a.Fenced.IsZero() || a.Loaded.Before(a.Fenced) {
+		t.Errorf("the logs show no fencing of node %d before the group's load: %+v", kill.Node, a)
 	}
 }
