@@ -257,15 +257,19 @@ func changeFile(ctx context.Context, w *world, a Action, ops fileOps, node int32
 		return nil, err
 	}
 	backup := path.Join(backupDir(dir), fmt.Sprintf("%d-%s", time.Now().UnixNano(), path.Base(fi.path)))
+	// The undo is journaled before the copy exists, so that a kill of
+	// ackcheck while it copies leaves no copy the heal does not know of;
+	// the undo of a file that still holds the original only removes the
+	// copy (undo), and the file changes only once the copy checked whole.
+	if _, err := w.journal.Add(Undo{Kind: UndoFile, Node: node, File: fi.path, Backup: backup, Sum: before,
+		Why: fmt.Sprintf("%s of node %d's data files", a, node)}); err != nil {
+		return nil, err
+	}
 	if err := ops.copy(ctx, fi.path, backup); err != nil {
 		return nil, err
 	}
 	if got, err := ops.sum(ctx, backup); err != nil || got != before {
 		return nil, fmt.Errorf("the copy %s of %s does not match it (%s, %v): nothing changed", backup, fi.path, got, err)
-	}
-	if _, err := w.journal.Add(Undo{Kind: UndoFile, Node: node, File: fi.path, Backup: backup, Sum: before,
-		Why: fmt.Sprintf("%s of node %d's data files", a, node)}); err != nil {
-		return nil, err
 	}
 	ch := &FileChange{File: fi.path, Size: fi.size, SHA256Before: before, Backup: backup}
 	if err := change(ch); err != nil {
@@ -408,8 +412,9 @@ func (s *fileSnaps) putBack(ctx context.Context, w *world, ops fileOps, node int
 // undo puts a changed file back from its copy, byte-identical: with the
 // node stopped (a running node is stopped first, its start journaled for
 // the heal's next pass), the copy is copied beside the file, fsynced, and renamed over
-// it, its checksum checked, and the copy removed. When the copy is gone
-// and the file already holds the original's checksum, it was done before.
+// it, its checksum checked, and the copy removed. A file that already
+// holds the original's checksum (never changed: ackcheck died while it
+// copied; or put back before) is left as it is, and only its copy goes.
 func (fileFault) undo(ctx context.Context, w *world, u Undo) error {
 	if err := w.needNodes(); err != nil {
 		return err
@@ -423,6 +428,11 @@ func (fileFault) undo(ctx context.Context, w *world, u Undo) error {
 		return err
 	}
 	ops := fileOps{r: r}
+	if sum, err := ops.sum(ctx, u.File); err == nil && sum == u.Sum {
+		// Never changed (ackcheck died while it copied) or put back
+		// already: only the copy, whole or partial, if any, goes.
+		return ops.remove(ctx, u.Backup, u.File)
+	}
 	if have, err := ops.exists(ctx, u.Backup); err != nil {
 		return err
 	} else if !have {
@@ -460,10 +470,7 @@ func restoreFile(ctx context.Context, ops fileOps, u Undo) error {
 	if sum, err := ops.sum(ctx, u.File); err != nil || sum != u.Sum {
 		return fmt.Errorf("%s after the restore has sha256 %s, not the original's %s (%v); the copy stays in %s", u.File, sum, u.Sum, err, u.Backup)
 	}
-	if _, err := ops.r.Run(ctx, "rm -f -- "+remote.Quote(u.Backup)); err != nil {
-		return fmt.Errorf("remove the copy %s once %s was put back: %w", u.Backup, u.File, err)
-	}
-	return nil
+	return ops.remove(ctx, u.Backup, u.File)
 }
 
 // fileInfo is a data file as find lists it.
@@ -607,6 +614,14 @@ func (o fileOps) writeChunk(ctx context.Context, from, p string, off int64) erro
 	cmd := fmt.Sprintf("dd if=%s of=%s bs=64K seek=%d oflag=seek_bytes conv=notrunc,fsync status=none", remote.Quote(from), remote.Quote(p), off)
 	if _, err := o.r.Run(ctx, cmd); err != nil {
 		return fmt.Errorf("put the chunk %s back at %d of %s: %w", from, off, p, err)
+	}
+	return nil
+}
+
+// remove removes backup, the copy of p, once p holds the original.
+func (o fileOps) remove(ctx context.Context, backup, p string) error {
+	if _, err := o.r.Run(ctx, "rm -f -- "+remote.Quote(backup)); err != nil {
+		return fmt.Errorf("remove the copy %s once %s holds the original: %w", backup, p, err)
 	}
 	return nil
 }
