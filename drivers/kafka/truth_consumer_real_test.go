@@ -314,6 +314,11 @@ func deleteGroupTopic(t *testing.T, d drivers.Driver, topic string) {
 // The setting is read back from the broker before and after, and put
 // back to the broker's default at the end.
 func TestRealGroupCommitFsyncPowerLoss(t *testing.T) {
+	// Never run yet: gated until a run on the lazyfs-one cluster shows
+	// what it measures, so that CI does not judge an unseen truth.
+	if os.Getenv("ACKCHECK_KAFKA_COMMIT_FSYNC") == "" {
+		t.Skip("set ACKCHECK_KAFKA_COMMIT_FSYNC=1: this truth has not been run on a real cluster yet")
+	}
 	k := lazyOneKafka.Get(t)
 	d := realDriver(t, k, kafka.Config{Acks: "all"})
 	topic := scenariotest.TopicName(t)
