@@ -50,7 +50,7 @@ func (s bufferState) String() string {
 		fmt.Fprintf(&b, ", %d files in its failed/ dir", s.failedFiles)
 	}
 	if s.dirBytes >= 0 {
-		fmt.Fprintf(&b, ", %d bytes in %d files of %s", s.dirBytes, s.dirFiles, "its buffer dir")
+		fmt.Fprintf(&b, ", %d bytes in %d files of its buffer dir", s.dirBytes, s.dirFiles)
 	}
 	return b.String()
 }
