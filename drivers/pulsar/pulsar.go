@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -167,6 +168,13 @@ type Driver struct {
 	// fwd carries the binary protocol through the hub with NetNS; nil
 	// without.
 	fwd *netns.Forwarder
+
+	// mu guards groups (the topic each group was joined on) and lastTopic
+	// (the last topic EnsureTopic was given), for the group calls that
+	// name a group alone (group.go).
+	mu        sync.Mutex
+	groups    map[string]string
+	lastTopic string
 }
 
 var (
@@ -184,7 +192,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	d := &Driver{cfg: cfg, http: cfg.httpClient()}
+	d := &Driver{cfg: cfg, http: cfg.httpClient(), groups: map[string]string{}}
 	clientURL := cfg.ServiceURL
 	if cfg.NetNS != "" {
 		listen, target, err := cfg.forwardAddrs()
@@ -292,6 +300,9 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 		return drivers.TopicInfo{}, err
 	}
 	info := drivers.TopicInfo{Name: spec.Name}
+	d.mu.Lock()
+	d.lastTopic = spec.Name
+	d.mu.Unlock()
 	err = d.admin.Topics().CreateWithContext(ctx, *tn, spec.Partitions)
 	switch {
 	case err == nil:
