@@ -485,31 +485,49 @@ func (m *groupMember) Close(ctx context.Context) error {
 // the owning broker's internal stats, as committedFloor maps it; ok is
 // false when the partition has no such subscription.
 func (d *Driver) markDelete(ctx context.Context, tn *utils.TopicName, p int32, sub string) (int64, bool, error) {
-	pt, err := tn.GetPartition(int(p))
+	floors, err := d.markDeletes(ctx, tn, p, sub)
 	if err != nil {
 		return -1, false, err
+	}
+	f, ok := floors[sub]
+	return f, ok, nil
+}
+
+// markDeletes reads the mark-delete positions of subs on partition p of
+// tn in one internal-stats call, as committedFloor maps them; a
+// subscription the partition does not have is missing.
+func (d *Driver) markDeletes(ctx context.Context, tn *utils.TopicName, p int32, subs ...string) (map[string]int64, error) {
+	pt, err := tn.GetPartition(int(p))
+	if err != nil {
+		return nil, err
 	}
 	actx, cancel := context.WithTimeout(ctx, groupAdminTimeout)
 	defer cancel()
 	st, err := d.admin.Topics().GetInternalStatsWithContext(actx, *pt)
 	if err != nil {
-		return -1, false, d.unreachable("read the internal stats of "+pt.String(), err)
+		return nil, d.unreachable("read the internal stats of "+pt.String(), err)
 	}
-	cs, ok := st.Cursors[sub]
-	if !ok {
-		return -1, false, nil
+	out := map[string]int64{}
+	for _, sub := range subs {
+		cs, ok := st.Cursors[sub]
+		if !ok {
+			continue
+		}
+		floor, err := committedFloor(cs.MarkDeletePosition)
+		if err != nil {
+			return nil, fmt.Errorf("subscription %s on %s: %w", sub, pt, err)
+		}
+		out[sub] = floor
 	}
-	floor, err := committedFloor(cs.MarkDeletePosition)
-	if err != nil {
-		return -1, false, fmt.Errorf("subscription %s on %s: %w", sub, pt, err)
-	}
-	return floor, true, nil
+	return out, nil
 }
 
 // CommittedOffsets implements drivers.GroupOffsetReader: per partition,
 // the group's subscription's mark-delete position, as the broker that
 // owns the partition reports it (committedFloor). A partition without the
-// subscription is missing.
+// subscription is missing, and so is one where the group has acked
+// nothing yet: its subscription is still where its read-back subscription
+// (made at the same start, never acking) is.
 func (d *Driver) CommittedOffsets(ctx context.Context, group, topic string) (map[int32]int64, error) {
 	if err := checkGroup(group); err != nil {
 		return nil, err
@@ -519,13 +537,15 @@ func (d *Driver) CommittedOffsets(ctx context.Context, group, topic string) (map
 		return nil, err
 	}
 	out := map[int32]int64{}
+	rb := ReadbackSubscription(group)
 	for p := range n {
-		floor, ok, err := d.markDelete(ctx, tn, int32(p), group)
+		floors, err := d.markDeletes(ctx, tn, int32(p), group, rb)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			out[int32(p)] = floor
+		f, ok := floors[group]
+		if start, made := floors[rb]; ok && (!made || f > start) {
+			out[int32(p)] = f
 		}
 	}
 	return out, nil
@@ -571,6 +591,15 @@ func (d *Driver) GroupCoordinator(ctx context.Context, group string) (int32, err
 	topic, err := d.groupTopic(group)
 	if err != nil {
 		return -1, err
+	}
+	tn, _, err := d.partitionCount(ctx, topic)
+	if err != nil {
+		return -1, err
+	}
+	if _, ok, err := d.markDelete(ctx, tn, 0, group); err != nil {
+		return -1, err
+	} else if !ok {
+		return -1, fmt.Errorf("group %s has no subscription on partition 0 of %s: no member joined it on that topic", group, topic)
 	}
 	topo, err := d.Topology(ctx, topic)
 	if err != nil {
