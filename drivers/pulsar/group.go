@@ -72,6 +72,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -584,35 +585,43 @@ func groupPromise(cfg map[string]string) drivers.CommitPromise {
 }
 
 // GroupCoordinator implements drivers.GroupCoordinatorFinder: the broker
-// that owns the first partition of the topic the group was joined on,
-// which holds that partition's subscription cursor (each partition's
-// owner holds its own).
+// that owns the first partition of the topic the group was joined on
+// through this driver, which holds that partition's subscription cursor
+// (each partition's owner holds its own). Two admin calls at once (the
+// partition's lookup and the active brokers), as the fault injector
+// bounds the question to seconds.
 func (d *Driver) GroupCoordinator(ctx context.Context, group string) (int32, error) {
-	topic, err := d.groupTopic(group)
+	d.mu.Lock()
+	topic, ok := d.groups[group]
+	d.mu.Unlock()
+	if !ok {
+		return -1, fmt.Errorf("group %s: no member joined it through this driver, so the topic whose cursors it has is not known", group)
+	}
+	pt, err := d.partition(topic, 0)
 	if err != nil {
 		return -1, err
 	}
-	tn, _, err := d.partitionCount(ctx, topic)
+	var ids map[string]int32
+	idsErr := make(chan error, 1)
+	go func() {
+		var err error
+		ids, err = d.brokerIDs(ctx)
+		idsErr <- err
+	}()
+	look, err := d.admin.Topics().LookupWithContext(ctx, *pt)
+	if err2 := <-idsErr; err2 != nil {
+		return -1, err2
+	}
 	if err != nil {
-		return -1, err
+		return -1, d.unreachable("look up the owner of "+pt.String(), err)
 	}
-	if _, ok, err := d.markDelete(ctx, tn, 0, group); err != nil {
-		return -1, err
-	} else if !ok {
-		return -1, fmt.Errorf("group %s has no subscription on partition 0 of %s: no member joined it on that topic", group, topic)
-	}
-	topo, err := d.Topology(ctx, topic)
+	u, err := url.Parse(look.HTTPURL)
 	if err != nil {
-		return -1, err
+		return -1, fmt.Errorf("the owner of %s: %q: %w", pt, look.HTTPURL, err)
 	}
-	for _, ps := range topo.Partitions {
-		if ps.Partition != 0 {
-			continue
-		}
-		if ps.Leader < 1 {
-			return -1, fmt.Errorf("partition 0 of %s has no owner now (%s)", topic, ps.Err)
-		}
-		return ps.Leader, nil
+	id, ok := ids[u.Host]
+	if !ok {
+		return -1, fmt.Errorf("%s is owned by %s, which is not an active broker", pt, u.Host)
 	}
-	return -1, fmt.Errorf("topic %s has no partition 0", topic)
+	return id, nil
 }
