@@ -62,11 +62,12 @@ package pulsar
 // removed (pulsar-admin topics unsubscribe).
 //
 // Where the seam does not fit: CommitPromise and GroupCoordinator are
-// asked with a group alone. The driver answers GroupCoordinator for the
-// topic the group was joined on (or, before any member joined, the last
-// topic EnsureTopic was given): the broker that owns the topic's first
-// partition, which holds that partition's subscription cursor (a
-// standalone's one broker).
+// asked with a group alone. CommitPromise needs no topic (it reads the
+// broker's configuration); GroupCoordinator answers for the topic the
+// group was joined on through this driver: the broker that owns the
+// topic's first partition, which holds that partition's subscription
+// cursor (a standalone's one broker), or, when the broker does not answer
+// in time, the owner found when the group joined.
 
 import (
 	"context"
@@ -147,20 +148,6 @@ func startID(start int64, p int32) utils.MessageID {
 	return utils.MessageID{LedgerID: l, EntryID: e, PartitionIndex: int(p), BatchIndex: -1}
 }
 
-// groupTopic is the topic group was joined on, else the last topic
-// EnsureTopic was given.
-func (d *Driver) groupTopic(group string) (string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if t, ok := d.groups[group]; ok {
-		return t, nil
-	}
-	if d.lastTopic != "" {
-		return d.lastTopic, nil
-	}
-	return "", fmt.Errorf("group %s: no member joined it and no topic was made through this driver yet, so its topic is not known", group)
-}
-
 // partitionCount is how many partitions topic has.
 func (d *Driver) partitionCount(ctx context.Context, topic string) (*utils.TopicName, int, error) {
 	tn, err := d.topic(topic)
@@ -237,7 +224,11 @@ func (d *Driver) JoinGroup(ctx context.Context, spec drivers.GroupSpec) (drivers
 	}
 	d.mu.Lock()
 	d.groups[spec.Group] = spec.Topic
+	_, known := d.coordinators[spec.Group]
 	d.mu.Unlock()
+	if !known {
+		d.learnCoordinator(ctx, spec.Group, spec.Topic)
+	}
 	return &groupMember{d: d, group: spec.Group, topic: tn, c: c, pending: map[int32][]pulsar.Message{}}, nil
 }
 
@@ -587,9 +578,12 @@ func groupPromise(cfg map[string]string) drivers.CommitPromise {
 // GroupCoordinator implements drivers.GroupCoordinatorFinder: the broker
 // that owns the first partition of the topic the group was joined on
 // through this driver, which holds that partition's subscription cursor
-// (each partition's owner holds its own). Two admin calls at once (the
-// partition's lookup and the active brokers), as the fault injector
-// bounds the question to seconds.
+// (each partition's owner holds its own). It asks the broker (a lookup
+// and the active brokers, at once); when the broker does not answer
+// within ctx (the fault injector allows 2 s, and a loaded standalone's
+// admin API can take longer), it answers the owner last found for the
+// group, at its join or an earlier call: a partition's owner changes only
+// when its bundle is unloaded or its broker dies.
 func (d *Driver) GroupCoordinator(ctx context.Context, group string) (int32, error) {
 	d.mu.Lock()
 	topic, ok := d.groups[group]
@@ -597,6 +591,34 @@ func (d *Driver) GroupCoordinator(ctx context.Context, group string) (int32, err
 	if !ok {
 		return -1, fmt.Errorf("group %s: no member joined it through this driver, so the topic whose cursors it has is not known", group)
 	}
+	id, err := d.ownerOfFirst(ctx, topic)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err == nil {
+		d.coordinators[group] = id
+		return id, nil
+	}
+	if last, ok := d.coordinators[group]; ok {
+		return last, nil
+	}
+	return -1, err
+}
+
+// learnCoordinator finds group's coordinator once, for GroupCoordinator to
+// fall back on; a failure is left to GroupCoordinator's own call.
+func (d *Driver) learnCoordinator(ctx context.Context, group, topic string) {
+	ctx, cancel := context.WithTimeout(ctx, groupAdminTimeout)
+	defer cancel()
+	if id, err := d.ownerOfFirst(ctx, topic); err == nil {
+		d.mu.Lock()
+		d.coordinators[group] = id
+		d.mu.Unlock()
+	}
+}
+
+// ownerOfFirst is the node ID (as Topology numbers them) of the broker
+// that owns partition 0 of topic.
+func (d *Driver) ownerOfFirst(ctx context.Context, topic string) (int32, error) {
 	pt, err := d.partition(topic, 0)
 	if err != nil {
 		return -1, err

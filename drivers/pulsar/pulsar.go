@@ -169,12 +169,12 @@ type Driver struct {
 	// without.
 	fwd *netns.Forwarder
 
-	// mu guards groups (the topic each group was joined on) and lastTopic
-	// (the last topic EnsureTopic was given), for the group calls that
-	// name a group alone (group.go).
-	mu        sync.Mutex
-	groups    map[string]string
-	lastTopic string
+	// mu guards groups (the topic each group was joined on) and
+	// coordinators, for the group calls that name a group alone
+	// (group.go).
+	mu           sync.Mutex
+	groups       map[string]string
+	coordinators map[string]int32 // the owner last found per group (GroupCoordinator)
 }
 
 var (
@@ -192,7 +192,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	d := &Driver{cfg: cfg, http: cfg.httpClient(), groups: map[string]string{}}
+	d := &Driver{cfg: cfg, http: cfg.httpClient(), groups: map[string]string{}, coordinators: map[string]int32{}}
 	clientURL := cfg.ServiceURL
 	if cfg.NetNS != "" {
 		listen, target, err := cfg.forwardAddrs()
@@ -300,9 +300,6 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 		return drivers.TopicInfo{}, err
 	}
 	info := drivers.TopicInfo{Name: spec.Name}
-	d.mu.Lock()
-	d.lastTopic = spec.Name
-	d.mu.Unlock()
 	err = d.admin.Topics().CreateWithContext(ctx, *tn, spec.Partitions)
 	switch {
 	case err == nil:
