@@ -203,7 +203,9 @@ func TestRealPulsarGroupCoordinatorKill(t *testing.T) {
 	if res.Verdict != verifier.Pass || res.Lost != 0 || g.Skipped != 0 || g.Commits == 0 || g.Durable {
 		t.Fatalf("verdict %s, lost %d, skipped %d, commits %d, durable %v: %v", res.Verdict, res.Lost, g.Skipped, g.Commits, g.Durable, res.Reasons)
 	}
-	if g.Delivered != res.Acked {
-		t.Errorf("the group was delivered %d distinct messages, %d were acked", g.Delivered, res.Acked)
+	// Sends whose outcome the kill cut off may be in the log too: the group
+	// is given those as well (indeterminate to the producer).
+	if g.Undelivered != 0 || g.Delivered < res.Acked {
+		t.Errorf("the group was delivered %d distinct messages, %d were acked, %d read back were never delivered", g.Delivered, res.Acked, g.Undelivered)
 	}
 }
