@@ -148,8 +148,8 @@ func TestRealPulsarGroupRestartConsumers(t *testing.T) {
 // beside a 200/s load on 3 partitions for 20 s; 8 s in the standalone
 // gets SIGKILL, 10 s in it is started again on the same data, and the
 // group has 4 minutes after the load to catch up (the standalone took 23 s
-// to serve on a quiet machine, 3 minutes on one with a load of 16; the
-// members' consumers reconnect by themselves). Nothing acked is lost (the read-back
+// to serve again on a quiet machine, 2 min 5 s on one with a load average
+// of 19; the members' consumers reconnect by themselves). Nothing acked is lost (the read-back
 // subscription kept the ledgers the group had acked) and nothing is
 // skipped. The broker had answered acks whose mark-delete position it had
 // not written yet (at most one write a second per subscription), so the
