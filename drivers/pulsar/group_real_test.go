@@ -2,6 +2,7 @@ package pulsar_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,9 @@ import (
 	"github.com/ackcheck/ackcheck/runner"
 	"github.com/ackcheck/ackcheck/scenarios/scenariotest"
 	"github.com/ackcheck/ackcheck/verifier"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
 // TestRealPulsarGroup runs the group suite (drivertest.RunGroup) on the
@@ -207,5 +211,42 @@ func TestRealPulsarGroupCoordinatorKill(t *testing.T) {
 	// is given those as well (indeterminate to the producer).
 	if g.Undelivered != 0 || g.Delivered < res.Acked {
 		t.Errorf("the group was delivered %d distinct messages, %d were acked, %d read back were never delivered", g.Delivered, res.Acked, g.Undelivered)
+	}
+}
+
+// The check for acknowledged acks forgotten fires on Pulsar: 3 s into the
+// load, the group's subscription on the first partition is reset to the
+// partition's first message behind its members' backs (admin reset-cursor:
+// the broker disconnects the members' consumers, which reconnect). The
+// group is given again what the broker had answered acks for: acks lost.
+// The same reset 30 entries past the partition's last entry does not make
+// "skipped" fire here: the broker clamped it to the end (measured: 0
+// skipped, 0 redelivered), so no record lay between; the runner's tests
+// make skipped fire with drivertest.FaultyGroup.
+func TestRealPulsarGroupChecksFire(t *testing.T) {
+	p := plainPulsar.Get(t)
+	res := drivertest.RunGroupFault(t, drivertest.GroupFaultHarness{
+		NewDriver:  func(t *testing.T) drivers.Driver { return pulsarDriver(t, p, true) },
+		Partitions: 2, ReplicationFactor: 1, Duration: 6 * time.Second, CatchUp: 30 * time.Second,
+		Fault: func(ctx context.Context, _ drivers.Driver, topic, group string) (string, error) {
+			a, err := admin.New(&config.Config{WebServiceURL: p.AdminURL()})
+			if err != nil {
+				return "", err
+			}
+			pt, err := utils.GetTopicName("persistent://public/default/" + topic + "-partition-0")
+			if err != nil {
+				return "", err
+			}
+			if err := a.Subscriptions().ResetCursorToMessageIDWithContext(ctx, *pt, group, utils.Earliest); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("subscription %s of %s reset to its first message", group, pt), nil
+		},
+	})
+	if res.AcksLost == 0 {
+		t.Errorf("the check did not fire: %+v", res)
+	}
+	if res.Skipped != 0 {
+		t.Errorf("a reset to the start skipped %d records", res.Skipped)
 	}
 }
