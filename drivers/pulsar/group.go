@@ -181,7 +181,7 @@ func (d *Driver) ensureSubscription(ctx context.Context, pt *utils.TopicName, su
 		case isStatus(err, 404):
 			return fmt.Errorf("subscription %s on %s: %w", sub, pt, drivers.ErrTopicMissing)
 		case isStatus(err, 400) || isStatus(err, 403) || isStatus(err, 401):
-			return fmt.Errorf("create subscription %s on %s at %d:%d: %w", sub, pt, start.LedgerID, start.EntryID, err)
+			return fmt.Errorf("create subscription %s on %s at %d:%d: %w (a group needs the admin API to make subscriptions: check the role's permissions on the namespace)", sub, pt, start.LedgerID, start.EntryID, err)
 		}
 		select {
 		case <-ctx.Done():
