@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,6 +117,11 @@ func TestDamagedRecordsAreCorrupt(t *testing.T) {
 			}
 			if rb.DamagedRecords != tc.records || len(rb.Damaged[0]) != tc.spans || !rb.Complete {
 				t.Fatalf("read-back: %d damaged records, spans %v, complete %v; want %d, %d spans, complete", rb.DamagedRecords, rb.Damaged, rb.Complete, tc.records, tc.spans)
+			}
+			var sum strings.Builder
+			res.WriteSummary(&sum)
+			if said := strings.Contains(sum.String(), "partition 0: offsets 5-9, "); said != (tc.spans > 0) || len(res.ReadBackDamaged[0]) != tc.spans {
+				t.Fatalf("result's damaged spans %v; the summary names offsets 5-9: %v\n%s", res.ReadBackDamaged, said, sum.String())
 			}
 			if tc.spans > 0 {
 				if s := rb.Damaged[0][0]; s.First != 5 || s.Last != 9 {
