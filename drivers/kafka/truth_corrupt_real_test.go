@@ -42,10 +42,7 @@ const envKafkaTools = "ACKCHECK_KAFKA_TOOLS_DIR"
 // copy, lost): the verdict fails. What Kafka logs meanwhile is logged.
 func TestRealKafkaCorruptFollowerLeads(t *testing.T) {
 	k := realCluster(t)
-	tools := os.Getenv(envKafkaTools)
-	if tools == "" {
-		t.Skipf("%s not set: fetch org.apache.kafka:kafka-tools:%s with its dependencies (mvn dependency:copy-dependencies) into a directory D and set it to D", envKafkaTools, kafka.Version)
-	}
+	tools := kafkaTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	adm := adminFor(t, k)
@@ -55,61 +52,9 @@ func TestRealKafkaCorruptFollowerLeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer deleteTopic(t, adm, name)
-	p := waitPartition(t, adm, name, func(p kadm.PartitionDetail) bool { return p.Leader >= 0 && len(p.ISR) == 3 })
-	leader := p.Leader
-	// When the leader dies the controller picks the first replica, in
-	// assignment order, that is alive and in the ISR: that one is flipped.
-	victim := slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return r == leader })[0]
-	t.Logf("%s: replicas %v, leader %d; node %d is the follower to corrupt", name, p.Replicas, leader, victim)
-
-	// The load: n acked messages, recorded in a ledger as a run would.
-	const n, runID = 4000, 38
-	run, info := produceLedger(t, ctx, k, name, n, runID)
-	defer run.Close()
-
-	// A clean stop: Kafka then skips its recovery check of the segment.
-	if err := k.StopNode(ctx, victim, k.Grace()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { // on a failure before its restart
-		if pid, _ := k.PID(victim); pid == 0 {
-			if err := k.StartNode(context.Background(), victim); err != nil {
-				t.Errorf("restart node %d: %v", victim, err)
-			}
-		}
-	}()
-	seg := filepath.Join(k.DataDir(victim), name+"-0", "00000000000000000000.log")
-	first, last, at := flipMidBatch(t, seg, n/2)
-	t.Logf("flipped bit 4 of byte %d of %s: inside the batch of offsets %d-%d", at, seg, first, last)
-
-	// Kafka's own account of the segment.
-	invalid := dumpLogInvalid(t, ctx, tools, seg)
-	t.Logf("oracle, kafka-dump-log --deep-iteration: invalid batches %v", invalid)
-	if !slices.Equal(invalid, [][2]int64{{first, last}}) {
-		t.Fatalf("DumpLogSegments says the invalid batches are %v; want [%d %d] only", invalid, first, last)
-	}
-
-	if err := k.StartNode(ctx, victim); err != nil {
-		t.Fatal(err)
-	}
-	waitPartition(t, adm, name, func(p kadm.PartitionDetail) bool { return slices.Contains(p.ISR, victim) })
-	killed := time.Now()
-	if _, err := k.Signal(leader, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := k.StartNode(context.Background(), leader); err != nil {
-			t.Errorf("restart node %d: %v", leader, err)
-		}
-		if err := k.WaitReady(context.Background(), 2*time.Minute); err != nil {
-			t.Errorf("cluster not whole after the test: %v", err)
-		}
-	}()
-	p = waitPartition(t, adm, name, func(p kadm.PartitionDetail) bool { return p.Leader >= 0 && p.Leader != leader })
-	t.Logf("node %d killed; node %d leads after %s, ISR %v", leader, p.Leader, time.Since(killed).Round(time.Millisecond), p.ISR)
-	if p.Leader != victim {
-		t.Fatalf("node %d leads, not the corrupted node %d", p.Leader, victim)
-	}
+	const n = 4000
+	c := corruptFollowerThenLead(t, ctx, k, adm, tools, name, n)
+	run, info, first, last, invalid := c.run, c.info, c.first, c.last, c.invalid
 
 	// ackcheck's account: the read-back and the verdict.
 	d := realDriver(t, k, kafka.Config{})
@@ -150,6 +95,157 @@ func TestRealKafkaCorruptFollowerLeads(t *testing.T) {
 	if res.Acked != n || res.Corrupt != batch || res.Lost != batch || res.Verdict != verifier.Fail {
 		t.Fatalf("acked %d, corrupt %d, lost %d, verdict %s; want %d, %d, %d, fail", res.Acked, res.Corrupt, res.Lost, res.Verdict, n, batch, batch)
 	}
+}
+
+// TestRealKafkaCorruptLeaderReplicates asks what Kafka itself says of
+// the damaged batch when a replica must copy it: as the test above, with
+// RF 2 (min.insync.replicas 1) so that a third node is free, the
+// corrupted follower leads; then the partition is reassigned to it and
+// the free node, which must fetch the whole log from the corrupted leader.
+// Kafka's account: the new replica's fetcher checks each batch's CRC on
+// append, names the partition and the damaged batch's offset ("Found
+// invalid messages during fetch for partition T-0 offset N"), and never
+// joins the ISR.
+func TestRealKafkaCorruptLeaderReplicates(t *testing.T) {
+	k := realCluster(t)
+	tools := kafkaTools(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	adm := adminFor(t, k)
+	name := scenariotest.TopicName(t)
+	began := time.Now()
+	if _, err := adm.CreateTopic(ctx, 1, 2, map[string]*string{"min.insync.replicas": ptr("1")}, name); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteTopic(t, adm, name)
+	c := corruptFollowerThenLead(t, ctx, k, adm, tools, name, 4000)
+	free := slices.DeleteFunc(k.Nodes(), func(id int32) bool { return slices.Contains(c.replicas, id) })[0]
+
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(name, 0, []int32{c.victim, free})
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reassigned %s/0 to [%d %d]: node %d copies the log from the corrupted leader %d", name, c.victim, free, free, c.victim)
+
+	// Kafka's account, on the free node, for up to a minute.
+	invalidAt := regexp.MustCompile(`Found invalid messages during fetch for partition ` + regexp.QuoteMeta(name) + `-0 offset (\d+)`)
+	said := regexp.MustCompile(`CorruptRecordException|Found invalid messages|is invalid|marked as failed|crc`)
+	var found []string
+	for end := time.Now().Add(time.Minute); time.Now().Before(end) && len(found) == 0; time.Sleep(time.Second) {
+		for _, l := range kafkaLines(t, k.LogFile(free), began, invalidAt) {
+			found = append(found, l)
+		}
+	}
+	for _, l := range kafkaLines(t, k.LogFile(free), began, said) {
+		t.Logf("kafka, node %d: %s", free, l)
+	}
+	p := waitPartition(t, adm, name, func(kadm.PartitionDetail) bool { return true })
+	t.Logf("%s/0 now: leader %d, replicas %v, ISR %v", name, p.Leader, p.Replicas, p.ISR)
+	if len(found) == 0 {
+		t.Fatalf("node %d's log never says it found invalid messages in %s-0", free, name)
+	}
+	if m := invalidAt.FindStringSubmatch(found[0]); m[1] != strconv.FormatInt(c.first, 10) {
+		t.Errorf("node %d names offset %s; the flipped batch begins at %d", free, m[1], c.first)
+	}
+	if slices.Contains(p.ISR, free) {
+		t.Errorf("node %d joined the ISR of %s/0 with a log copied across a damaged batch", free, name)
+	}
+}
+
+// kafkaTools is $ACKCHECK_KAFKA_TOOLS_DIR, or skips the test.
+func kafkaTools(t *testing.T) string {
+	t.Helper()
+	tools := os.Getenv(envKafkaTools)
+	if tools == "" {
+		t.Skipf("%s not set: fetch org.apache.kafka:kafka-tools:%s with its dependencies (mvn dependency:copy-dependencies) into a directory D and set it to D", envKafkaTools, kafka.Version)
+	}
+	return tools
+}
+
+// corrupted is what corruptFollowerThenLead did.
+type corrupted struct {
+	run         *ledger.Ledger // the acked load, as a run's ledger
+	info        ledger.RunInfo
+	victim      int32 // the corrupted follower, now the leader
+	leader      int32 // the leader killed (restarted at the test's end)
+	first, last int64 // the flipped batch's offsets
+	invalid     [][2]int64
+	replicas    []int32
+	segment     string
+}
+
+// corruptFollowerThenLead produces n acked messages to partition 0 of
+// topic (created with all its replicas in sync), stops the follower the
+// controller would pick next (a clean stop), flips one bit inside the
+// batch holding offset n/2 of its segment, asks DumpLogSegments which
+// batches are invalid (it must name that one only), starts the follower
+// again, waits for it to rejoin the ISR, and kills the leader so that the
+// corrupted follower leads. The killed leader is started again when the
+// test ends.
+func corruptFollowerThenLead(t *testing.T, ctx context.Context, k *kafka.Cluster, adm *kadm.Client, tools, topic string, n int) corrupted {
+	t.Helper()
+	var c corrupted
+	p := waitPartition(t, adm, topic, func(p kadm.PartitionDetail) bool { return p.Leader >= 0 && len(p.ISR) == len(p.Replicas) })
+	c.leader, c.replicas = p.Leader, p.Replicas
+	// When the leader dies the controller picks the first replica, in
+	// assignment order, that is alive and in the ISR: that one is flipped.
+	c.victim = slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return r == c.leader })[0]
+	t.Logf("%s: replicas %v, leader %d; node %d is the follower to corrupt", topic, p.Replicas, c.leader, c.victim)
+
+	// The load: n acked messages, recorded in a ledger as a run would.
+	c.run, c.info = produceLedger(t, ctx, k, topic, n, 38)
+	t.Cleanup(func() { c.run.Close() })
+
+	// A clean stop: Kafka then skips its recovery check of the segment.
+	if err := k.StopNode(ctx, c.victim, k.Grace()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // on a failure before its restart
+		if pid, _ := k.PID(c.victim); pid == 0 {
+			if err := k.StartNode(context.Background(), c.victim); err != nil {
+				t.Errorf("restart node %d: %v", c.victim, err)
+			}
+		}
+	})
+	c.segment = filepath.Join(k.DataDir(c.victim), topic+"-0", "00000000000000000000.log")
+	var at int64
+	c.first, c.last, at = flipMidBatch(t, c.segment, int64(n/2))
+	t.Logf("flipped bit 4 of byte %d of %s: inside the batch of offsets %d-%d", at, c.segment, c.first, c.last)
+
+	// Kafka's own account of the segment.
+	c.invalid = dumpLogInvalid(t, ctx, tools, c.segment)
+	t.Logf("oracle, kafka-dump-log --deep-iteration: invalid batches %v", c.invalid)
+	if !slices.Equal(c.invalid, [][2]int64{{c.first, c.last}}) {
+		t.Fatalf("DumpLogSegments says the invalid batches are %v; want [%d %d] only", c.invalid, c.first, c.last)
+	}
+
+	if err := k.StartNode(ctx, c.victim); err != nil {
+		t.Fatal(err)
+	}
+	waitPartition(t, adm, topic, func(p kadm.PartitionDetail) bool { return slices.Contains(p.ISR, c.victim) })
+	killed := time.Now()
+	if _, err := k.Signal(c.leader, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := k.StartNode(context.Background(), c.leader); err != nil {
+			t.Errorf("restart node %d: %v", c.leader, err)
+		}
+		if err := k.WaitReady(context.Background(), 2*time.Minute); err != nil {
+			t.Errorf("cluster not whole after the test: %v", err)
+		}
+	})
+	p = waitPartition(t, adm, topic, func(p kadm.PartitionDetail) bool { return p.Leader >= 0 && p.Leader != c.leader })
+	t.Logf("node %d killed; node %d leads after %s, ISR %v", c.leader, p.Leader, time.Since(killed).Round(time.Millisecond), p.ISR)
+	if p.Leader != c.victim {
+		t.Fatalf("node %d leads, not the corrupted node %d", p.Leader, c.victim)
+	}
+	return c
 }
 
 func ptr(s string) *string { return &s }
