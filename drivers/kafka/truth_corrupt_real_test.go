@@ -103,9 +103,13 @@ func TestRealKafkaCorruptFollowerLeads(t *testing.T) {
 // corrupted follower leads; then the partition is reassigned to it and
 // the free node, which must fetch the whole log from the corrupted leader.
 // Kafka's account: the new replica's fetcher checks each batch's CRC on
-// append, names the partition and the damaged batch's offset ("Found
-// invalid messages during fetch for partition T-0 offset N"), and never
-// joins the ISR.
+// append and fails the whole fetch, again every second: "ERROR
+// [ReplicaFetcher replicaId=F, leaderId=L] Found invalid messages during
+// fetch for partition T-0 offset 0" (the fetch's offset, not the batch's)
+// and "CorruptRecordException: Record is corrupt (stored crc = C) in topic
+// partition T-0", C the flipped batch's stored CRC; the new replica
+// never joins the ISR. Nothing of this reaches a consumer: the corrupted
+// leader serves the batch as it is.
 func TestRealKafkaCorruptLeaderReplicates(t *testing.T) {
 	k := realCluster(t)
 	tools := kafkaTools(t)
@@ -149,8 +153,15 @@ func TestRealKafkaCorruptLeaderReplicates(t *testing.T) {
 	if len(found) == 0 {
 		t.Fatalf("node %d's log never says it found invalid messages in %s-0", free, name)
 	}
-	if m := invalidAt.FindStringSubmatch(found[0]); m[1] != strconv.FormatInt(c.first, 10) {
-		t.Errorf("node %d names offset %s; the flipped batch begins at %d", free, m[1], c.first)
+	// Kafka names the fetch's offset, not the batch's, and the batch by
+	// its stored CRC.
+	crcSaid := regexp.MustCompile(`CorruptRecordException: Record is corrupt \(stored crc = (\d+)\) in topic partition ` + regexp.QuoteMeta(name) + `-0`)
+	var named []string
+	for _, l := range kafkaLines(t, k.LogFile(free), began, crcSaid) {
+		named = append(named, crcSaid.FindStringSubmatch(l)[1])
+	}
+	if want := strconv.FormatUint(uint64(c.storedCRC), 10); len(named) == 0 || named[0] != want {
+		t.Errorf("node %d names stored CRCs %v; the flipped batch's is %s", free, named, want)
 	}
 	if slices.Contains(p.ISR, free) {
 		t.Errorf("node %d joined the ISR of %s/0 with a log copied across a damaged batch", free, name)
@@ -171,9 +182,10 @@ func kafkaTools(t *testing.T) string {
 type corrupted struct {
 	run         *ledger.Ledger // the acked load, as a run's ledger
 	info        ledger.RunInfo
-	victim      int32 // the corrupted follower, now the leader
-	leader      int32 // the leader killed (restarted at the test's end)
-	first, last int64 // the flipped batch's offsets
+	victim      int32  // the corrupted follower, now the leader
+	leader      int32  // the leader killed (restarted at the test's end)
+	first, last int64  // the flipped batch's offsets
+	storedCRC   uint32 // and the CRC its header stores
 	invalid     [][2]int64
 	replicas    []int32
 	segment     string
@@ -214,7 +226,7 @@ func corruptFollowerThenLead(t *testing.T, ctx context.Context, k *kafka.Cluster
 	})
 	c.segment = filepath.Join(k.DataDir(c.victim), topic+"-0", "00000000000000000000.log")
 	var at int64
-	c.first, c.last, at = flipMidBatch(t, c.segment, int64(n/2))
+	c.first, c.last, c.storedCRC, at = flipMidBatch(t, c.segment, int64(n/2))
 	t.Logf("flipped bit 4 of byte %d of %s: inside the batch of offsets %d-%d", at, c.segment, c.first, c.last)
 
 	// Kafka's own account of the segment.
@@ -332,9 +344,9 @@ func produceLedger(t *testing.T, ctx context.Context, k *kafka.Cluster, topic st
 // flipMidBatch flips bit 4 of a byte inside the last record's value of
 // the record batch of segment file seg that holds offset off (six bytes
 // before the batch's end: the value's filler, before its own checksum and
-// the record's header count), and returns the batch's offsets and the
-// byte's position.
-func flipMidBatch(t *testing.T, seg string, off int64) (first, last, at int64) {
+// the record's header count), and returns the batch's offsets, its
+// stored CRC and the byte's position.
+func flipMidBatch(t *testing.T, seg string, off int64) (first, last int64, crc uint32, at int64) {
 	t.Helper()
 	b, err := os.ReadFile(seg)
 	if err != nil {
@@ -350,7 +362,7 @@ func flipMidBatch(t *testing.T, seg string, off int64) (first, last, at int64) {
 			if err := os.WriteFile(seg, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			return base, lastOff, at
+			return base, lastOff, binary.BigEndian.Uint32(b[pos+17:]), at
 		}
 		pos += size
 	}
