@@ -107,9 +107,10 @@ type Record struct {
 	Value     []byte
 	Timestamp time.Time // broker or producer timestamp, if any
 	// Damaged: the broker served this record in a unit whose own
-	// checksum does not match (a Kafka record batch whose CRC fails), so
-	// none of its bytes can be trusted, even when its value still
-	// decodes: the read-back counts it corrupt, never as a good copy.
+	// checksum does not match, or whose header is damaged (a Kafka record
+	// batch whose CRC fails, or whose magic byte is not 2), so none of its
+	// bytes can be trusted, even when its value still decodes: the
+	// read-back counts it corrupt, never as a good copy.
 	Damaged bool
 }
 
@@ -142,9 +143,9 @@ type PartitionRead struct {
 	Damaged []DamagedSpan
 }
 
-// DamagedSpan is a run of offsets a broker served in one unit whose
-// checksum does not match (a Kafka record batch whose stored CRC differs
-// from the one computed over its bytes).
+// DamagedSpan is a run of offsets a broker served in one damaged unit (a
+// Kafka record batch whose stored CRC differs from the one computed over
+// its bytes, or whose magic byte is not 2).
 type DamagedSpan struct {
 	First int64 `json:"first"` // first offset of the unit, as its header claims
 	Last  int64 `json:"last"`  // last offset, inclusive

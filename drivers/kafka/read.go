@@ -19,7 +19,8 @@ import (
 // up on partitions that make no progress for spec.IdleTimeout while the
 // broker cannot be asked (Complete false).
 //
-// A record batch whose CRC does not match is neither skipped nor an end:
+// A record batch whose CRC does not match (or whose magic is damaged) is
+// neither skipped nor an end:
 // its records that still parse are delivered with Record.Damaged, its span
 // is recorded in the partition's Damaged, and the read goes on after it
 // (salvage.go).
@@ -74,7 +75,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		var damaged []int32
 		fetches.EachError(func(_ string, p int32, err error) {
 			switch {
-			case crcMismatch(err):
+			case damagedBatch(err):
 				damaged = append(damaged, p)
 				ferr = err
 			case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
@@ -108,10 +109,14 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		}
 		if remaining > 0 && time.Since(lastProgress) > idle {
 			for p := range rep.Partitions {
-				if pr := &rep.Partitions[p]; pr.Asked && !pr.Complete && pr.Note == "" {
+				if pr := &rep.Partitions[p]; pr.Asked && !pr.Complete && (pr.Note == "" || strings.HasPrefix(pr.Note, salvageNote)) {
+					why := pr.Note
 					pr.Note = fmt.Sprintf("no progress for %s at offset %d of %d", idle, pr.Next, pr.Target)
 					if ferr != nil {
 						pr.Note += ": " + ferr.Error()
+					}
+					if why != "" {
+						pr.Note += "; " + why
 					}
 				}
 			}
@@ -174,6 +179,9 @@ func take(pr *drivers.PartitionRead, remaining *int, r drivers.Record, fn func(d
 	return true, nil
 }
 
+// salvageNote begins a partition's note while its salvage fails.
+const salvageNote = "reading past a damaged record batch: "
+
 // salvager gets a reader past record batches that fail kgo's CRC check
 // (salvage.go). A salvage that fails is tried again for the partition
 // no sooner than a second later: kgo fails the partition's fetches at
@@ -199,12 +207,12 @@ func (sv *salvager) salvage(ctx context.Context, cl *kgo.Client, topic string, p
 	cancel()
 	if err != nil {
 		sv.failed[p] = time.Now()
-		if pr.Note == "" || strings.HasPrefix(pr.Note, "salvage: ") {
-			pr.Note = "salvage: " + err.Error()
+		if pr.Note == "" || strings.HasPrefix(pr.Note, salvageNote) {
+			pr.Note = salvageNote + err.Error()
 		}
 		return false, nil
 	}
-	if strings.HasPrefix(pr.Note, "salvage: ") {
+	if strings.HasPrefix(pr.Note, salvageNote) {
 		pr.Note = ""
 	}
 	pr.Damaged = append(pr.Damaged, s.spans...)

@@ -15,7 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// A record batch whose stored CRC does not match its bytes.
+// A record batch whose stored CRC does not match its bytes, or whose
+// magic byte (which the CRC does not cover) is not 2.
 //
 // Kafka serves a partition's segment bytes as they are on the leader's
 // disk (zero copy): a bit flipped on disk after the batch was written
@@ -44,14 +45,17 @@ const (
 	batchHeaderLength = 61 // the header up to and with the record count
 )
 
-// crcMismatch reports whether err, a fetch error for one partition, says
-// a batch failed its checksum: kgo's own CRC check, or a broker answering
-// CORRUPT_MESSAGE.
-func crcMismatch(err error) bool {
+// damagedBatch reports whether err, a fetch error for one partition, says
+// a batch is damaged: kgo's own CRC check failed, or a broker answered
+// CORRUPT_MESSAGE, or kgo found a magic byte that is not a record batch's
+// (the magic lies before what the CRC covers; kgo then stays at the
+// batch, as for a CRC that fails).
+func damagedBatch(err error) bool {
 	if err == nil {
 		return false
 	}
-	return errors.Is(err, kerr.CorruptMessage) || strings.Contains(err.Error(), "does not match calculated crc")
+	msg := err.Error()
+	return errors.Is(err, kerr.CorruptMessage) || strings.Contains(msg, "does not match calculated crc") || strings.HasPrefix(msg, "unknown magic ")
 }
 
 // rawBatch is one record batch as the broker sent it.
@@ -59,24 +63,33 @@ type rawBatch struct {
 	first, last      int64 // offsets, as the header claims
 	raw              []byte
 	stored, computed uint32
+	magic            byte // 2, unless the header is damaged there
 }
 
-func (b rawBatch) intact() bool { return b.stored == b.computed }
+func (b rawBatch) intact() bool { return b.stored == b.computed && b.magic == 2 }
+
+// why says how b is damaged.
+func (b rawBatch) why() string {
+	why := fmt.Sprintf("stored CRC %08x, computed %08x", b.stored, b.computed)
+	if b.magic != 2 {
+		why = fmt.Sprintf("magic %d, not 2 (before what the CRC covers); %s", b.magic, why)
+	}
+	return why
+}
 
 // splitBatches cuts the record bytes of a fetch response into whole
 // batches, each with its stored and its computed CRC. A partial batch at
-// the end (the broker cuts a response at its byte limit) is left out. An
-// error says the bytes cannot be cut any further: a header whose length or
-// magic is damaged hides where the next batch begins; the batches before
-// it are returned.
+// the end (the broker cuts a response at its byte limit) is left out. A
+// batch whose magic is not 2 is taken as one whose header is damaged
+// there (the CRC does not cover the magic) when its length still leads to
+// the end of the bytes or to a sound header; otherwise, and for a length
+// too short for a header, an error says the bytes cannot be cut any
+// further, and the batches before are returned.
 func splitBatches(in []byte) ([]rawBatch, error) {
 	var out []rawBatch
 	for len(in) >= batchHeaderLength {
 		base := int64(binary.BigEndian.Uint64(in))
 		n := int64(int32(binary.BigEndian.Uint32(in[batchLengthAt:]))) + batchLengthAt + 4
-		if magic := in[batchMagicAt]; magic != 2 {
-			return out, fmt.Errorf("batch at offset %d: magic %d, not 2: its header is damaged or the log predates record batches", base, magic)
-		}
 		if n < batchHeaderLength {
 			return out, fmt.Errorf("batch at offset %d: length %d, shorter than a batch header: its header is damaged", base, n)
 		}
@@ -89,11 +102,24 @@ func splitBatches(in []byte) ([]rawBatch, error) {
 			raw:      in[:n],
 			stored:   binary.BigEndian.Uint32(in[batchCRCAt:]),
 			computed: crc32.Checksum(in[batchAttrsAt:n], crc32c),
+			magic:    in[batchMagicAt],
+		}
+		if b.magic != 2 && !soundNext(in[n:], b.last) {
+			return out, fmt.Errorf("batch at offset %d: magic %d, not 2, and its length leads to no sound batch: its header is damaged, or the log predates record batches", base, b.magic)
 		}
 		out = append(out, b)
 		in = in[n:]
 	}
 	return out, nil
+}
+
+// soundNext reports whether rest, the bytes after a batch whose last
+// offset is last, is empty or begins with a record batch header after it.
+func soundNext(rest []byte, last int64) bool {
+	if len(rest) < batchHeaderLength {
+		return true // the end, or the broker's cut
+	}
+	return rest[batchMagicAt] == 2 && int64(binary.BigEndian.Uint64(rest)) > last
 }
 
 // salvaged is what a salvage fetch gave: the records at or after its
@@ -112,9 +138,15 @@ func salvageBatches(topic string, p int32, from int64, raw []byte) (salvaged, er
 	batches, cutErr := splitBatches(raw)
 	s := salvaged{next: from}
 	for _, b := range batches {
+		raw := b.raw
+		if b.magic != 2 {
+			// Parse what follows the damaged magic as a record batch.
+			raw = append([]byte(nil), raw...)
+			raw[batchMagicAt] = 2
+		}
 		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 			Topic: topic, Partition: p, Offset: from, DisableCRCValidation: !b.intact(),
-		}, &kmsg.FetchResponseTopicPartition{Partition: p, RecordBatches: b.raw}, kgo.DefaultDecompressor(), nil)
+		}, &kmsg.FetchResponseTopicPartition{Partition: p, RecordBatches: raw}, kgo.DefaultDecompressor(), nil)
 		n := 0
 		for _, r := range fp.Records {
 			if r.Offset < from {
@@ -127,7 +159,7 @@ func salvageBatches(topic string, p int32, from int64, raw []byte) (salvaged, er
 			n++
 		}
 		if !b.intact() {
-			why := fmt.Sprintf("stored CRC %08x, computed %08x", b.stored, b.computed)
+			why := b.why()
 			if fp.Err != nil {
 				why += "; its records parse only in part: " + fp.Err.Error()
 			}
