@@ -224,6 +224,10 @@ func corruptFollowerThenLead(t *testing.T, ctx context.Context, k *kafka.Cluster
 			}
 		}
 	})
+	// Until the controller has taken it out of the ISR, a describe may
+	// still list it there: the wait for its return below must not pass
+	// on that.
+	waitPartition(t, adm, topic, func(p kadm.PartitionDetail) bool { return !slices.Contains(p.ISR, c.victim) })
 	c.segment = filepath.Join(k.DataDir(c.victim), topic+"-0", "00000000000000000000.log")
 	var at int64
 	c.first, c.last, c.storedCRC, at = flipMidBatch(t, c.segment, int64(n/2))
