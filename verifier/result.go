@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
 	"io"
 	"sort"
@@ -184,6 +185,10 @@ type Result struct {
 	// (ReadBackError), a partition made no progress, or the topic is gone.
 	ReadBackComplete bool             `json:"read_back_complete"`
 	ReadBackNotes    map[int32]string `json:"read_back_notes,omitempty"`
+	// ReadBackDamaged are the spans the broker served with a checksum of
+	// its own that fails (ReadBackReport.Damaged): their records were
+	// read corrupt.
+	ReadBackDamaged map[int32][]drivers.DamagedSpan `json:"read_back_damaged,omitempty"`
 	// ReadBackError names the request that failed when the read-back
 	// could not finish.
 	ReadBackError string `json:"read_back_error,omitempty"`
@@ -532,6 +537,7 @@ func (r *Result) writeVerdict(w io.Writer) {
 		fmt.Fprintln(w, "  read-back incomplete:")
 	}
 	r.writeReadBackNotes(w)
+	r.writeDamaged(w)
 	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(r.Verdict))
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)
