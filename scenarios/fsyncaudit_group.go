@@ -99,6 +99,11 @@ func consumerFinding(c ConsumerRow, r AuditRow) (bool, string) {
 		return false, fmt.Sprintf("No conclusion: the run's verdict is %s (see the producer side's finding).", r.Verdict)
 	case c.Commits == 0:
 		return false, "No conclusion: the group had no commit acknowledged."
+	case c.UntilProgressMs < 0 && c.CommitsLost == 0:
+		// A lost commit shows only as a delivery below it: a group that
+		// never resumed (the node came back after the load and the
+		// catch-up, or the log lost what was left to deliver) shows none.
+		return false, fmt.Sprintf("No conclusion: the group made no progress after the power loss before it stopped, so a lost commit could not show (%d acknowledged commits, none seen lost). Give the nodes time to come back within the load: a longer --duration.", c.Commits)
 	case !known:
 		return false, fmt.Sprintf("Measured, not judged: %d of %d acknowledged commits lost; ackcheck cannot switch or read this broker's commit fsync setting, so it has no expectation to hold them to.", c.CommitsLost, c.Commits)
 	case expect && c.CommitsLost > 0:

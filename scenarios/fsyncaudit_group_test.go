@@ -41,9 +41,14 @@ func TestConsumerFinding(t *testing.T) {
 		{"no power loss", ptr(true), 300, 0, 0, "failed: no lazyfs", verifier.Pass, false, false, "No conclusion: the power loss did not apply"},
 		{"read-back unfinished", ptr(false), 300, 3, 0, "applied", verifier.Incomplete, false, false, "verdict is incomplete"},
 		{"no commit", ptr(true), 0, 0, 0, "applied", verifier.Pass, false, false, "no commit acknowledged"},
+		{"never resumed, nothing lost", ptr(false), 300, 0, 0, "applied", verifier.Fail, false, false, "No conclusion: the group made no progress after the power loss"},
+		{"never resumed, fsynced", ptr(true), 300, 0, 0, "applied", verifier.Pass, false, false, "No conclusion: the group made no progress after the power loss"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := ConsumerRow{CommitFsync: tc.fsync, Commits: tc.commits, CommitsLost: tc.lost}
+			c := ConsumerRow{CommitFsync: tc.fsync, Commits: tc.commits, CommitsLost: tc.lost, UntilProgressMs: 8000}
+			if strings.HasPrefix(tc.name, "never resumed") {
+				c.UntilProgressMs = -1
+			}
 			agrees, f := consumerFinding(c, AuditRow{PowerLoss: tc.power, Verdict: tc.verdict, Lost: tc.acked})
 			if agrees != tc.agrees || !strings.Contains(f, tc.want) {
 				t.Fatalf("%v %q; want %v and %q", agrees, f, tc.agrees, tc.want)
