@@ -146,16 +146,16 @@ func (a FsyncAudit) switchCommits(ctx context.Context, s AuditSetting) (*bool, e
 // (empty when no setting ran a group).
 func (a *AuditResult) consumerMarkdown() string {
 	var b strings.Builder
-	group := ""
+	var groups []string
 	for _, r := range a.Rows {
 		if r.Consumer != nil {
-			group = r.Consumer.Group
+			groups = append(groups, r.Consumer.Group)
 		}
 	}
-	if group == "" {
+	if len(groups) == 0 {
 		return ""
 	}
-	fmt.Fprintf(&b, "\n## Consumer group %s: commits through the same power loss\n\nCommit latency is from the poll's return to the broker's answer, one sample per commit call; \"before the loss\" covers the commits after polls in the same span as the producers' latency.\n\n", group)
+	fmt.Fprintf(&b, "\n## Consumer groups %s: commits through the same power loss\n\nOne group per setting, beside its load. Commit latency is from the poll's return to the broker's answer, one sample per commit call; \"before the loss\" covers the commits after polls in the same span as the producers' latency.\n\n", strings.Join(groups, ", "))
 	cell := func(f func(ConsumerRow) string) string {
 		var cs []string
 		for _, r := range a.Rows {

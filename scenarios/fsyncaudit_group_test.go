@@ -167,7 +167,7 @@ func TestAuditMarkdownConsumer(t *testing.T) {
 	}
 	md := res.Markdown()
 	for _, want := range []string{
-		"## Consumer group g-flush1: commits through the same power loss",
+		"## Consumer groups g-default, g-flush1: commits through the same power loss",
 		"| commit setting (read back) | __consumer_offsets flush.messages: fsync off | __consumer_offsets flush.messages: fsync on |",
 		"| **commits lost** | **100** | **0** |",
 		"| commit p50 / p99 / max ms, before the loss | 3.0 / 10.0 / 40.0 (80 calls) | 6.0 / 20.0 / 40.0 (80 calls) |",
@@ -185,7 +185,7 @@ func TestAuditMarkdownConsumer(t *testing.T) {
 	}
 	// Without a group, the audit reads as before.
 	res.Rows[0].Consumer, res.Rows[1].Consumer = nil, nil
-	if md := res.Markdown(); strings.Contains(md, "Consumer group") {
+	if md := res.Markdown(); strings.Contains(md, "Consumer groups") {
 		t.Errorf("a consumer table without a group:\n%s", md)
 	}
 }
