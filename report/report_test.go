@@ -311,3 +311,4 @@ func TestReportsShowTheOracle(t *testing.T) {
 		t.Errorf("an agreeing figure: report.md\n%s", md)
 	}
 }
+
