@@ -311,4 +311,3 @@ func TestReportsShowTheOracle(t *testing.T) {
 		t.Errorf("an agreeing figure: report.md\n%s", md)
 	}
 }
-
