@@ -321,6 +321,11 @@ type Histograms struct {
 	Publish, E2E []*hdrhistogram.Histogram
 	PublishAll   *hdrhistogram.Histogram
 	E2EAll       *hdrhistogram.Histogram
+	// Commit and CommitAll are the consumer group's commit latency
+	// (GroupResult.CommitLatency), by the window of the poll a commit
+	// followed; nil without a group.
+	Commit    []*hdrhistogram.Histogram
+	CommitAll *hdrhistogram.Histogram
 }
 
 // Phase is a stretch of the run under one durability setting.
@@ -358,6 +363,32 @@ func (r *Result) LatencyBetween(from, to time.Duration) (publish, e2e Latency, o
 		return
 	}
 	return summarize(pub), summarize(end), true
+}
+
+// CommitLatencyBetween summarises the group's commit latency of the
+// commits that followed polls in the windows wholly within [from, to),
+// as LatencyBetween does for publish latency. ok is false without a group
+// or without such a window.
+func (r *Result) CommitLatencyBetween(from, to time.Duration) (Latency, bool) {
+	h := r.Hist
+	if h == nil || h.Window <= 0 || h.CommitAll == nil {
+		return Latency{}, false
+	}
+	var c *hdrhistogram.Histogram
+	for i := range h.Commit {
+		start := time.Duration(i) * h.Window
+		if start < from || start+h.Window > to {
+			continue
+		}
+		if c == nil {
+			c = hdrhistogram.New(1, h.CommitAll.HighestTrackableValue(), 3)
+		}
+		c.Merge(h.Commit[i])
+	}
+	if c == nil {
+		return Latency{}, false
+	}
+	return summarize(c), true
 }
 
 // ShedText is Shed as the reports print it: a count, or "unknown".
@@ -432,6 +463,9 @@ func (r *Result) writeCounts(w io.Writer) {
 			}
 		}
 		row("commits lost", g.CommitsLost, lostNote)
+		if l := g.CommitLatency; l.Count > 0 {
+			row("commit calls", l.Count, fmt.Sprintf("timed from the poll's return to the broker's answer, ms: p50 %.2f  p99 %.2f  max %.2f", l.P50, l.P99, l.Max))
+		}
 		row("redelivered", g.Redelivered, fmt.Sprintf("delivered more than once; %d after a commit covered them", g.RedeliveredAfterCommit))
 	}
 	tw.Flush()
