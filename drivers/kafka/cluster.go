@@ -145,6 +145,17 @@ func (k *Cluster) libDir() string {
 	return filepath.Join(k.opts.CacheDir, "kafka-"+Version, "libs")
 }
 
+// ToolsJars is the directory of the jars of Kafka's tools
+// (org.apache.kafka:kafka-tools with its runtime dependencies, which
+// Prepare fetches beside the broker's): `java -cp ToolsJars/*
+// org.apache.kafka.tools.DumpLogSegments` is bin/kafka-dump-log.sh, the
+// account of a segment's batches and CRCs that the corruption truths hold
+// ackcheck's against. Kept apart from the broker's classpath, which the
+// tools would grow by Kafka Connect's 45 jars.
+func (k *Cluster) ToolsJars() string {
+	return filepath.Join(k.opts.CacheDir, "kafka-"+Version+"-tools", "libs")
+}
+
 func (k *Cluster) log4jFile() string { return filepath.Join(k.Dir(), "log4j2.properties") }
 
 // Prepare implements cluster.Preparer: it fetches Kafka's jars and their
@@ -168,6 +179,21 @@ func (k *Cluster) Prepare(ctx context.Context) error {
 </project>
 `
 		if err := cluster.FetchMaven(ctx, filepath.Dir(libs), pom, "Apache Kafka "+Version); err != nil {
+			return err
+		}
+	}
+	tools := k.ToolsJars()
+	if t, _ := filepath.Glob(filepath.Join(tools, "kafka-tools-"+Version+".jar")); len(t) != 1 {
+		pom := `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>ackcheck</groupId><artifactId>kafka-tools-runtime</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>` + Version + `</version></dependency>
+  </dependencies>
+</project>
+`
+		if err := cluster.FetchMaven(ctx, filepath.Dir(tools), pom, "Apache Kafka "+Version+"'s tools"); err != nil {
 			return err
 		}
 	}

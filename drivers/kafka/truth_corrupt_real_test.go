@@ -27,6 +27,8 @@ import (
 // envKafkaTools names a directory of the jars of Kafka's tools
 // (org.apache.kafka:kafka-tools:4.3.1 and its dependencies), whose
 // DumpLogSegments is bin/kafka-dump-log.sh: the oracle of the test below.
+// Unset, the tests use the ones the cluster's Prepare fetched
+// (Cluster.ToolsJars).
 const envKafkaTools = "ACKCHECK_KAFKA_TOOLS_DIR"
 
 // TestRealKafkaCorruptFollowerLeads is issue 38's Kafka truth: a bit of
@@ -42,7 +44,7 @@ const envKafkaTools = "ACKCHECK_KAFKA_TOOLS_DIR"
 // copy, lost): the verdict fails. What Kafka logs meanwhile is logged.
 func TestRealKafkaCorruptFollowerLeads(t *testing.T) {
 	k := realCluster(t)
-	tools := kafkaTools(t)
+	tools := kafkaTools(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	adm := adminFor(t, k)
@@ -112,7 +114,7 @@ func TestRealKafkaCorruptFollowerLeads(t *testing.T) {
 // leader serves the batch as it is.
 func TestRealKafkaCorruptLeaderReplicates(t *testing.T) {
 	k := realCluster(t)
-	tools := kafkaTools(t)
+	tools := kafkaTools(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	adm := adminFor(t, k)
@@ -168,12 +170,17 @@ func TestRealKafkaCorruptLeaderReplicates(t *testing.T) {
 	}
 }
 
-// kafkaTools is $ACKCHECK_KAFKA_TOOLS_DIR, or skips the test.
-func kafkaTools(t *testing.T) string {
+// kafkaTools is $ACKCHECK_KAFKA_TOOLS_DIR, or else the jars k's Prepare
+// fetched; a cluster started before Prepare fetched them fails the test
+// with what to do.
+func kafkaTools(t *testing.T, k *kafka.Cluster) string {
 	t.Helper()
-	tools := os.Getenv(envKafkaTools)
-	if tools == "" {
-		t.Skipf("%s not set: fetch org.apache.kafka:kafka-tools:%s with its dependencies (mvn dependency:copy-dependencies) into a directory D and set it to D", envKafkaTools, kafka.Version)
+	if tools := os.Getenv(envKafkaTools); tools != "" {
+		return tools
+	}
+	tools := k.ToolsJars()
+	if m, _ := filepath.Glob(filepath.Join(tools, "kafka-tools-"+kafka.Version+".jar")); len(m) != 1 {
+		t.Fatalf("no kafka-tools-%s.jar in %s: start the cluster again with `ackcheck cluster kafka up` (it fetches Kafka's tools), or set %s to a directory of them", kafka.Version, tools, envKafkaTools)
 	}
 	return tools
 }
