@@ -141,12 +141,13 @@ type flags struct {
 }
 
 func (k *flags) Register(fs *pflag.FlagSet) {
+	def := Config{}.WithDefaults()
 	fs.StringSliceVar(&k.brokers, "brokers", nil, "Kafka bootstrap brokers, host:port[,host:port...]")
-	fs.StringVar(&k.acks, "acks", "all", "producer acks: all, 1 or 0")
+	fs.StringVar(&k.acks, "acks", def.Acks, "producer acks: all, 1 or 0")
 	fs.BoolVar(&k.idempotent, "idempotent", false, "idempotent producer (default: on with --acks all, off otherwise)")
-	fs.StringVar(&k.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4, zstd")
-	fs.DurationVar(&k.linger, "linger", 5*time.Millisecond, "producer linger (linger.ms)")
-	fs.DurationVar(&k.deliveryTimeout, "delivery-timeout", 30*time.Second, "longest a record may take from send to outcome, retries included (delivery.timeout.ms); then its outcome is unknown")
+	fs.StringVar(&k.compression, "compression", def.Compression, "batch compression: none, gzip, snappy, lz4, zstd")
+	fs.DurationVar(&k.linger, "linger", def.Linger, "producer linger (linger.ms)")
+	fs.DurationVar(&k.deliveryTimeout, "delivery-timeout", def.DeliveryTimeout, "longest a record may take from send to outcome, retries included (delivery.timeout.ms); then its outcome is unknown")
 	fs.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	fs.StringVar(&k.saslUsername, "sasl-username", "", "SASL user name")
 	fs.StringVar(&k.saslPassword, "sasl-password", "", "SASL password (or set ACKCHECK_SASL_PASSWORD); never written to the run directory")

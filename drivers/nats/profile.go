@@ -69,11 +69,12 @@ type flags struct {
 }
 
 func (n *flags) Register(fs *pflag.FlagSet) {
+	def := Config{}.WithDefaults()
 	fs.StringSliceVar(&n.servers, "servers", nil, "NATS: the servers' client URLs, nats://host:4222[,...]; node N of faults is the N-th")
 	fs.StringSliceVar(&n.monitorURLs, "monitor-urls", nil, "NATS: the servers' monitoring URLs, http://host:8222[,...], in the order of --servers (sync_interval, versions, health)")
-	fs.DurationVar(&n.publishTimeout, "publish-timeout", 30*time.Second, "NATS: longest a message may take from its first send to its ack, retries with the same Nats-Msg-Id included; then its outcome is unknown")
-	fs.DurationVar(&n.ackTimeout, "ack-timeout", 5*time.Second, "NATS: longest one publish attempt waits for its ack before it is retried")
-	fs.IntVar(&n.maxPending, "max-pending", 10000, "NATS: unanswered publishes per producer; one past it is rejected")
+	fs.DurationVar(&n.publishTimeout, "publish-timeout", def.PublishTimeout, "NATS: longest a message may take from its first send to its ack, retries with the same Nats-Msg-Id included; then its outcome is unknown")
+	fs.DurationVar(&n.ackTimeout, "ack-timeout", def.AckTimeout, "NATS: longest one publish attempt waits for its ack before it is retried")
+	fs.IntVar(&n.maxPending, "max-pending", def.MaxPending, "NATS: unanswered publishes per producer; one past it is rejected")
 	drivers.RegisterNetns(fs)
 }
 

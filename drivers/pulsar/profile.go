@@ -77,15 +77,16 @@ type flags struct {
 }
 
 func (p *flags) Register(fs *pflag.FlagSet) {
+	def := Config{}.WithDefaults()
 	fs.StringVar(&p.serviceURL, "service-url", "", "Pulsar: the broker's binary protocol URL, pulsar://host:6650")
 	fs.StringVar(&p.adminURL, "admin-url", "", "Pulsar: the broker's admin REST URL, http://host:8080")
 	fs.StringVar(&p.bookieHTTPURL, "bookie-http-url", "", "Pulsar: a bookie's admin API, http://host:8000, to read journalSyncData from the running bookie")
-	fs.StringVar(&p.tenant, "tenant", "public", "Pulsar: tenant of the run's topic")
-	fs.StringVar(&p.namespace, "namespace", "default", "Pulsar: namespace of the run's topic")
-	fs.BoolVar(&p.batching, "batching", true, "Pulsar: batch messages in the producer (batchingEnabled)")
-	fs.DurationVar(&p.batchingDelay, "batching-max-publish-delay", 10*time.Millisecond, "Pulsar: longest a batch waits to fill (batchingMaxPublishDelay)")
-	fs.DurationVar(&p.sendTimeout, "send-timeout", 30*time.Second, "Pulsar: longest a message may wait for its ack (sendTimeout); then its outcome is unknown")
-	fs.IntVar(&p.maxPending, "max-pending-messages", 10000, "Pulsar: pending messages per partition producer; a send past it is rejected (maxPendingMessages)")
+	fs.StringVar(&p.tenant, "tenant", def.Tenant, "Pulsar: tenant of the run's topic")
+	fs.StringVar(&p.namespace, "namespace", def.Namespace, "Pulsar: namespace of the run's topic")
+	fs.BoolVar(&p.batching, "batching", !def.DisableBatching, "Pulsar: batch messages in the producer (batchingEnabled)")
+	fs.DurationVar(&p.batchingDelay, "batching-max-publish-delay", def.BatchingMaxPublishDelay, "Pulsar: longest a batch waits to fill (batchingMaxPublishDelay)")
+	fs.DurationVar(&p.sendTimeout, "send-timeout", def.SendTimeout, "Pulsar: longest a message may wait for its ack (sendTimeout); then its outcome is unknown")
+	fs.IntVar(&p.maxPending, "max-pending-messages", def.MaxPendingMessages, "Pulsar: pending messages per partition producer; a send past it is rejected (maxPendingMessages)")
 	drivers.RegisterNetns(fs)
 }
 

@@ -11,6 +11,7 @@
 package pulsar
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,23 +103,13 @@ func (c Config) httpTransport() http.RoundTripper {
 	return &http.Transport{DialContext: hubDial(c.NetNS), DisableKeepAlives: true}
 }
 
-// WithDefaults fills the zero fields.
+// WithDefaults fills the zero fields; the flags' defaults are these.
 func (c Config) WithDefaults() Config {
-	if c.Tenant == "" {
-		c.Tenant = "public"
-	}
-	if c.Namespace == "" {
-		c.Namespace = "default"
-	}
-	if c.BatchingMaxPublishDelay == 0 {
-		c.BatchingMaxPublishDelay = 10 * time.Millisecond
-	}
-	if c.SendTimeout == 0 {
-		c.SendTimeout = 30 * time.Second
-	}
-	if c.MaxPendingMessages == 0 {
-		c.MaxPendingMessages = 10000
-	}
+	c.Tenant = cmp.Or(c.Tenant, "public")
+	c.Namespace = cmp.Or(c.Namespace, "default")
+	c.BatchingMaxPublishDelay = cmp.Or(c.BatchingMaxPublishDelay, 10*time.Millisecond)
+	c.SendTimeout = cmp.Or(c.SendTimeout, 30*time.Second)
+	c.MaxPendingMessages = cmp.Or(c.MaxPendingMessages, 10000)
 	return c
 }
 

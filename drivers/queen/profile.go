@@ -91,14 +91,15 @@ type flags struct {
 }
 
 func (f *flags) Register(fs *pflag.FlagSet) {
+	def := Config{}.WithDefaults()
 	fs.StringVar(&f.url, "queen-url", "", "Queen: the server's HTTP address, http://host:6632")
 	fs.StringVar(&f.postgresURL, "postgres-url", "", "Queen: the database its queues live in, postgres://user@host:5432/queen (read-back and PostgreSQL's durability settings)")
-	fs.DurationVar(&f.pushTimeout, "push-timeout", 30*time.Second, "Queen: longest a message may take from its first push to its outcome, pushes sent again with the same transactionId included; then its outcome is unknown")
-	fs.DurationVar(&f.attemptTimeout, "push-attempt-timeout", 10*time.Second, "Queen: longest one HTTP push waits for its answer before it is sent again")
-	fs.IntVar(&f.batch, "push-batch", 100, "Queen: most items one HTTP push carries")
-	fs.DurationVar(&f.linger, "push-linger", 5*time.Millisecond, "Queen: longest a push waits for more items")
-	fs.IntVar(&f.concurrency, "push-concurrency", 8, "Queen: HTTP pushes in flight per producer")
-	fs.IntVar(&f.maxPending, "push-max-pending", 10000, "Queen: unanswered messages per producer; one past it is rejected")
+	fs.DurationVar(&f.pushTimeout, "push-timeout", def.PushTimeout, "Queen: longest a message may take from its first push to its outcome, pushes sent again with the same transactionId included; then its outcome is unknown")
+	fs.DurationVar(&f.attemptTimeout, "push-attempt-timeout", def.AttemptTimeout, "Queen: longest one HTTP push waits for its answer before it is sent again")
+	fs.IntVar(&f.batch, "push-batch", def.MaxBatch, "Queen: most items one HTTP push carries")
+	fs.DurationVar(&f.linger, "push-linger", def.Linger, "Queen: longest a push waits for more items")
+	fs.IntVar(&f.concurrency, "push-concurrency", def.MaxConcurrent, "Queen: HTTP pushes in flight per producer")
+	fs.IntVar(&f.maxPending, "push-max-pending", def.MaxPending, "Queen: unanswered messages per producer; one past it is rejected")
 	fs.StringVar(&f.bufferDir, "queen-buffer-dir", "", "Queen: the server's file buffer dir (FILE_BUFFER_DIR), when this machine can read it; the read-back then waits until no file there holds events (the server's own count misses files an earlier server process left)")
 	drivers.RegisterNetns(fs)
 }
