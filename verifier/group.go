@@ -526,14 +526,8 @@ func newGroupLists(dir string, max int) (*groupLists, error) {
 		lost:        &jsonl{listing: Listing{File: CommitsLostFile, Class: CheckCommitLost}, max: int64(max)},
 		redelivered: &jsonl{listing: Listing{File: RedeliveredFile, Class: ClassRedelivered}, max: int64(max)},
 	}
-	if dir == "" {
-		return gl, nil
-	}
-	for _, j := range gl.files() {
-		if err := j.create(dir); err != nil {
-			gl.abort()
-			return nil, fmt.Errorf("write the list of %s: %w (is the run directory writable?)", j.listing.Class, err)
-		}
+	if err := createLists(dir, gl.files(), ""); err != nil {
+		return nil, err
 	}
 	return gl, nil
 }
@@ -545,15 +539,7 @@ const ClassRedelivered = "redelivered"
 func (gl *groupLists) files() []*jsonl { return []*jsonl{gl.skipped, gl.lost, gl.redelivered} }
 
 // abort removes half-written lists; after finish it does nothing.
-func (gl *groupLists) abort() {
-	for _, j := range gl.files() {
-		if j.f != nil {
-			j.f.Close()
-			os.Remove(j.f.Name())
-			j.f = nil
-		}
-	}
-}
+func (gl *groupLists) abort() { abortLists(gl.files()) }
 
 func (gl *groupLists) finish(res *Result) error {
 	for _, j := range gl.files() {
