@@ -349,34 +349,31 @@ func (k *Cluster) openLogs() (logs []NodeLog, close func(), err error) {
 	return logs, close, nil
 }
 
-// Account is ReadAccount on the local cluster's logs.
-func (k *Cluster) Account(topic string, node int32, since, until time.Time) (Account, error) {
+// onLocalLogs is read on the local cluster's logs, each node's opened for
+// the read and closed after it.
+func onLocalLogs[T any](k *Cluster, read func([]NodeLog) (T, error)) (T, error) {
 	logs, close, err := k.openLogs()
 	if err != nil {
-		return Account{}, err
+		var zero T
+		return zero, err
 	}
 	defer close()
-	return ReadAccount(logs, topic, node, since, until)
+	return read(logs)
+}
+
+// Account is ReadAccount on the local cluster's logs.
+func (k *Cluster) Account(topic string, node int32, since, until time.Time) (Account, error) {
+	return onLocalLogs(k, func(logs []NodeLog) (Account, error) { return ReadAccount(logs, topic, node, since, until) })
 }
 
 // Elections is ReadElections on the local cluster's logs.
 func (k *Cluster) Elections(topic string, node int32, since, until time.Time) (Elections, error) {
-	logs, close, err := k.openLogs()
-	if err != nil {
-		return Elections{}, err
-	}
-	defer close()
-	return ReadElections(logs, topic, node, since, until)
+	return onLocalLogs(k, func(logs []NodeLog) (Elections, error) { return ReadElections(logs, topic, node, since, until) })
 }
 
 // Unclean is ReadUnclean on the local cluster's logs.
 func (k *Cluster) Unclean(topic string, since time.Time) (Unclean, error) {
-	logs, close, err := k.openLogs()
-	if err != nil {
-		return Unclean{}, err
-	}
-	defer close()
-	return ReadUnclean(logs, topic, since)
+	return onLocalLogs(k, func(logs []NodeLog) (Unclean, error) { return ReadUnclean(logs, topic, since) })
 }
 
 // RecoveryAccount implements drivers.LogOracle: for the nodes a fault
