@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -543,31 +541,13 @@ func (gl *groupLists) abort() { abortLists(gl.files()) }
 
 func (gl *groupLists) finish(res *Result) error {
 	for _, j := range gl.files() {
-		l := &j.listing
-		l.Capped = l.Listed < l.Total
-		if j.f == nil {
+		if !j.finish(gl.dir, "") {
 			continue
 		}
-		if l.Capped && j.err == nil {
-			j.err = j.enc.Encode(map[string]any{"capped": true, "listed": l.Listed, "total": l.Total})
-		}
-		if j.err == nil {
-			j.err = j.w.Flush()
-		}
-		if j.err == nil {
-			j.err = j.f.Sync()
-		}
-		if err := j.f.Close(); j.err == nil {
-			j.err = err
-		}
-		if j.err == nil {
-			j.err = os.Rename(j.f.Name(), filepath.Join(gl.dir, l.File))
-		}
-		j.f = nil
 		if j.err != nil {
-			return fmt.Errorf("write %s: %w (is the disk full?)", l.File, j.err)
+			return fmt.Errorf("write %s: %w (is the disk full?)", j.listing.File, j.err)
 		}
-		res.Listings = append(res.Listings, *l)
+		res.Listings = append(res.Listings, j.listing)
 	}
 	return nil
 }

@@ -254,6 +254,38 @@ type jsonl struct {
 	err     error
 }
 
+// finish closes the list (a capped one ends with a line that says so, and
+// why when why is not "") and renames it into place in dir; its error is
+// j.err. It reports false for a list that was never opened (no dir).
+func (j *jsonl) finish(dir, why string) bool {
+	l := &j.listing
+	l.Capped = l.Listed < l.Total
+	if j.f == nil {
+		return false
+	}
+	if l.Capped && j.err == nil {
+		capped := map[string]any{"capped": true, "listed": l.Listed, "total": l.Total}
+		if why != "" {
+			capped["why"] = why
+		}
+		j.err = j.enc.Encode(capped)
+	}
+	if j.err == nil {
+		j.err = j.w.Flush()
+	}
+	if j.err == nil {
+		j.err = j.f.Sync()
+	}
+	if err := j.f.Close(); j.err == nil {
+		j.err = err
+	}
+	if j.err == nil {
+		j.err = os.Rename(j.f.Name(), filepath.Join(dir, l.File))
+	}
+	j.f = nil // finished: nothing for abort to remove
+	return true
+}
+
 // createLists opens each list's temporary file in dir ("" opens none:
 // nothing is listed, the totals are counted still). When one cannot be
 // made, those made are removed; what follows a list's class in the error
@@ -426,27 +458,9 @@ func (inv *investigation) finish(dir string, res *Result) error {
 	var errs []string
 	for _, j := range inv.files() {
 		l := &j.listing
-		l.Capped = l.Listed < l.Total
-		if j.f == nil {
+		if !j.finish(dir, "--list-max caps each list; rerun `ackcheck report` with a larger --list-max (0: no cap) to list all") {
 			continue
 		}
-		if l.Capped && j.err == nil {
-			j.err = j.enc.Encode(map[string]any{"capped": true, "listed": l.Listed, "total": l.Total,
-				"why": "--list-max caps each list; rerun `ackcheck report` with a larger --list-max (0: no cap) to list all"})
-		}
-		if j.err == nil {
-			j.err = j.w.Flush()
-		}
-		if j.err == nil {
-			j.err = j.f.Sync()
-		}
-		if err := j.f.Close(); j.err == nil {
-			j.err = err
-		}
-		if j.err == nil {
-			j.err = os.Rename(j.f.Name(), filepath.Join(dir, l.File))
-		}
-		j.f = nil // finished: nothing for abort to remove
 		if j.err != nil {
 			os.Remove(filepath.Join(dir, l.File+".tmp"))
 			errs = append(errs, fmt.Sprintf("%s: %v", l.File, j.err))
