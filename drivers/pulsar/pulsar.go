@@ -240,6 +240,21 @@ func (d *Driver) topic(name string) (*utils.TopicName, error) {
 	return tn, nil
 }
 
+// describe is topic's full name and its partition count, as the admin API
+// gives it. A failed answer is wrapped with %w (isStatus sees its HTTP
+// status) unless no broker answered at all (drivers.ErrUnreachable).
+func (d *Driver) describe(ctx context.Context, topic string) (*utils.TopicName, int, error) {
+	tn, err := d.topic(topic)
+	if err != nil {
+		return nil, 0, err
+	}
+	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
+	if err != nil {
+		return tn, 0, d.unreachable("describe topic "+tn.String(), err)
+	}
+	return tn, meta.Partitions, nil
+}
+
 func (d *Driver) partition(name string, p int32) (*utils.TopicName, error) {
 	tn, err := d.topic(name)
 	if err != nil {
@@ -333,19 +348,15 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 // EndOffsets implements drivers.Driver: per partition, the first position
 // after its last message (0 for a partition never written).
 func (d *Driver) EndOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
-	tn, err := d.topic(topic)
+	tn, partitions, err := d.describe(ctx, topic)
+	if isStatus(err, 404) {
+		return drivers.Offsets{}, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
+	}
 	if err != nil {
 		return drivers.Offsets{}, err
 	}
-	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
-	if err != nil {
-		if isStatus(err, 404) {
-			return drivers.Offsets{}, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
-		}
-		return drivers.Offsets{}, d.unreachable("describe topic "+tn.String(), err)
-	}
-	out := drivers.MakeOffsets(meta.Partitions)
-	for p := 0; p < meta.Partitions; p++ {
+	out := drivers.MakeOffsets(partitions)
+	for p := 0; p < partitions; p++ {
 		pt, _ := tn.GetPartition(p)
 		id, err := d.lastMessageID(ctx, pt)
 		if err != nil {
@@ -413,15 +424,11 @@ func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, 
 		ids[b] = int32(i + 1)
 		topo.Nodes = append(topo.Nodes, drivers.Node{ID: int32(i + 1), Host: host, Port: int32(pn)})
 	}
-	tn, err := d.topic(topic)
+	tn, partitions, err := d.describe(ctx, topic)
 	if err != nil {
 		return topo, err
 	}
-	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
-	if err != nil {
-		return topo, d.unreachable("describe topic "+tn.String(), err)
-	}
-	for p := 0; p < meta.Partitions; p++ {
+	for p := 0; p < partitions; p++ {
 		ps := drivers.PartitionState{Partition: int32(p), Leader: -1, Epoch: -1}
 		pt, _ := tn.GetPartition(p)
 		look, err := d.admin.Topics().LookupWithContext(ctx, *pt)
