@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -97,24 +96,22 @@ type NodeLog struct {
 // and not after until (zero: no bound), with its time.
 func LogLines(logs []NodeLog, since, until time.Time, fn func(node int32, at time.Time, line string)) error {
 	for _, l := range logs {
-		sc := bufio.NewScanner(l.Log)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			m := logTime.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
-			}
-			at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], time.Local)
-			if err != nil || at.Before(since.Truncate(time.Millisecond)) || (!until.IsZero() && at.After(until)) {
-				continue
-			}
-			fn(l.Node, at, sc.Text())
-		}
-		if err := sc.Err(); err != nil {
+		if err := drivers.LogWindow(l.Log, lineTime, since, until, func(at time.Time, line string) { fn(l.Node, at, line) }); err != nil {
 			return fmt.Errorf("read node %d's log: %w", l.Node, err)
 		}
 	}
 	return nil
+}
+
+// lineTime is a drivers.LineTime: a Kafka log line's time, written in the
+// machine's time zone to the millisecond.
+func lineTime(line string) (time.Time, bool) {
+	m := logTime.FindStringSubmatch(line)
+	if m == nil {
+		return time.Time{}, false
+	}
+	at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], time.Local)
+	return at, err == nil
 }
 
 // ReadAccount reads broker node's fate from every node's log, between
