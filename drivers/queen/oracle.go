@@ -1,7 +1,6 @@
 package queen
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -89,13 +88,7 @@ func (q *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time
 // logs fetched from the nodes of a cluster file (node 1 the Queen
 // server's, node 2 PostgreSQL's, as in a local cluster).
 func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	return recoveryAccount(fmt.Sprintf("Queen's logs (nodes %v, %s)", nodes, source), nodes, since, until, func(node int32) (io.ReadCloser, error) {
-		b, ok := logs[node]
-		if !ok {
-			return nil, fmt.Errorf("the log oracle has no log of node %d", node)
-		}
-		return io.NopCloser(bytes.NewReader(b)), nil
-	})
+	return recoveryAccount(fmt.Sprintf("Queen's logs (nodes %v, %s)", nodes, source), nodes, since, until, drivers.FetchedLogs(logs))
 }
 
 // recoveryAccount is RecoveryAccount on the logs open opens, one per node.
