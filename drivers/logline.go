@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -11,6 +12,19 @@ import (
 // LineTime reads the time a broker's log line was written; false when the
 // line carries none (a continuation, a stack trace).
 type LineTime func(line string) (time.Time, bool)
+
+// TimeAt is the LineTime of logs whose lines carry their time where re's
+// first group matches, written as layout in loc.
+func TimeAt(re *regexp.Regexp, layout string, loc *time.Location) LineTime {
+	return func(line string) (time.Time, bool) {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			return time.Time{}, false
+		}
+		at, err := time.ParseInLocation(layout, m[1], loc)
+		return at, err == nil
+	}
+}
 
 // scanLines calls each with the time of every line of log that contains
 // what and has a time, and the line, in order, until each returns false.

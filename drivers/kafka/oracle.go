@@ -103,16 +103,9 @@ func LogLines(logs []NodeLog, since, until time.Time, fn func(node int32, at tim
 	return nil
 }
 
-// lineTime is a drivers.LineTime: a Kafka log line's time, written in the
-// machine's time zone to the millisecond.
-func lineTime(line string) (time.Time, bool) {
-	m := logTime.FindStringSubmatch(line)
-	if m == nil {
-		return time.Time{}, false
-	}
-	at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], time.Local)
-	return at, err == nil
-}
+// lineTime is a Kafka log line's time, written in the machine's time
+// zone to the millisecond.
+var lineTime = drivers.TimeAt(logTime, "2006-01-02 15:04:05,000", time.Local)
 
 // ReadAccount reads broker node's fate from every node's log, between
 // since and until (zero: no bound): lines after until belong to a later

@@ -27,14 +27,7 @@ const (
 var logTime = regexp.MustCompile(`^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})`)
 
 // lineTime reads the time either log writes at the start of its lines.
-func lineTime(line string) (time.Time, bool) {
-	m := logTime.FindStringSubmatch(line)
-	if m == nil {
-		return time.Time{}, false
-	}
-	at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.UTC)
-	return at, err == nil
-}
+var lineTime = drivers.TimeAt(logTime, "2006-01-02 15:04:05.000", time.UTC)
 
 // LastLine finds the time of the last line of log that contains what and
 // is not after before; zero when there is none.
