@@ -23,7 +23,8 @@ demo: build
 # tests: about 27). No cluster, port or namespace is used by both queues,
 # so CI's tests take the longer queue's time, not the sum. Each queue
 # writes its own log in TESTLOGS (streamed here with tail's "==> file <=="
-# headers); make test fails when either queue fails.
+# headers), ending with how long the queue took; make test fails when
+# either queue fails.
 # -timeout 50m per package: each broker's truth tests run in its own
 # package (drivers/<broker>), and drivers/kafka holds Kafka's (leader
 # kills, fsync audit, unclean election, netns partitions, SSH: the
@@ -36,8 +37,9 @@ KAFKA_QUEUE := ./cmd/... ./deploy/... ./drivers/kafka/...
 test:
 	@mkdir -p $(TESTLOGS); : >$(TESTLOGS)/kafka.log; : >$(TESTLOGS)/rest.log; \
 	rest=$$($(GO) list ./... | grep -v -e '/cmd/' -e '/deploy/' -e '/drivers/kafka$$') || exit 1; \
-	$(GO) test -p 1 -count=1 -timeout 50m $(TESTFLAGS) $(KAFKA_QUEUE) >$(TESTLOGS)/kafka.log 2>&1 & k=$$!; \
-	$(GO) test -p 1 -count=1 -timeout 50m $(TESTFLAGS) $$rest >$(TESTLOGS)/rest.log 2>&1 & r=$$!; \
+	s=$$(date +%s); \
+	( $(GO) test -p 1 -count=1 -timeout 50m $(TESTFLAGS) $(KAFKA_QUEUE); c=$$?; echo "make test: Kafka queue took $$(( $$(date +%s) - s )) s"; exit $$c ) >$(TESTLOGS)/kafka.log 2>&1 & k=$$!; \
+	( $(GO) test -p 1 -count=1 -timeout 50m $(TESTFLAGS) $$rest; c=$$?; echo "make test: other queue took $$(( $$(date +%s) - s )) s"; exit $$c ) >$(TESTLOGS)/rest.log 2>&1 & r=$$!; \
 	tail -n +1 -f $(TESTLOGS)/kafka.log $(TESTLOGS)/rest.log & t=$$!; \
 	trap 'kill $$k $$r 2>/dev/null' INT TERM; \
 	wait $$k; ks=$$?; wait $$r; rs=$$?; sleep 1; kill $$t 2>/dev/null; \

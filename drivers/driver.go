@@ -344,10 +344,15 @@ type AckClasser interface {
 // what it waited for ("" when nothing). It returns an error when that did
 // not happen while the broker made progress at least every idle (or it
 // cannot make any, as Queen in maintenance mode): a read then cannot show
-// that an acked message is gone, only that it is not there yet.
+// that an acked message is gone, only that it is not there yet. While it
+// waits it says what it is waiting for through progress (nil: silent),
+// at most every SettleProgressEvery: a replay can take minutes.
 type Settler interface {
-	Settle(ctx context.Context, topic string, idle time.Duration) (note string, err error)
+	Settle(ctx context.Context, topic string, idle time.Duration, progress func(string)) (note string, err error)
 }
+
+// SettleProgressEvery is how often a Settler waiting reports it.
+const SettleProgressEvery = 10 * time.Second
 
 // Switcher is implemented by drivers that can turn a broker-wide mode on
 // and off through the broker's own API (Queen's maintenance mode). Faults

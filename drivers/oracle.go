@@ -35,6 +35,12 @@ type LogAccount struct {
 	// server on one database), says so; InSync is then nil and no figure
 	// is checked against the logs.
 	NoInSync string `json:"no_in_sync,omitempty"`
+	// Group, for a kill of a consumer group's coordinator, is when the
+	// logs say another node took the group over (Kafka: "Loaded classic
+	// group G"): the members cannot commit before it, so the group's
+	// first progress after the kill comes no earlier. Nil when the logs
+	// do not say, or the fault was not aimed at a group.
+	Group *LogEvent `json:"group,omitempty"`
 }
 
 // LogEvent is one event a broker logged, with the log's own time.
@@ -80,6 +86,14 @@ func (b Bound) Words() string {
 // to a later fault and are left out.
 type LogOracle interface {
 	RecoveryAccount(topic string, nodes []int32, since, until time.Time) (LogAccount, error)
+}
+
+// GroupLogOracle is implemented by clusters whose brokers log a consumer
+// group's coordinator moving: GroupRecovery reads when another node took
+// group over after its coordinator, node, died at since (nil: the logs
+// do not say).
+type GroupLogOracle interface {
+	GroupRecovery(group string, node int32, since, until time.Time) (*LogEvent, error)
 }
 
 // LogReader is implemented by broker profiles whose log oracle can read

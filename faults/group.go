@@ -66,7 +66,7 @@ func coordinatorAvailable(env Env, st Step) error {
 		return errors.New("coordinator: no driver to ask which node coordinates the group")
 	}
 	if _, ok := env.Driver.(drivers.GroupCoordinatorFinder); !ok {
-		return fmt.Errorf("coordinator:%s: the %s driver cannot say which node coordinates a group (the kafka and nats drivers can)", st.Target.Group, env.Driver.Name())
+		return fmt.Errorf("coordinator:%s: the %s driver cannot say which node coordinates a group (the kafka, nats and pulsar drivers can)", st.Target.Group, env.Driver.Name())
 	}
 	return nil
 }

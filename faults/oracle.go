@@ -26,6 +26,26 @@ func (l Local) RecoveryAccount(topic string, nodes []int32, since, until time.Ti
 	return o.RecoveryAccount(topic, nodes, since, until)
 }
 
+// GroupRecovery implements drivers.GroupLogOracle when the local cluster
+// does; ErrNoLogOracle otherwise.
+func (l Local) GroupRecovery(group string, node int32, since, until time.Time) (*drivers.LogEvent, error) {
+	o, ok := l.Cluster.(drivers.GroupLogOracle)
+	if !ok {
+		return nil, ErrNoLogOracle
+	}
+	return o.GroupRecovery(group, node, since, until)
+}
+
+// coordinatorGroup is the group a fault's target named as
+// coordinator:GROUP, or "".
+func coordinatorGroup(target string) string {
+	g, _ := strings.CutPrefix(target, "coordinator:")
+	if g == target {
+		return ""
+	}
+	return g
+}
+
 // ReadOracle records, for every applied fault that took nodes away and
 // whose return ackcheck saw, the brokers' own account of that return
 // (Record.Oracle), when the nodes can read their logs. Each fault's
@@ -66,6 +86,18 @@ func (in *Injector) ReadOracle(ctx context.Context, topic string, end time.Time)
 				in.w.logf("the brokers' logs for the %s at %s: %v", r.Action, r.At.Format("15:04:05.000"), err)
 			}
 			continue
+		}
+		if group := coordinatorGroup(r.Target); group != "" {
+			if o, ok := in.Nodes.(drivers.GroupLogOracle); ok {
+				ev, err := o.GroupRecovery(group, r.Node, r.At, until)
+				switch {
+				case err != nil && !errors.Is(err, ErrNoLogOracle):
+					in.w.logf("the brokers' logs for group %s after the %s at %s: %v", group, r.Action, r.At.Format("15:04:05.000"), err)
+				case err == nil && ev == nil:
+					in.w.logf("the brokers' logs do not say when another node took group %s over after the %s at %s", group, r.Action, r.At.Format("15:04:05.000"))
+				}
+				acc.Group = ev
+			}
 		}
 		if acc.Ready == nil && acc.InSync == nil {
 			// Read, but silent on this fault: said, so that no figure

@@ -175,3 +175,59 @@ func TestReadOracleSaysSilence(t *testing.T) {
 		})
 	}
 }
+
+// groupOracleNodes' logs also say when another node took a group over,
+// for the groups in loaded, 3 s after the fault.
+type groupOracleNodes struct {
+	oracleNodes
+	loaded map[string]bool
+	asked  []string
+}
+
+func (o *groupOracleNodes) GroupRecovery(group string, node int32, since, until time.Time) (*drivers.LogEvent, error) {
+	o.asked = append(o.asked, fmt.Sprintf("%s/%d", group, node))
+	if !o.loaded[group] {
+		return nil, nil
+	}
+	return &drivers.LogEvent{At: since.Add(3 * time.Second), What: "node 2 loaded group " + group}, nil
+}
+
+// A kill aimed at a group's coordinator also gets the logs' account of
+// the group's takeover; a kill aimed at a node does not ask for one, and
+// logs silent on the group are said in a line.
+func TestReadOracleGroupTakeover(t *testing.T) {
+	nodes := &groupOracleNodes{oracleNodes: oracleNodes{fakeNodes: newFakeNodes(1, 2, 3)}, loaded: map[string]bool{"g1": true}}
+	var lines []string
+	in := &Injector{Nodes: nodes, Logf: func(format string, a ...any) { lines = append(lines, fmt.Sprintf(format, a...)) }}
+	in.init()
+	t0 := time.Now()
+	for _, r := range []Record{
+		{Action: Kill, Target: "coordinator:g1", Node: 1, At: t0, Result: Applied, ReadyAt: t0.Add(9 * time.Second)},
+		{Action: Kill, Target: "node:2", Node: 2, At: t0.Add(20 * time.Second), Result: Applied, ReadyAt: t0.Add(29 * time.Second)},
+		{Action: Kill, Target: "coordinator:g2", Node: 3, At: t0.Add(40 * time.Second), Result: Applied, ReadyAt: t0.Add(49 * time.Second)},
+	} {
+		in.log.add(r)
+	}
+	in.ReadOracle(context.Background(), "t", t0.Add(time.Minute))
+	recs := in.Records()
+	if g := recs[0].Oracle.Group; g == nil || !g.At.Equal(t0.Add(3*time.Second)) || g.What != "node 2 loaded group g1" {
+		t.Errorf("coordinator kill's group account %+v", g)
+	}
+	if recs[1].Oracle.Group != nil || recs[2].Oracle.Group != nil {
+		t.Errorf("group accounts where none was due or said: %+v, %+v", recs[1].Oracle.Group, recs[2].Oracle.Group)
+	}
+	if !slices.Equal(nodes.asked, []string{"g1/1", "g2/3"}) {
+		t.Errorf("groups asked %v", nodes.asked)
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "do not say when another node took group g2 over") {
+		t.Errorf("lines %q do not say the logs are silent on g2", lines)
+	}
+}
+
+func TestCoordinatorGroup(t *testing.T) {
+	for target, want := range map[string]string{"coordinator:g": "g", "coordinator:a:b": "a:b", "node:1": "", "coordinator": "", "": ""} {
+		if got := coordinatorGroup(target); got != want {
+			t.Errorf("coordinatorGroup(%q) = %q, want %q", target, got, want)
+		}
+	}
+}

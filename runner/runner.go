@@ -963,7 +963,7 @@ func readBack(ctx context.Context, out string, d drivers.Driver, run ledger.RunI
 		return nil, err
 	}
 	start := time.Now()
-	rb, err := verifier.ReadBack(ctx, d, staged, run, idle)
+	rb, err := verifier.ReadBackLogged(ctx, d, staged, run, idle, logf)
 	if cerr := staged.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close the read-back's ledger: %w", cerr)
 	}

@@ -330,15 +330,16 @@ func longestGap(timeline []uint64, n int64) (length, start int64) {
 
 // gaps returns the [from, to) bucket ranges of at least minLen empty
 // buckets among the first n of bm.
-func gaps(bm []uint64, n, minLen int64) [][2]int64 { return gapsFrom(bm, 0, n, minLen) }
+func gaps(bm []uint64, n, minLen int64) [][2]int64 { return gapsFrom(nil, bm, 0, n, minLen) }
 
 // gapsFrom is gaps of a bitmap whose first word is word base: the words
 // before it and after its end are empty. It visits only the set bits (a
 // word at a time, bits.TrailingZeros64), not every bucket of the load: a
 // million partitions of an ack or two each are a million short bitmaps
-// (issue 37). Bucket n counts as set: a gap ends at the load's end.
-func gapsFrom(bm []uint64, base, n, minLen int64) [][2]int64 {
-	var out [][2]int64
+// (issue 37). Bucket n counts as set: a gap ends at the load's end. It
+// appends to out, so that a caller walking many partitions reuses one
+// slice.
+func gapsFrom(out [][2]int64, bm []uint64, base, n, minLen int64) [][2]int64 {
 	next := int64(0) // the first bucket after the last set one
 	gapTo := func(s int64) {
 		if s-next >= minLen && s > next {
@@ -390,7 +391,7 @@ func longestStallFrom(bm []uint64, base, n, loadStart, from, to int64) float64 {
 		tb = min(n, (to-loadStart)/int64(gapResolution))
 	}
 	longest := int64(0)
-	for _, g := range gapsFrom(bm, base, n, 1) {
+	for _, g := range gapsFrom(nil, bm, base, n, 1) {
 		if g[1] > fb && g[0] <= tb {
 			longest = max(longest, g[1]-g[0])
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ackcheck/ackcheck/faults"
 	"github.com/ackcheck/ackcheck/ledger"
@@ -99,6 +100,31 @@ type GroupStall struct {
 	// UntilProgressMs is from the fault to the group's first progress
 	// after it, whatever faults came between (-1: none came).
 	UntilProgressMs float64 `json:"until_progress_ms"`
+	// Coordinator, for a kill of the group's coordinator, is the brokers'
+	// own account of another node taking the group over (the fault's
+	// Oracle.Group), and CoordinatorMs its time from the fault: no commit
+	// can move the group on before it. Empty and nil when the logs were
+	// not read or do not say.
+	Coordinator   string   `json:"coordinator,omitempty"`
+	CoordinatorMs *float64 `json:"coordinator_ms,omitempty"`
+}
+
+// coordinatorEarly is how far before the log's line the group's first
+// progress may seem to come (the logs' and ackcheck's clocks, and a log
+// line written after the event) before the two are said to disagree.
+const coordinatorEarly = 500 * time.Millisecond
+
+// account is the stall's text beside the coordinator's log, and where
+// the two disagree, so: "" without one.
+func (s GroupStall) account() string {
+	if s.CoordinatorMs == nil {
+		return ""
+	}
+	text := fmt.Sprintf(" (%s at %s)", s.Coordinator, msText(*s.CoordinatorMs))
+	if s.UntilProgressMs >= 0 && s.UntilProgressMs < *s.CoordinatorMs-float64(coordinatorEarly/time.Millisecond) {
+		text += fmt.Sprintf(" [disagrees: progress %s before the log says the group had a coordinator again]", msText(*s.CoordinatorMs-s.UntilProgressMs))
+	}
+	return text
 }
 
 // SkippedLine is one line of skipped.jsonl.
@@ -507,7 +533,12 @@ func (g *groupJudge) stalls(res *Result, info ledger.RunInfo) {
 		if i, ok := slices.BinarySearch(progress, from+1); ok || i < len(progress) {
 			until = float64(progress[i]-from) / 1e6
 		}
-		g.res.Stalls = append(g.res.Stalls, GroupStall{Fault: what, AtS: g.seconds(from), LongestMs: float64(longest) / 1e6, FromS: g.seconds(at), UntilProgressMs: until})
+		st := GroupStall{Fault: what, AtS: g.seconds(from), LongestMs: float64(longest) / 1e6, FromS: g.seconds(at), UntilProgressMs: until}
+		if o := r.Oracle; o != nil && o.Group != nil && !o.Group.At.IsZero() {
+			ms := float64(o.Group.At.Sub(r.At)) / float64(time.Millisecond)
+			st.Coordinator, st.CoordinatorMs = o.Source+": "+o.Group.What, &ms
+		}
+		g.res.Stalls = append(g.res.Stalls, st)
 	}
 }
 
@@ -605,7 +636,7 @@ func ruleGroupProgress(res *Result, _ Options) []finding {
 	}
 	var parts []string
 	for _, s := range g.Stalls {
-		parts = append(parts, fmt.Sprintf("%.0f ms from %.1f s after %s at %.1f s (first progress after it: %s)", s.LongestMs, s.FromS, s.Fault, s.AtS, msText(s.UntilProgressMs)))
+		parts = append(parts, fmt.Sprintf("%.0f ms from %.1f s after %s at %.1f s (first progress after it: %s)%s", s.LongestMs, s.FromS, s.Fault, s.AtS, msText(s.UntilProgressMs), s.account()))
 	}
 	msg := ""
 	if len(parts) > 0 {

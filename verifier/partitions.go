@@ -87,29 +87,33 @@ func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, 
 	whole := len(parts) <= maxGapPartitions
 	res.PartitionGaps = map[int32][]Gap{}
 	var worst gapHeap
+	// One partition's buckets, gaps and line at a time, reused: at a
+	// million partitions a slice of each per partition was a tenth of the
+	// run's CPU (issue 37's flat cost). A partition kept in PartitionGaps
+	// gets a copy of its gaps.
 	var line []byte
+	var spans [][2]int64
+	var gs []Gap
+	var text boundaryText
 	for _, p := range parts {
-		var gs []Gap
 		longest := 0.0
 		bm, base := t.partAckBuckets(p)
-		for _, g := range gapsFrom(bm, base, loadLen, int64(gapMin/gapResolution)) {
-			gap := Gap{FromS: (time.Duration(g[0]) * gapResolution).Seconds(), ToS: (time.Duration(g[1]) * gapResolution).Seconds()}
+		spans = gapsFrom(spans[:0], bm, base, loadLen, int64(gapMin/gapResolution))
+		gs = gs[:0]
+		for _, g := range spans {
+			gap := Gap{FromS: bucketSeconds(g[0]), ToS: bucketSeconds(g[1])}
 			gs = append(gs, gap)
 			longest = max(longest, gap.ToS-gap.FromS)
 		}
 		if w != nil {
-			acked := t.partAcks.get(p).acked
-			if gs == nil {
-				gs = []Gap{}
-			}
-			line = appendPartitionLine(line[:0], PartitionLine{Partition: p, Acked: acked, Gaps: gs})
+			line = text.appendLine(line[:0], p, t.partAcks.get(p).acked, spans)
 			w.Write(line)
 		}
 		switch {
 		case whole:
 			res.PartitionGaps[p] = append([]Gap{}, gs...) // every partition is listed, gaps or not
 		case len(gs) > 0 && (worst.Len() < listedGapPartitions || longest > worst[0].longest):
-			heap.Push(&worst, gapEntry{p: p, longest: longest, gaps: gs})
+			heap.Push(&worst, gapEntry{p: p, longest: longest, gaps: slices.Clone(gs)})
 			if worst.Len() > listedGapPartitions {
 				heap.Pop(&worst)
 			}
@@ -149,6 +153,56 @@ func appendPartitionLine(b []byte, pl PartitionLine) []byte {
 		b = appendSeconds(b, g.FromS)
 		b = append(b, `,"to_s":`...)
 		b = appendSeconds(b, g.ToS)
+		b = append(b, '}')
+	}
+	return append(b, "]}\n"...)
+}
+
+// bucketSeconds is gap boundary k (buckets of gapResolution from the
+// load's start) in seconds, as Gap holds it.
+func bucketSeconds(k int64) float64 { return (time.Duration(k) * gapResolution).Seconds() }
+
+// boundaryText writes partitions.jsonl lines from gap boundaries in
+// buckets, formatting each distinct boundary once: a million partitions'
+// lines hold millions of boundaries but only as many distinct ones as the
+// load has buckets. Its lines are appendPartitionLine's, byte for byte.
+type boundaryText struct {
+	memo [][]byte // boundary k's text, for k below maxMemoBoundary
+}
+
+// maxMemoBoundary bounds the memo: an hour's load is 360,000 buckets of
+// 10 ms, a few MiB of text; beyond, boundaries are formatted each time.
+const maxMemoBoundary = 1 << 20
+
+func (bt *boundaryText) appendBoundary(b []byte, k int64) []byte {
+	if k < 0 || k >= maxMemoBoundary {
+		return appendSeconds(b, bucketSeconds(k))
+	}
+	if int(k) >= len(bt.memo) {
+		bt.memo = append(bt.memo, make([][]byte, int(k)+1-len(bt.memo))...)
+	}
+	if bt.memo[k] == nil {
+		bt.memo[k] = appendSeconds(nil, bucketSeconds(k))
+	}
+	return append(b, bt.memo[k]...)
+}
+
+// appendLine appends partition p's line: acked, and its gaps as [from,
+// to) bucket pairs.
+func (bt *boundaryText) appendLine(b []byte, p int32, acked int64, spans [][2]int64) []byte {
+	b = append(b, `{"partition":`...)
+	b = strconv.AppendInt(b, int64(p), 10)
+	b = append(b, `,"acked":`...)
+	b = strconv.AppendInt(b, acked, 10)
+	b = append(b, `,"gaps":[`...)
+	for i, g := range spans {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"from_s":`...)
+		b = bt.appendBoundary(b, g[0])
+		b = append(b, `,"to_s":`...)
+		b = bt.appendBoundary(b, g[1])
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)

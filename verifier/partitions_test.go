@@ -191,7 +191,7 @@ func TestGapsWordAtATime(t *testing.T) {
 				for base < len(bm) && bm[base] == 0 {
 					base++
 				}
-				if got := gapsFrom(bm[base:], int64(base), n, minLen); fmt.Sprint(got) != fmt.Sprint(want) {
+				if got := gapsFrom(nil, bm[base:], int64(base), n, minLen); fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("bm %x from word %d, n %d, min %d: got %v, want %v", bm, base, n, minLen, got, want)
 				}
 			}
@@ -237,4 +237,29 @@ func TestFaultPartitionFiguresBounded(t *testing.T) {
 			}
 		}
 	}
+}
+
+// boundaryText's lines are appendPartitionLine's byte for byte, for every
+// boundary of an hour's load (formatted once, then from its memo) and for
+// boundaries past the memo.
+func TestBoundaryTextLinesAsPartitionLine(t *testing.T) {
+	var bt boundaryText
+	check := func(spans [][2]int64) {
+		t.Helper()
+		pl := PartitionLine{Partition: 7, Acked: 3, Gaps: []Gap{}}
+		for _, s := range spans {
+			pl.Gaps = append(pl.Gaps, Gap{FromS: bucketSeconds(s[0]), ToS: bucketSeconds(s[1])})
+		}
+		want := appendPartitionLine(nil, pl)
+		for range 2 { // the second time from the memo
+			if got := bt.appendLine(nil, pl.Partition, pl.Acked, spans); string(got) != string(want) {
+				t.Fatalf("spans %v: got %s, want %s", spans, got, want)
+			}
+		}
+	}
+	check(nil)
+	for k := int64(0); k < 360_000; k += 7 {
+		check([][2]int64{{k, k + 13}})
+	}
+	check([][2]int64{{maxMemoBoundary - 1, maxMemoBoundary + 5}, {3 * maxMemoBoundary, 3*maxMemoBoundary + 1}})
 }

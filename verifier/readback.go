@@ -117,8 +117,14 @@ func unreadPartitions(rb ReadBackReport) func(int32) bool {
 // writes a result (verdict incomplete). Errors are the ledger's, and ctx
 // ending.
 func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration) (ReadBackReport, error) {
+	return ReadBackLogged(ctx, d, into, run, idle, nil)
+}
+
+// ReadBackLogged is ReadBack that says through logf (nil: silent) what a
+// long wait before the read is waiting for (drivers.Settler).
+func ReadBackLogged(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run ledger.RunInfo, idle time.Duration, logf func(string, ...any)) (ReadBackReport, error) {
 	rep := ReadBackReport{RunID: RunIDText(run.RunID), At: time.Now(), Notes: map[int32]string{}}
-	if err := settle(ctx, d, run.Topic, idle, &rep); err != nil {
+	if err := settle(ctx, d, run.Topic, idle, &rep, logf); err != nil {
 		return rep, err
 	}
 	ends, err := endsToRead(ctx, d, run, &rep)
@@ -156,12 +162,16 @@ func ReadBack(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run le
 // settle lets a driver that can (drivers.Settler) wait until what it
 // acked is readable, and records in rep what it said and, when it could
 // not, why (Unsettled). Only ctx ending is an error.
-func settle(ctx context.Context, d drivers.Driver, topic string, idle time.Duration, rep *ReadBackReport) error {
+func settle(ctx context.Context, d drivers.Driver, topic string, idle time.Duration, rep *ReadBackReport, logf func(string, ...any)) error {
 	s, ok := d.(drivers.Settler)
 	if !ok {
 		return nil
 	}
-	note, err := s.Settle(ctx, topic, idle)
+	var progress func(string)
+	if logf != nil {
+		progress = func(what string) { logf("%s", what) }
+	}
+	note, err := s.Settle(ctx, topic, idle, progress)
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("read-back: %w", err)
 	}

@@ -19,7 +19,7 @@ type settlingTopic struct {
 	err  error
 }
 
-func (s *settlingTopic) Settle(context.Context, string, time.Duration) (string, error) {
+func (s *settlingTopic) Settle(context.Context, string, time.Duration, func(string)) (string, error) {
 	return s.note, s.err
 }
 

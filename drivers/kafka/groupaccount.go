@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ackcheck/ackcheck/drivers"
 )
 
 // GroupAccount is the brokers' own account, from their logs, of how a
@@ -57,6 +59,21 @@ func ReadGroupAccount(logs []NodeLog, group string, node int32, since, until tim
 // GroupAccount is ReadGroupAccount on the local cluster's logs.
 func (k *Cluster) GroupAccount(group string, node int32, since, until time.Time) (GroupAccount, error) {
 	return onLocalLogs(k, func(logs []NodeLog) (GroupAccount, error) { return ReadGroupAccount(logs, group, node, since, until) })
+}
+
+// GroupRecovery implements drivers.GroupLogOracle: the first "Loaded
+// classic group" line after the kill, with the controller's fencing of the
+// dead node, which Kafka waits for before it names a new coordinator.
+func (k *Cluster) GroupRecovery(group string, node int32, since, until time.Time) (*drivers.LogEvent, error) {
+	a, err := k.GroupAccount(group, node, since, until)
+	if err != nil || a.Loaded.IsZero() {
+		return nil, err
+	}
+	what := fmt.Sprintf("node %d loaded group %s from __consumer_offsets", a.LoadedBy, group)
+	if !a.Fenced.IsZero() {
+		what += fmt.Sprintf(" (the controller fenced node %d %s after the kill)", node, a.Fenced.Sub(since).Round(time.Millisecond))
+	}
+	return &drivers.LogEvent{At: a.Loaded, What: what}, nil
 }
 
 // Explains says whether a group stall that ended stallMs after the kill

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -417,5 +418,13 @@ func TestRealGroupCoordinatorKillStallInLogs(t *testing.T) {
 	}
 	if a.Fenced.IsZero() || a.Loaded.Before(a.Fenced) {
 		t.Errorf("the logs show no fencing of node %d before the group's load: %+v", kill.Node, a)
+	}
+	// ackcheck's own report carries the same account beside the stall.
+	want := float64(a.Loaded.Sub(kill.At)) / float64(time.Millisecond)
+	if s.CoordinatorMs == nil || *s.CoordinatorMs != want || !strings.Contains(s.Coordinator, fmt.Sprintf("node %d loaded group %s", a.LoadedBy, group)) {
+		t.Errorf("the stall's coordinator account %q at %v ms, want node %d's load at %.0f ms", s.Coordinator, s.CoordinatorMs, a.LoadedBy, want)
+	}
+	if !strings.Contains(strings.Join(res.Reasons, "\n"), "loaded group "+group) {
+		t.Errorf("the verdict's reasons do not give the coordinator's account: %v", res.Reasons)
 	}
 }

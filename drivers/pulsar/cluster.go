@@ -42,10 +42,12 @@ type ClusterOptions struct {
 	cluster.Options `json:"-"`
 	// BrokerPort is the binary protocol port (default 26650); the admin
 	// and web port is WebPort (default 28080); the bookie BookiePort
-	// (default 23181).
-	BrokerPort int `json:"broker_port"`
-	WebPort    int `json:"web_port"`
-	BookiePort int `json:"bookie_port"`
+	// (default 23181), its admin API BookieHTTPPort (default BookiePort +
+	// 1000).
+	BrokerPort     int `json:"broker_port"`
+	WebPort        int `json:"web_port"`
+	BookiePort     int `json:"bookie_port"`
+	BookieHTTPPort int `json:"bookie_http_port,omitempty"`
 	// HeapMB is the JVM heap (default 1024).
 	HeapMB int `json:"heap_mb"`
 	// CacheDir holds the jars fetched from Maven Central (default as for
@@ -87,6 +89,7 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	o.BrokerPort, o.WebPort, o.BookiePort = cluster.Or(o.BrokerPort, 26650), cluster.Or(o.WebPort, 28080), cluster.Or(o.BookiePort, 23181)
+	o.BookieHTTPPort = cluster.Or(o.BookieHTTPPort, o.BookiePort+1000)
 	o.HeapMB, o.CacheDir = cluster.Or(o.HeapMB, 1024), cluster.Or(o.CacheDir, cluster.DefaultCacheDir())
 	if o.JournalSyncData == nil {
 		t := true
@@ -99,8 +102,9 @@ func OpenCluster(opts ClusterOptions) (*Cluster, error) {
 // port, which the clients' connections use. 0 without --netns.
 func (p *Cluster) ProbePort() int { return p.InNet(p.opts.BrokerPort) }
 
-// bookieHTTPPort is the bookie's admin API port: the bookie port + 1000.
-func (p *Cluster) bookieHTTPPort() int { return p.opts.BookiePort + 1000 }
+// bookieHTTPPort is the bookie's admin API port (by default the bookie
+// port + 1000).
+func (p *Cluster) bookieHTTPPort() int { return p.opts.BookieHTTPPort }
 
 func (p *Cluster) url(scheme string, port int) string {
 	return fmt.Sprintf("%s://%s:%d", scheme, p.Host(1), port)

@@ -32,6 +32,7 @@ func (f *pulsarFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.opts.BrokerPort, "broker-port", 0, "binary protocol port (default 26650; fixed at the first up)")
 	fs.IntVar(&f.opts.WebPort, "web-port", 0, "admin and web port (default 28080)")
 	fs.IntVar(&f.opts.BookiePort, "bookie-port", 0, "bookie port (default 23181)")
+	fs.IntVar(&f.opts.BookieHTTPPort, "bookie-http-port", 0, "bookie admin API port (default the bookie port + 1000)")
 	fs.IntVar(&f.opts.HeapMB, "heap-mb", 0, "JVM heap in MiB (default 1024)")
 	fs.BoolVar(&f.journalSync, "journal-sync-data", true, "bookie journalSyncData: fsync the journal before acking; on an existing standalone, switched by a clean restart")
 	f.opts.Register(fs, cluster.FlagHelp{LazyFS: "the data dir", Netns: "the standalone in a network namespace of its own at 10.213.0.1", Entries: true})

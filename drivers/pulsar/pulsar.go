@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -158,6 +159,13 @@ type Driver struct {
 	// fwd carries the binary protocol through the hub with NetNS; nil
 	// without.
 	fwd *netns.Forwarder
+
+	// mu guards groups (the topic each group was joined on) and
+	// coordinators, for the group calls that name a group alone
+	// (group.go).
+	mu           sync.Mutex
+	groups       map[string]string
+	coordinators map[string]int32 // the owner last found per group (GroupCoordinator)
 }
 
 var (
@@ -175,7 +183,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	d := &Driver{cfg: cfg, http: cfg.httpClient()}
+	d := &Driver{cfg: cfg, http: cfg.httpClient(), groups: map[string]string{}, coordinators: map[string]int32{}}
 	clientURL := cfg.ServiceURL
 	if cfg.NetNS != "" {
 		listen, target, err := cfg.forwardAddrs()
@@ -408,22 +416,16 @@ func (d *Driver) lastMessageID(ctx context.Context, pt *utils.TopicName) (utils.
 // the owner only.
 func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, error) {
 	topo := drivers.Topology{At: time.Now(), Controller: -1}
-	clusters, err := d.admin.Clusters().ListWithContext(ctx)
-	if err != nil || len(clusters) == 0 {
-		return topo, d.unreachable("list clusters", err)
-	}
-	brokers, err := d.admin.Brokers().GetActiveBrokersWithContext(ctx, clusters[0])
+	ids, err := d.brokerIDs(ctx)
 	if err != nil {
-		return topo, d.unreachable("list brokers", err)
+		return topo, err
 	}
-	sort.Strings(brokers)
-	ids := map[string]int32{}
-	for i, b := range brokers {
+	for b, id := range ids {
 		host, port, _ := strings.Cut(b, ":")
 		pn, _ := strconv.Atoi(port)
-		ids[b] = int32(i + 1)
-		topo.Nodes = append(topo.Nodes, drivers.Node{ID: int32(i + 1), Host: host, Port: int32(pn)})
+		topo.Nodes = append(topo.Nodes, drivers.Node{ID: id, Host: host, Port: int32(pn)})
 	}
+	sort.Slice(topo.Nodes, func(i, j int) bool { return topo.Nodes[i].ID < topo.Nodes[j].ID })
 	tn, partitions, err := d.describe(ctx, topic)
 	if err != nil {
 		return topo, err
@@ -445,6 +447,25 @@ func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, 
 		topo.Partitions = append(topo.Partitions, ps)
 	}
 	return topo, nil
+}
+
+// brokerIDs numbers the active brokers 1.. in the order of their web
+// addresses (host:port), as Topology does.
+func (d *Driver) brokerIDs(ctx context.Context) (map[string]int32, error) {
+	clusters, err := d.admin.Clusters().ListWithContext(ctx)
+	if err != nil || len(clusters) == 0 {
+		return nil, d.unreachable("list clusters", err)
+	}
+	brokers, err := d.admin.Brokers().GetActiveBrokersWithContext(ctx, clusters[0])
+	if err != nil {
+		return nil, d.unreachable("list brokers", err)
+	}
+	sort.Strings(brokers)
+	ids := make(map[string]int32, len(brokers))
+	for i, b := range brokers {
+		ids[b] = int32(i + 1)
+	}
+	return ids, nil
 }
 
 // ProbeNode implements drivers.NodeProber with the broker's own health

@@ -75,9 +75,15 @@ func TestRealPulsarKill(t *testing.T) {
 		kill.KillProof.NewPID == kill.KillProof.OldPID || !kill.KillProof.SameDataDir {
 		t.Fatalf("kill: %+v, proof %+v", kill.Record, kill.KillProof)
 	}
-	checkPulsarProductOracle(t, p.LogFile(1), kill)
-	if kill.ReadyMs < 5000 || res.LongestNoAckMs < 5000 || res.LongestNoAckMs > 40000 {
-		t.Fatalf("implausible recovery: serves again %.0f ms after the kill, longest without acks %.0f ms", kill.ReadyMs, res.LongestNoAckMs)
+	served := checkPulsarProductOracle(t, p.LogFile(1), kill)
+	// No ack can come between the kill and the moment the restarted
+	// standalone's log says it serves, so the longest gap is at least that
+	// long, less the moments between the last ack and the kill (at 500
+	// messages/s, well under a second). How long the restart takes is the
+	// machine's business (48 s on a loaded CI machine, 10 s on a quiet
+	// one), so the only upper bound is the run's recovery timeout.
+	if kill.ReadyMs < 5000 || res.LongestNoAckMs < served-1000 || res.LongestNoAckMs > float64(3*time.Minute/time.Millisecond) {
+		t.Fatalf("implausible recovery: serves again %.0f ms after the kill (%.0f ms by its log), longest without acks %.0f ms", kill.ReadyMs, served, res.LongestNoAckMs)
 	}
 	t.Logf("pulsar kill: acked %d, lost %d, longest without acks %.0f ms, serves again %.0f ms after the kill (restart at +5 s), first ack on every partition %.0f ms after it",
 		res.Acked, res.Lost, res.LongestNoAckMs, kill.ReadyMs, kill.SlowestFirstAckMs)
@@ -86,8 +92,9 @@ func TestRealPulsarKill(t *testing.T) {
 // checkPulsarProductOracle reads the standalone's log itself: its first
 // "messaging service is ready" after the fault must be the run's oracle
 // to the millisecond, a lower bound, and ackcheck cannot have seen the
-// broker serve more than the warning's 500 ms before it said it did.
-func checkPulsarProductOracle(t *testing.T, logFile string, f verifier.FaultReport) {
+// broker serve more than the warning's 500 ms before it said it did. It
+// returns the log's moment, in ms after the fault.
+func checkPulsarProductOracle(t *testing.T, logFile string, f verifier.FaultReport) float64 {
 	t.Helper()
 	b, err := os.ReadFile(logFile)
 	if err != nil {
@@ -118,4 +125,5 @@ func checkPulsarProductOracle(t *testing.T, logFile string, f verifier.FaultRepo
 		t.Errorf("ackcheck saw the broker ready %.0f ms after the %s, %.0f ms before its log says it served", f.ReadyMs, f.Action, want-f.ReadyMs)
 	}
 	t.Logf("oracle: ready %.0f ms by ackcheck, %.0f ms by pulsar.log (%s)", f.ReadyMs, want, f.Oracle.Source)
+	return want
 }

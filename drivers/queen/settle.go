@@ -75,13 +75,24 @@ func (s bufferState) String() string {
 // for idle, or the server has not answered for idle. Under load on this
 // project's machines a read-back right after maintenance mode ended read
 // 6,013 buffered acks as lost that were still being replayed.
-func (d *Driver) Settle(ctx context.Context, _ string, idle time.Duration) (string, error) {
+func (d *Driver) Settle(ctx context.Context, _ string, idle time.Duration, report func(string)) (string, error) {
+	return d.settle(ctx, idle, report, drivers.SettleProgressEvery)
+}
+
+// settle is Settle, saying what it waits for through report every
+// reportEvery.
+func (d *Driver) settle(ctx context.Context, idle time.Duration, report func(string), reportEvery time.Duration) (string, error) {
 	start := time.Now()
 	var first, last bufferState
 	seen := false
-	progress := time.Now()
+	progress, reported := time.Now(), time.Now()
 	var lastErr error
 	for {
+		if report != nil && seen && time.Since(reported) >= reportEvery {
+			reported = time.Now()
+			report(fmt.Sprintf("waiting %s for the Queen server to replay its file buffer into PostgreSQL before the read-back: %s now, %s when it began",
+				time.Since(start).Round(time.Second), last, first))
+		}
 		st, err := d.bufferState(ctx)
 		switch {
 		case err != nil:

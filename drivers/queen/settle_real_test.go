@@ -35,7 +35,7 @@ func TestRealQueenSettleFollowsTheBufferDir(t *testing.T) {
 	defer d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := d.Settle(ctx, "", 10*time.Second); err != nil {
+	if _, err := d.Settle(ctx, "", 10*time.Second, nil); err != nil {
 		t.Fatalf("the buffer before the test: %v", err)
 	}
 	if err := d.SetSwitch(ctx, "maintenance", true); err != nil {
@@ -59,7 +59,7 @@ func TestRealQueenSettleFollowsTheBufferDir(t *testing.T) {
 		pushBuffered(t, ctx, q.URL(), body, items)
 	}
 
-	_, err = d.Settle(ctx, "", time.Second)
+	_, err = d.Settle(ctx, "", time.Second, nil)
 	m := regexp.MustCompile(`maintenance mode with (\d+) messages counted by the server, (\d+) bytes in (\d+) files`).FindStringSubmatch(fmt.Sprint(err))
 	if m == nil {
 		t.Fatalf("Settle in maintenance mode with %d pushes buffered: %v", pushes*items, err)
@@ -72,7 +72,7 @@ func TestRealQueenSettleFollowsTheBufferDir(t *testing.T) {
 	if err := d.SetSwitch(ctx, "maintenance", false); err != nil {
 		t.Fatal(err)
 	}
-	note, err := d.Settle(ctx, "", 30*time.Second)
+	note, err := d.Settle(ctx, "", 30*time.Second, nil)
 	if err != nil {
 		t.Fatalf("Settle after maintenance mode: %v", err)
 	}

@@ -62,7 +62,7 @@ func TestSettleWaitsForTheFileBuffer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := settleDriver(t, &bufferServer{maintenance: tc.maintenance, counts: tc.counts})
 			start := time.Now()
-			note, err := d.Settle(context.Background(), "q", time.Second)
+			note, err := d.Settle(context.Background(), "q", time.Second, nil)
 			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("error %v, want %q", err, tc.err)
 			}
@@ -86,7 +86,7 @@ func TestSettleServerGone(t *testing.T) {
 	}
 	defer d.Close()
 	srv.Close()
-	if _, err := d.Settle(context.Background(), "q", 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "did not answer for 500ms") {
+	if _, err := d.Settle(context.Background(), "q", 500*time.Millisecond, nil); err == nil || !strings.Contains(err.Error(), "did not answer for 500ms") {
 		t.Fatalf("Settle with the server gone: %v", err)
 	}
 }
@@ -132,7 +132,7 @@ func TestSettleWaitsForFilesTheServerDoesNotCount(t *testing.T) {
 				defer timer.Stop()
 			}
 			d := settleDriver(t, &bufferServer{counts: []int64{0}, failedFiles: tc.failedFiles}, dir)
-			note, err := d.Settle(context.Background(), "q", time.Second)
+			note, err := d.Settle(context.Background(), "q", time.Second, nil)
 			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("error %v, want %q", err, tc.err)
 			}
@@ -152,7 +152,7 @@ func TestSettleMaintenanceWithUncountedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := settleDriver(t, &bufferServer{maintenance: true, counts: []int64{0}}, dir)
-	if _, err := d.Settle(context.Background(), "q", time.Second); err == nil || !strings.Contains(err.Error(), "maintenance mode with 0 messages counted by the server, 10 bytes") {
+	if _, err := d.Settle(context.Background(), "q", time.Second, nil); err == nil || !strings.Contains(err.Error(), "maintenance mode with 0 messages counted by the server, 10 bytes") {
 		t.Fatalf("Settle in maintenance mode with a file left: %v", err)
 	}
 }
@@ -161,7 +161,45 @@ func TestSettleMaintenanceWithUncountedFiles(t *testing.T) {
 // empty buffer.
 func TestSettleBufferDirMissing(t *testing.T) {
 	d := settleDriver(t, &bufferServer{counts: []int64{0}}, filepath.Join(t.TempDir(), "nope"))
-	if _, err := d.Settle(context.Background(), "q", 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "--queen-buffer-dir") {
+	if _, err := d.Settle(context.Background(), "q", 500*time.Millisecond, nil); err == nil || !strings.Contains(err.Error(), "--queen-buffer-dir") {
 		t.Fatalf("Settle with the buffer dir missing: %v", err)
+	}
+}
+
+// A wait for the replay says what it waits for while it waits, with the
+// counts then and at the start; a buffer empty at the first look says
+// nothing.
+func TestSettleReportsWhileItWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		counts []int64
+		want   []string // each must be in some report; none: no report
+	}{
+		{"replay of 3 in steps", []int64{3, 3, 3, 2, 2, 2, 1, 1, 1, 0}, []string{"messages counted by the server now", "3 messages counted by the server when it began"}},
+		{"nothing buffered", []int64{0}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := settleDriver(t, &bufferServer{counts: tc.counts})
+			var reports []string
+			note, err := d.settle(context.Background(), 5*time.Second, func(s string) { reports = append(reports, s) }, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.want) == 0 {
+				if len(reports) != 0 || note != "" {
+					t.Fatalf("reports %q, note %q for an empty buffer", reports, note)
+				}
+				return
+			}
+			all := strings.Join(reports, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("reports %q lack %q", reports, w)
+				}
+			}
+			if len(reports) < len(tc.counts)-2 || !strings.HasPrefix(reports[0], "waiting ") {
+				t.Errorf("%d reports over %d looks: %q", len(reports), len(tc.counts), reports)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,15 +61,18 @@ func TestRealQueenScaleKills(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	// 3,000 msg/s for 45 s, round-robin: 135,000 messages over 100,000
-	// partitions, each partition's first message its creation. (On the
-	// shared 2-core machine, load average near 30, this Queen on lazyfs
-	// acked about 520 a second: 23,581 partitions got an ack, 63,582
-	// were made.)
+	// 1,500 msg/s for 120 s, round-robin: 180,000 messages, so the name
+	// space is walked almost twice and a partition whose first push fell
+	// in a kill's outage gets a second one in a quiet stretch. Each
+	// partition's first message is its creation. Sized to what this Queen
+	// on lazyfs sustained on the 2-core machine: at 3,000 msg/s for 45 s
+	// it acked about 1,600 a second before the kills, the driver's 10,000
+	// pending pushes were reached, and only 71,310 partitions were made
+	// (0 lost, 84,852 rows read back).
 	res, err := runner.Run(ctx, runner.Config{
 		Out: out, Driver: d,
 		Topic: drivers.TopicSpec{Name: topic, Partitions: scalePartitions, ReplicationFactor: 1},
-		Load: load.Config{Rate: 3000, Duration: 45 * time.Second, Producers: 4, MessageSize: 128,
+		Load: load.Config{Rate: 1500, Duration: 120 * time.Second, Producers: 4, MessageSize: 128,
 			DrainTimeout: time.Minute},
 		Verify: true, ReadIdleTimeout: time.Minute,
 		Faults:   &runner.FaultPlan{Nodes: faults.Local{Cluster: q}, RecoveryTimeout: 2 * time.Minute, Steps: steps},
@@ -86,7 +90,18 @@ func TestRealQueenScaleKills(t *testing.T) {
 			t.Errorf("fault %s %s: %s %s", f.Action, f.Target, f.Result, f.Error)
 		}
 	}
-	if res.Lost != 0 || res.Corrupt != 0 || res.Phantom != 0 || res.Verdict != verifier.Pass {
+	// Incomplete is the right verdict, and not a failure of this truth,
+	// when the only thing unfinished is the server's own replay of its
+	// file buffer while every acked message was read: a replay can add
+	// rows, never take one away, so nothing acked can turn out lost
+	// (seen here: the replay of a 10,000-event file failed at 90% with
+	// "Unexpected extra result after SELECT." and began again, for more
+	// than 10 minutes, with all 119,169 acked messages read).
+	replaying := res.Verdict == verifier.Incomplete && res.Unread == 0 && strings.Contains(res.ReadBackError, "file buffer")
+	if replaying {
+		t.Logf("verdict incomplete: every acked message read, but the server had not replayed its file buffer: %s", res.ReadBackError)
+	}
+	if res.Lost != 0 || res.Corrupt != 0 || res.Phantom != 0 || res.Verdict != verifier.Pass && !replaying {
 		t.Errorf("lost %d, corrupt %d, phantom %d, verdict %s %v", res.Lost, res.Corrupt, res.Phantom, res.Verdict, res.Reasons)
 		if raw, err := os.ReadFile(filepath.Join(out, "lost.jsonl")); err == nil {
 			t.Logf("lost.jsonl (first 2 KiB):\n%.2048s", raw)
