@@ -106,6 +106,12 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time // broker or producer timestamp, if any
+	// Damaged: the broker served this record in a unit whose own
+	// checksum does not match, or whose header is damaged (a Kafka record
+	// batch whose CRC fails, or whose magic byte is not 2), so none of its
+	// bytes can be trusted, even when its value still decodes: the
+	// read-back counts it corrupt, never as a good copy.
+	Damaged bool
 }
 
 // ReadSpec says which records Read delivers.
@@ -131,6 +137,23 @@ type PartitionRead struct {
 	Target   int64  // ReadSpec.To for this partition
 	Complete bool   // Next reached Target, or the broker confirmed nothing more exists
 	Note     string // why the partition ended short of Target, if it did
+	// Damaged are the spans the broker served with a checksum that does
+	// not match, in offset order: their records, if any could be parsed,
+	// were delivered with Record.Damaged, and the read went on past them.
+	Damaged []DamagedSpan
+}
+
+// DamagedSpan is a run of offsets a broker served in one damaged unit (a
+// Kafka record batch whose stored CRC differs from the one computed over
+// its bytes, or whose magic byte is not 2).
+type DamagedSpan struct {
+	First int64 `json:"first"` // first offset of the unit, as its header claims
+	Last  int64 `json:"last"`  // last offset, inclusive
+	// Records is how many of its records could still be parsed and were
+	// delivered (Damaged); the others' IDs are unknown.
+	Records int `json:"records"`
+	// Why is the mismatch as found ("stored CRC 1a2b3c4d, computed ...").
+	Why string `json:"why"`
 }
 
 // ReadReport is what Read achieved per partition.

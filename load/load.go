@@ -810,7 +810,7 @@ func tail(ctx context.Context, cfg Config, d drivers.Driver, l *ledger.Ledger, s
 	_, err := d.Read(ctx, drivers.ReadSpec{Topic: cfg.Topic, From: cfg.StartOffsets}, func(r drivers.Record) error {
 		now := time.Now()
 		dm := message.Decode(r.Value, cfg.RunID)
-		if dm.Status != message.Valid || dm.ID.Run != cfg.RunID {
+		if r.Damaged || dm.Status != message.Valid || dm.ID.Run != cfg.RunID {
 			return nil // the read-back classifies these
 		}
 		if p := dm.ID.Producer; p < cfg.ProducerBase || p-cfg.ProducerBase >= uint32(cfg.Producers) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ackcheck/ackcheck/verifier"
@@ -30,3 +31,33 @@ func TestCountsUnreadRow(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The consumer group's rows carry its commit latency once a commit call
+// was timed, and no such row before.
+func TestGroupCountsShowCommitLatency(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		l    verifier.Latency
+		want bool
+	}{
+		{"timed", verifier.Latency{Count: 12, P50: 3.5, P99: 40, Max: 41}, true},
+		{"none timed", verifier.Latency{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &verifier.Result{Group: &verifier.GroupResult{Commits: 20, CommitLatency: tc.l}}
+			r.Group.Name = "g"
+			var got *[3]string
+			for _, row := range groupCounts(r) {
+				if row[0] == "group g: commit calls timed" {
+					got = &row
+				}
+			}
+			if (got != nil) != tc.want {
+				t.Fatalf("commit latency row %v, want one: %v", got, tc.want)
+			}
+			if got != nil && (got[1] != "12" || !strings.Contains(got[2], "p50 3.50, p99 40.00, max 41.00")) {
+				t.Fatalf("row %q", *got)
+			}
+		})
+	}
+}

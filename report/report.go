@@ -232,12 +232,17 @@ func groupCounts(r *verifier.Result) [][3]string {
 	if g.Skipped > 0 {
 		bad = "FAIL"
 	}
-	return [][3]string{
+	rows := [][3]string{
 		{"group " + g.Name + ": delivered", fmt.Sprint(g.Delivered), fmt.Sprintf("%d deliveries, %d commits acknowledged; a commit: %s", g.Deliveries, g.Commits, g.Promise)},
 		{"group " + g.Name + ": skipped", fmt.Sprint(g.Skipped), bad},
 		{"group " + g.Name + ": commits lost", fmt.Sprint(g.CommitsLost), lost},
 		{"group " + g.Name + ": redelivered", fmt.Sprint(g.Redelivered), fmt.Sprintf("%d after a commit covered them", g.RedeliveredAfterCommit)},
 	}
+	if l := g.CommitLatency; l.Count > 0 {
+		rows = append(rows, [3]string{"group " + g.Name + ": commit calls timed", fmt.Sprint(l.Count),
+			fmt.Sprintf("poll's return to the broker's answer, ms: p50 %.2f, p99 %.2f, max %.2f", l.P50, l.P99, l.Max)})
+	}
+	return rows
 }
 
 // lossLines are the worst partitions' losses and where every lost,

@@ -30,6 +30,12 @@ type FsyncAudit struct {
 	Settings []AuditSetting
 	// Broker names the scenario (the driver's name).
 	Broker string
+	// Commits, when set and the runs have a consumer group
+	// (runner.Config.Group), is switched before each setting's run: the
+	// group's commits fsynced where the setting's acks are, from memory
+	// where they are not. nil leaves the commits as the cluster has them.
+	// The caller puts back the value it found.
+	Commits drivers.CommitFsyncSetter
 }
 
 // AuditSetting is one durability setting under audit, and how the audit
@@ -140,6 +146,9 @@ type AuditRow struct {
 	// Agrees: the measurement agrees with the documented expectation.
 	Agrees  bool   `json:"agrees"`
 	Finding string `json:"finding"`
+	// Consumer is the consumer group's side of the run (--group), nil
+	// without one.
+	Consumer *ConsumerRow `json:"consumer,omitempty"`
 }
 
 // AuditResult is the side-by-side comparison.
@@ -150,7 +159,8 @@ type AuditResult struct {
 	SteadyEndS float64    `json:"steady_end_s"`
 	Rows       []AuditRow `json:"rows"`
 	// BrokenPromise is set when a setting whose acks mean fsynced lost an
-	// acked message: the finding a vendor must answer for.
+	// acked message, or whose commits were fsynced lost an acknowledged
+	// commit: the finding a vendor must answer for.
 	BrokenPromise bool `json:"broken_promise"`
 }
 
@@ -171,11 +181,18 @@ func (a FsyncAudit) Run(ctx context.Context, base runner.Config, logf func(strin
 			return res, fmt.Errorf("setting %s: %w", s.Name, err)
 		}
 		res.Rows = append(res.Rows, row)
-		if !s.ExpectLoss && row.Lost > 0 {
+		if row.Broken() {
 			res.BrokenPromise = true
 		}
 	}
 	return res, nil
+}
+
+// Broken reports whether the row breaks its setting's promise: acks
+// meant fsynced and an acked message was lost, or commits were fsynced
+// and an acknowledged commit was lost.
+func (r AuditRow) Broken() bool {
+	return (!r.Setting.ExpectLoss && r.Lost > 0) || (r.Consumer != nil && r.Consumer.BrokenPromise())
 }
 
 // RunSetting runs one setting (tests repeat one).
@@ -199,6 +216,11 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 	plan.Steps = a.Steps()
 	cfg.Faults = &plan
 	cfg.Verify = true
+	if base.Group != nil {
+		g := *base.Group
+		g.Name = base.Group.Name + "-" + s.Name // a group of its own per setting, as its topic
+		cfg.Group = &g
+	}
 	if cfg.Check.Window <= 0 {
 		cfg.Check.Window = time.Second // fine enough to find the steady state before the loss
 	}
@@ -206,6 +228,13 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 	if s.Prepare != nil {
 		if err := s.Prepare(ctx); err != nil {
 			return AuditRow{}, fmt.Errorf("put %s in force: %w", s.Label, err)
+		}
+	}
+	var commitFsync *bool
+	if cfg.Group != nil {
+		var err error
+		if commitFsync, err = a.switchCommits(ctx, s); err != nil {
+			return AuditRow{}, err
 		}
 	}
 	r, err := runner.Run(ctx, cfg)
@@ -230,6 +259,11 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 		}
 	}
 	row.Agrees, row.Finding = finding(s, row)
+	setting := ""
+	if a.Commits != nil {
+		setting = a.Commits.CommitFsyncSetting()
+	}
+	row.Consumer = a.consumerRow(r, row, setting, commitFsync)
 	return row, nil
 }
 
@@ -315,6 +349,7 @@ func (a *AuditResult) Markdown() string {
 		fmt.Fprintf(&b, "\nCost before the loss: %s has %.2fx the publish p50 and %.2fx the publish p99 of %s.\n",
 			y.Setting.Label, y.SteadyPublish.P50/x.SteadyPublish.P50, y.SteadyPublish.P99/x.SteadyPublish.P99, x.Setting.Label)
 	}
+	b.WriteString(a.consumerMarkdown())
 	b.WriteString("\nWhat each node's filesystem lost:\n\n")
 	for _, r := range a.Rows {
 		ids := make([]int32, 0, len(r.NodeLoss))

@@ -189,6 +189,7 @@ func newResult(run ledger.RunInfo, rb ReadBackReport) *Result {
 		ReadBackS:        rb.Took.Seconds(),
 		ReadBackAt:       rb.At,
 		ReadBackNotes:    rb.Notes,
+		ReadBackDamaged:  rb.Damaged,
 		Errors:           run.Errors,
 		Samples:          map[string][]Sample{},
 		Notes:            run.Notes,

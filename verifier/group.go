@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ackcheck/ackcheck/faults"
+	"github.com/ackcheck/ackcheck/latency"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/message"
 )
@@ -86,6 +88,14 @@ type GroupResult struct {
 	// Stalls are, per applied fault, the group's longest time without
 	// progress after it.
 	Stalls []GroupStall `json:"stalls,omitempty"`
+	// CommitLatency is, per commit call, from the poll's return (its
+	// deliveries' time) to the broker's answer, as the ledger shows it:
+	// a call whose partitions' last delivered records are not this run's
+	// messages cannot be timed, and is counted in CommitsUntimed. It
+	// measures what a commit costs the group the way Publish measures
+	// what an ack costs a producer (HdrHistogram, per window in Hist).
+	CommitLatency  Latency `json:"commit_latency_ms"`
+	CommitsUntimed int64   `json:"commits_untimed,omitempty"`
 }
 
 // GroupStall is the group's longest time without progress after one
@@ -178,10 +188,19 @@ type groupJudge struct {
 	maxBefore map[int32][]int64
 	// below[p] are the deliveries (at, offset) below a commit acknowledged
 	// before them: the evidence of lost commits.
-	below  map[int32][][2]int64
+	below map[int32][][2]int64
+	// tails are, per (partition, offset) a commit's last covered record
+	// sits at, that record's deliveries: the poll a commit call followed.
+	tails  map[[2]int64][]tailDelivery
 	spells []spell
 	recs   []faults.Record
 	inv    *groupLists
+}
+
+// tailDelivery is one delivery of a commit's last covered record.
+type tailDelivery struct {
+	at     int64
+	member uint8
 }
 
 // judgeGroup is the group's stage: it fills res.Group from the run's
@@ -192,7 +211,7 @@ func judgeGroup(ctx context.Context, run, reads *ledger.Ledger, info ledger.RunI
 	}
 	g := &groupJudge{res: &GroupResult{GroupInfo: *info.Group, Committed: map[int32]int64{}, RedeliveredWhile: map[string]int64{}},
 		loadStart: info.LoadStart.UnixNano(), commits: map[int32][]commitRec{}, maxBefore: map[int32][]int64{},
-		below: map[int32][][2]int64{}, spells: faultSpells(recs, info.LoadStart), recs: recs}
+		below: map[int32][][2]int64{}, tails: map[[2]int64][]tailDelivery{}, spells: faultSpells(recs, info.LoadStart), recs: recs}
 	inv, err := newGroupLists(opts.ListDir, opts.ListMax)
 	if err != nil {
 		return err
@@ -207,6 +226,7 @@ func judgeGroup(ctx context.Context, run, reads *ledger.Ledger, info ledger.RunI
 	}
 	g.lostCommits()
 	g.stalls(res, info)
+	g.commitLatency(res, opts.Window)
 	res.Group = g.res
 	return inv.finish(res)
 }
@@ -242,6 +262,9 @@ func (g *groupJudge) readCommits(run *ledger.Ledger) error {
 		}
 		g.maxBefore[p] = mb
 		g.res.Committed[p] = hi
+		for _, c := range cs {
+			g.tails[[2]int64{int64(p), c.offset - 1}] = nil
+		}
 	}
 	return nil
 }
@@ -374,6 +397,12 @@ func (g *groupJudge) message(k [2]uint64, outs, dels, reads []ledger.Event) {
 	}
 	g.res.Deliveries += int64(len(dels))
 	g.res.Delivered++
+	for _, d := range dels {
+		k := [2]int64{int64(d.Partition), d.Offset}
+		if ts, ok := g.tails[k]; ok {
+			g.tails[k] = append(ts, tailDelivery{at: d.Time, member: d.Status})
+		}
+	}
 	slices.SortFunc(dels, func(a, b ledger.Event) int { return cmp.Compare(a.Time, b.Time) })
 	// Any delivery below a commit acknowledged before it is evidence that
 	// the commit was forgotten: a first delivery too (the same offset may
@@ -677,4 +706,64 @@ func ruleGroupDelivered(res *Result, _ Options) []finding {
 		why = " (" + g.Err + ")"
 	}
 	return []finding{{outcomeAborted, CheckExperiment, fmt.Sprintf("group %s was delivered none of the %d acked messages%s: its checks (skipped, commit lost) judged nothing; no verdict can be given on the group: run it again", g.Name, res.Acked, why)}}
+}
+
+// commitLatency times each acknowledged commit call: a member records a
+// poll's deliveries (all at the poll's return) and then commits, per
+// partition, the offset after the poll's last record, and the broker's
+// answer is the commits' time. A call is its commits with one member and
+// one answer time; its latency is that time minus the latest delivery of
+// a covered last record to the same member no later than the answer.
+// Windows are by the poll's time, as publish latency's are by send time.
+func (g *groupJudge) commitLatency(res *Result, window time.Duration) {
+	type call struct {
+		member uint8
+		at     int64
+	}
+	polled := map[call]int64{}
+	untimed := map[call]bool{}
+	for p, cs := range g.commits {
+		for _, c := range cs {
+			k := call{c.member, c.at}
+			best := int64(-1)
+			for _, d := range g.tails[[2]int64{int64(p), c.offset - 1}] {
+				if d.member == c.member && d.at <= c.at && d.at > best {
+					best = d.at
+				}
+			}
+			if best < 0 {
+				untimed[k] = true
+				continue
+			}
+			polled[k] = max(polled[k], best)
+		}
+	}
+	for k := range polled {
+		delete(untimed, k) // one timed partition times the call
+	}
+	g.res.CommitsUntimed = int64(len(untimed))
+	all := latency.New(3)
+	var windows []*hdrhistogram.Histogram
+	if res.Hist != nil && res.Hist.Window > 0 {
+		window = res.Hist.Window
+	}
+	for k, at := range polled {
+		d := time.Duration(k.at - at)
+		latency.Record(all, d)
+		if window <= 0 {
+			continue
+		}
+		i := int((at - g.loadStart) / int64(window))
+		if i < 0 || i > 100000 {
+			continue
+		}
+		for len(windows) <= i {
+			windows = append(windows, latency.New(2))
+		}
+		latency.Record(windows[i], d)
+	}
+	g.res.CommitLatency = summarize(all)
+	if res.Hist != nil {
+		res.Hist.Commit, res.Hist.CommitAll = windows, all
+	}
 }

@@ -46,6 +46,35 @@ func (r *Result) writeReadBackNotes(w io.Writer) {
 	}
 }
 
+// writeDamaged prints the spans the broker served with a failing
+// checksum of its own, the first summaryNotes of them in partition and
+// offset order, then how many more there are.
+func (r *Result) writeDamaged(w io.Writer) {
+	if len(r.ReadBackDamaged) == 0 {
+		return
+	}
+	ps := make([]int32, 0, len(r.ReadBackDamaged))
+	for p := range r.ReadBackDamaged {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	fmt.Fprintln(w, "  served with a failing checksum (records read corrupt):")
+	shown, total := 0, 0
+	for _, p := range ps {
+		for _, s := range r.ReadBackDamaged[p] {
+			total++
+			if shown == summaryNotes {
+				continue
+			}
+			shown++
+			fmt.Fprintf(w, "    partition %d: offsets %d-%d, %d records parsed; %s\n", p, s.First, s.Last, s.Records, s.Why)
+		}
+	}
+	if total > shown {
+		fmt.Fprintf(w, "    ... and %d more (result.json read_back_damaged)\n", total-shown)
+	}
+}
+
 // PartitionsFile is where Check writes, in Options.ListDir, every
 // partition's figures: a PartitionLine a line, in partition order.
 const PartitionsFile = "partitions.jsonl"

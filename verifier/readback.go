@@ -83,6 +83,13 @@ type ReadBackReport struct {
 	// not the rest of its partition was read (Result.LostBelowLogStart).
 	// Empty for a driver that cannot say.
 	LogStarts ledger.Offsets `json:"log_starts,omitempty"`
+	// Damaged are, per partition, the spans the broker served with a
+	// checksum of its own that does not match (a Kafka record batch whose
+	// CRC fails): their records that could be parsed were recorded
+	// corrupt whatever their values say, and the read went on past them.
+	Damaged map[int32][]drivers.DamagedSpan `json:"damaged,omitempty"`
+	// DamagedRecords is how many records were read in those spans.
+	DamagedRecords int64 `json:"damaged_records,omitempty"`
 }
 
 // logStartOf returns where rb found partition p's log to begin, when it
@@ -262,6 +269,15 @@ func readRecords(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run
 	reads, err := d.Read(ctx, spec, func(r drivers.Record) error {
 		rep.Records++
 		dm := message.Decode(r.Value, run.RunID)
+		if r.Damaged {
+			// The broker's own checksum failed: the value's may still
+			// match, but nothing of the record can be trusted. (Another
+			// run's intact value stays another run's.)
+			rep.DamagedRecords++
+			if dm.Status == message.Valid && dm.ID.Run == run.RunID {
+				dm.Status = message.Corrupt
+			}
+		}
 		switch {
 		case dm.Status == message.Foreign:
 			rep.Foreign++
@@ -283,6 +299,12 @@ func readRecords(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run
 	for p, pr := range reads.Partitions {
 		if pr.Asked && pr.Note != "" {
 			rep.Notes[int32(p)] = pr.Note
+		}
+		if pr.Asked && len(pr.Damaged) > 0 {
+			if rep.Damaged == nil {
+				rep.Damaged = map[int32][]drivers.DamagedSpan{}
+			}
+			rep.Damaged[int32(p)] = pr.Damaged
 		}
 	}
 	if err != nil {

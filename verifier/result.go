@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/ledger"
 	"io"
 	"sort"
@@ -184,6 +185,10 @@ type Result struct {
 	// (ReadBackError), a partition made no progress, or the topic is gone.
 	ReadBackComplete bool             `json:"read_back_complete"`
 	ReadBackNotes    map[int32]string `json:"read_back_notes,omitempty"`
+	// ReadBackDamaged are the spans the broker served with a checksum of
+	// its own that fails (ReadBackReport.Damaged): their records were
+	// read corrupt.
+	ReadBackDamaged map[int32][]drivers.DamagedSpan `json:"read_back_damaged,omitempty"`
 	// ReadBackError names the request that failed when the read-back
 	// could not finish.
 	ReadBackError string `json:"read_back_error,omitempty"`
@@ -316,6 +321,11 @@ type Histograms struct {
 	Publish, E2E []*hdrhistogram.Histogram
 	PublishAll   *hdrhistogram.Histogram
 	E2EAll       *hdrhistogram.Histogram
+	// Commit and CommitAll are the consumer group's commit latency
+	// (GroupResult.CommitLatency), by the window of the poll a commit
+	// followed; nil without a group.
+	Commit    []*hdrhistogram.Histogram
+	CommitAll *hdrhistogram.Histogram
 }
 
 // Phase is a stretch of the run under one durability setting.
@@ -353,6 +363,32 @@ func (r *Result) LatencyBetween(from, to time.Duration) (publish, e2e Latency, o
 		return
 	}
 	return summarize(pub), summarize(end), true
+}
+
+// CommitLatencyBetween summarises the group's commit latency of the
+// commits that followed polls in the windows wholly within [from, to),
+// as LatencyBetween does for publish latency. ok is false without a group
+// or without such a window.
+func (r *Result) CommitLatencyBetween(from, to time.Duration) (Latency, bool) {
+	h := r.Hist
+	if h == nil || h.Window <= 0 || h.CommitAll == nil {
+		return Latency{}, false
+	}
+	var c *hdrhistogram.Histogram
+	for i := range h.Commit {
+		start := time.Duration(i) * h.Window
+		if start < from || start+h.Window > to {
+			continue
+		}
+		if c == nil {
+			c = hdrhistogram.New(1, h.CommitAll.HighestTrackableValue(), 3)
+		}
+		c.Merge(h.Commit[i])
+	}
+	if c == nil {
+		return Latency{}, false
+	}
+	return summarize(c), true
 }
 
 // ShedText is Shed as the reports print it: a count, or "unknown".
@@ -427,6 +463,9 @@ func (r *Result) writeCounts(w io.Writer) {
 			}
 		}
 		row("commits lost", g.CommitsLost, lostNote)
+		if l := g.CommitLatency; l.Count > 0 {
+			row("commit calls", l.Count, fmt.Sprintf("timed from the poll's return to the broker's answer, ms: p50 %.2f  p99 %.2f  max %.2f", l.P50, l.P99, l.Max))
+		}
 		row("redelivered", g.Redelivered, fmt.Sprintf("delivered more than once; %d after a commit covered them", g.RedeliveredAfterCommit))
 	}
 	tw.Flush()
@@ -532,6 +571,7 @@ func (r *Result) writeVerdict(w io.Writer) {
 		fmt.Fprintln(w, "  read-back incomplete:")
 	}
 	r.writeReadBackNotes(w)
+	r.writeDamaged(w)
 	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(r.Verdict))
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)

@@ -45,6 +45,16 @@ without acks, publish and end-to-end latency before the loss and over the
 whole run, and for each setting what an ack meant (read from the cluster)
 and whether the measurement agrees with the documentation.
 
+With --group NAME (and --consumers N) a consumer group runs beside each
+setting's load (NAME-<setting>), and its commits go through the same power
+loss: where the driver can switch what a commit means (Kafka: the offsets
+topic's flush.messages), each setting's commits are fsynced where its acks
+are and from memory where they are not, read back before the run and put
+back as found at the end. audit.md then has a consumer table: what a commit
+meant (read from the cluster), commit latency (poll to answer) before the
+loss and over the run, and the acknowledged commits lost; a fsynced commit
+lost is a broken promise, like a fsynced ack lost.
+
 The cluster's data dirs must be on lazyfs: ackcheck cluster <broker> up
 --lazyfs (--lazyfs-entries journal for brokers that rely on a journaling
 filesystem's directory entries, as NATS and Pulsar do).
@@ -53,7 +63,8 @@ message; the default setting losing messages is the expected finding.`,
 		Example: `  ackcheck cluster kafka up --dir /tmp/kl --lazyfs --base-port 29291
   ackcheck fsync-audit --cluster-dir /tmp/kl --rate 500 --duration 30s --loss-at 10s --out runs/audit
   ackcheck cluster nats up --dir /tmp/nl --lazyfs --lazyfs-entries journal --base-port 24522
-  ackcheck fsync-audit --driver nats --cluster-dir /tmp/nl --partitions 3 --rate 300 --duration 20s --out runs/nats-audit`,
+  ackcheck fsync-audit --driver nats --cluster-dir /tmp/nl --partitions 3 --rate 300 --duration 20s --out runs/nats-audit
+  ackcheck fsync-audit --cluster-dir /tmp/kl --group audit --consumers 2 --rate 300 --duration 20s --out runs/group-audit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := rf.applyScenario(cmd, "the cluster whose power is cut (`ackcheck cluster <broker> up --lazyfs --dir D`)", "loss-at", &lossAt); err != nil {
@@ -128,20 +139,26 @@ func prepareAudit(cmd *cobra.Command, rf *runFlags, d drivers.Driver, audit *sce
 		}
 	}
 	audit.Broker = p.Name()
+	commits, err := prepareAuditCommits(cmd, rf, d, audit)
+	if err != nil {
+		return nil, err
+	}
 	if !scenarios.NeedsServerFsync(dur) {
 		audit.Settings = scenarios.AuditSettings(dur, nil)
-		return func() {}, audit.Validate(rf.lc.Duration)
+		return commits, audit.Validate(rf.lc.Duration)
 	}
 	var sw cluster.FsyncSwitch
 	if rf.opened != nil && rf.opened.local != nil {
 		sw, _ = rf.opened.local.(cluster.FsyncSwitch)
 	}
 	if sw == nil {
+		commits()
 		return nil, fmt.Errorf("the %s audit switches the servers' own fsync setting, which needs a local cluster: --cluster-dir of `ackcheck cluster %s up --lazyfs --lazyfs-entries journal --dir D`", p.Name(), p.Name())
 	}
 	audit.Settings = scenarios.AuditSettings(dur, sw.SetFsync)
 	was := sw.FsyncOn()
 	restore = func() {
+		defer commits()
 		if sw.FsyncOn() == was {
 			return
 		}
@@ -152,6 +169,39 @@ func prepareAudit(cmd *cobra.Command, rf *runFlags, d drivers.Driver, audit *sce
 		}
 	}
 	return restore, audit.Validate(rf.lc.Duration)
+}
+
+// prepareAuditCommits gives the audit the driver's commit fsync switch
+// when it runs a group (--group) and the driver has one: the offsets
+// topic is made (a coordinator named) so that the setting can be read,
+// and restore puts back the value found, however the audit ends.
+func prepareAuditCommits(cmd *cobra.Command, rf *runFlags, d drivers.Driver, audit *scenarios.FsyncAudit) (restore func(), err error) {
+	cs, ok := d.(drivers.CommitFsyncSetter)
+	if rf.group.Name == "" || !ok {
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := d.(drivers.GroupConsumer).CommitPromise(ctx, rf.group.Name); err != nil {
+		return nil, fmt.Errorf("--group %s: read what a commit means on this cluster: %w (the brokers must answer and name a group coordinator)", rf.group.Name, err)
+	}
+	was, err := cs.CommitFsync(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--group %s: %w", rf.group.Name, err)
+	}
+	audit.Commits = cs
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 30*time.Second)
+		defer cancel()
+		if now, err := cs.CommitFsync(ctx); err == nil && now == was {
+			return
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "putting %s back to fsync %v ...\n", cs.CommitFsyncSetting(), was)
+		if err := cs.SetCommitFsync(ctx, was); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "could not put %s back to fsync %v: %v; set it by hand (Kafka: kafka-configs --alter --entity-type topics --entity-name __consumer_offsets, flush.messages=1 for on, --delete-config flush.messages for off)\n",
+				cs.CommitFsyncSetting(), was, err)
+		}
+	}, nil
 }
 
 // auditSettingsDoc lists, per driver, the settings the audit compares.
@@ -202,6 +252,10 @@ func auditCases(audit scenarios.FsyncAudit, res *scenarios.AuditResult, runErr e
 			r := rows[i]
 			c.Out = fmt.Sprintf("acked %d, lost %d, longest without acks %.0f ms, verdict %s, power loss %s: %s",
 				r.Acked, r.Lost, r.LongestNoAckMs, r.Verdict, r.PowerLoss, r.Finding)
+			if g := r.Consumer; g != nil {
+				c.Out += fmt.Sprintf("\ngroup %s: %d commits acknowledged, %d lost, commit p50 %.1f ms p99 %.1f ms: %s",
+					g.Group, g.Commits, g.CommitsLost, g.CommitLatency.P50, g.CommitLatency.P99, g.Finding)
+			}
 			c.Seconds = runSeconds(r.Out)
 			switch {
 			case r.Verdict == verifier.Incomplete:
@@ -210,6 +264,8 @@ func auditCases(audit scenarios.FsyncAudit, res *scenarios.AuditResult, runErr e
 				c.Status, c.Message = reportpkg.Errored, r.Finding
 			case !s.ExpectLoss && r.Lost > 0:
 				c.Status, c.Message = reportpkg.Failed, r.Finding
+			case r.Consumer != nil && r.Consumer.BrokenPromise():
+				c.Status, c.Message = reportpkg.Failed, r.Consumer.Finding
 			}
 		case i == len(rows) && runErr != nil:
 			c.Status, c.Message = reportpkg.Errored, runErr.Error()

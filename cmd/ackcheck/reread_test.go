@@ -150,6 +150,10 @@ func TestAuditJUnit(t *testing.T) {
 	row := func(lost int64, power string) scenarios.AuditRow {
 		return scenarios.AuditRow{Acked: 100, Lost: lost, PowerLoss: power, Verdict: verifier.Fail, Finding: "finding"}
 	}
+	grouped := func(r scenarios.AuditRow, fsync bool, commitsLost int64) scenarios.AuditRow {
+		r.Consumer = &scenarios.ConsumerRow{Group: "g", CommitFsync: &fsync, Commits: 100, CommitsLost: commitsLost}
+		return r
+	}
 	tests := []struct {
 		name   string
 		rows   []scenarios.AuditRow
@@ -162,6 +166,10 @@ func TestAuditJUnit(t *testing.T) {
 			[]string{"passed", "failed", "error", "passed"}},
 		{"the audit stopped", []scenarios.AuditRow{row(12, "applied")}, errors.New("setting fsync: heal the cluster"),
 			[]string{"passed", "error", "skipped", "skipped"}},
+		// --group: a commit lost fails only where commits were fsynced.
+		{"a fsynced commit lost fails", []scenarios.AuditRow{grouped(row(12, "applied"), false, 40), grouped(row(0, "applied"), true, 2),
+			grouped(row(0, "applied"), true, 0), row(0, "applied")}, nil,
+			[]string{"passed", "failed", "passed", "passed"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
@@ -17,6 +18,12 @@ import (
 // reported Complete with a Note, because nothing more can be read. It gives
 // up on partitions that make no progress for spec.IdleTimeout while the
 // broker cannot be asked (Complete false).
+//
+// A record batch whose CRC does not match (or whose magic is damaged) is
+// neither skipped nor an end:
+// its records that still parse are delivered with Record.Damaged, its span
+// is recorded in the partition's Damaged, and the read goes on after it
+// (salvage.go).
 func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
 	idle := spec.IdleTimeout
 	if idle <= 0 {
@@ -48,6 +55,10 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 	defer cl.Close()
 
 	remaining := len(assign)
+	// skip is, per partition salvaged, the offset it was moved to: a
+	// fetch kgo buffered before the move is not delivered twice.
+	skip := map[int32]int64{}
+	sv := salvager{failed: map[int32]time.Time{}}
 	lastProgress := time.Now()
 	lastCheck := time.Now()
 	for remaining > 0 || !spec.To.IsSet() {
@@ -61,14 +72,26 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		fetches := cl.PollFetches(pctx)
 		cancel()
 		var ferr error
-		fetches.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		var damaged []int32
+		fetches.EachError(func(_ string, p int32, err error) {
+			switch {
+			case damagedBatch(err):
+				damaged = append(damaged, p)
+				ferr = err
+			case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 				ferr = err
 			}
 		})
-		progressed, err := deliver(fetches, &rep, &remaining, fn)
+		progressed, err := deliver(fetches, &rep, &remaining, skip, fn)
 		if err != nil {
 			return rep, err
+		}
+		for _, p := range damaged {
+			moved, err := sv.salvage(ctx, cl, spec.Topic, p, &rep, &remaining, skip, fn)
+			if err != nil {
+				return rep, err
+			}
+			progressed = progressed || moved
 		}
 		if progressed {
 			lastProgress = time.Now()
@@ -86,10 +109,14 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		}
 		if remaining > 0 && time.Since(lastProgress) > idle {
 			for p := range rep.Partitions {
-				if pr := &rep.Partitions[p]; pr.Asked && !pr.Complete && pr.Note == "" {
+				if pr := &rep.Partitions[p]; pr.Asked && !pr.Complete && (pr.Note == "" || strings.HasPrefix(pr.Note, salvageNote)) {
+					why := pr.Note
 					pr.Note = fmt.Sprintf("no progress for %s at offset %d of %d", idle, pr.Next, pr.Target)
 					if ferr != nil {
 						pr.Note += ": " + ferr.Error()
+					}
+					if why != "" {
+						pr.Note += "; " + why
 					}
 				}
 			}
@@ -104,7 +131,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 // its target is complete and leaves remaining. Records are taken per
 // fetched partition, without collecting a fetch's records in a slice, and
 // each partition's progress is written back once per fetch of it.
-func deliver(fetches kgo.Fetches, rep *drivers.ReadReport, remaining *int, fn func(drivers.Record) error) (progressed bool, err error) {
+func deliver(fetches kgo.Fetches, rep *drivers.ReadReport, remaining *int, skip map[int32]int64, fn func(drivers.Record) error) (progressed bool, err error) {
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if err != nil || len(fp.Records) == 0 {
 			return
@@ -113,28 +140,97 @@ func deliver(fetches kgo.Fetches, rep *drivers.ReadReport, remaining *int, fn fu
 		if pr == nil {
 			return // not asked for
 		}
+		below, moved := skip[fp.Partition]
 		for _, r := range fp.Records {
-			if pr.Complete || (pr.Target >= 0 && r.Offset >= pr.Target) {
+			if moved && r.Offset < below {
 				continue
 			}
-			if err = fn(drivers.Record{
+			var took bool
+			if took, err = take(pr, remaining, drivers.Record{
 				Pos:       drivers.Position{Partition: r.Partition, Offset: r.Offset},
 				Key:       r.Key,
 				Value:     r.Value,
 				Timestamp: r.Timestamp,
-			}); err != nil {
+			}, fn); err != nil {
 				break
 			}
-			progressed = true
-			pr.Records++
-			pr.Next = r.Offset + 1
-			if pr.Target >= 0 && pr.Next >= pr.Target {
-				pr.Complete = true
-				*remaining--
-			}
+			progressed = progressed || took
 		}
 	})
 	return progressed, err
+}
+
+// take hands r to fn unless pr is complete or r lies at or past its
+// target, and counts it in pr; a partition that reaches its target is
+// complete and leaves remaining. It reports whether it handed r over.
+func take(pr *drivers.PartitionRead, remaining *int, r drivers.Record, fn func(drivers.Record) error) (bool, error) {
+	if pr.Complete || (pr.Target >= 0 && r.Pos.Offset >= pr.Target) {
+		return false, nil
+	}
+	if err := fn(r); err != nil {
+		return false, err
+	}
+	pr.Records++
+	pr.Next = r.Pos.Offset + 1
+	if pr.Target >= 0 && pr.Next >= pr.Target {
+		pr.Complete = true
+		*remaining--
+	}
+	return true, nil
+}
+
+// salvageNote begins a partition's note while its salvage fails.
+const salvageNote = "reading past a damaged record batch: "
+
+// salvager gets a reader past record batches that fail kgo's CRC check
+// (salvage.go). A salvage that fails is tried again for the partition
+// no sooner than a second later: kgo fails the partition's fetches at
+// once, on every poll.
+type salvager struct {
+	failed map[int32]time.Time
+}
+
+// salvage reads partition p past the damaged batch kgo is stuck at: it
+// delivers the records salvage fetched (a damaged batch's as Damaged),
+// records the damaged spans in rep, and moves cl's cursor, and skip, to
+// the offset after them. It reports whether it got past anything. A
+// salvage that fails leaves the partition where it was (its read then ends
+// by the idle timeout, with kgo's error in its note); only fn's error is
+// returned.
+func (sv *salvager) salvage(ctx context.Context, cl *kgo.Client, topic string, p int32, rep *drivers.ReadReport, remaining *int, skip map[int32]int64, fn func(drivers.Record) error) (bool, error) {
+	pr := rep.At(p)
+	if pr == nil || pr.Complete || time.Since(sv.failed[p]) < time.Second {
+		return false, nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	s, err := salvage(sctx, cl, topic, p, pr.Next)
+	cancel()
+	if err != nil {
+		sv.failed[p] = time.Now()
+		if pr.Note == "" || strings.HasPrefix(pr.Note, salvageNote) {
+			pr.Note = salvageNote + err.Error()
+		}
+		return false, nil
+	}
+	if strings.HasPrefix(pr.Note, salvageNote) {
+		pr.Note = ""
+	}
+	pr.Damaged = append(pr.Damaged, s.spans...)
+	for _, r := range s.records {
+		if _, err := take(pr, remaining, r, fn); err != nil {
+			return false, err
+		}
+	}
+	skip[p] = s.next
+	if !pr.Complete {
+		pr.Next = max(pr.Next, s.next)
+		if pr.Target >= 0 && pr.Next >= pr.Target {
+			pr.Complete = true
+			*remaining--
+		}
+		cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {p: {Epoch: -1, Offset: s.next}}})
+	}
+	return true, nil
 }
 
 // settleShortLogs marks complete every partition whose log now ends at or

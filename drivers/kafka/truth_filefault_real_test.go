@@ -87,7 +87,8 @@ func deleteTopic(t *testing.T, adm *kadm.Client, topic string) {
 }
 
 // kafkaLines are the lines of a Kafka server log, written at or after
-// since, that match re.
+// since, that match re. A line without a time of its own (a stack
+// trace's) was written when the timed line before it was.
 func kafkaLines(t *testing.T, path string, since time.Time, re *regexp.Regexp) []string {
 	t.Helper()
 	f, err := os.Open(path)
@@ -98,16 +99,17 @@ func kafkaLines(t *testing.T, path string, since time.Time, re *regexp.Regexp) [
 	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	before := false // the last timed line was written before since
 	for sc.Scan() {
 		l := sc.Text()
-		if !re.MatchString(l) {
-			continue
-		}
 		// "[2026-12-03 17:14:33,150] WARN ...", local time.
 		if len(l) > 24 && l[0] == '[' {
-			if at, err := time.ParseInLocation("2006-01-02 15:04:05,000", l[1:24], time.Local); err == nil && at.Before(since.Truncate(time.Millisecond)) {
-				continue
+			if at, err := time.ParseInLocation("2006-01-02 15:04:05,000", l[1:24], time.Local); err == nil {
+				before = at.Before(since.Truncate(time.Millisecond))
 			}
+		}
+		if before || !re.MatchString(l) {
+			continue
 		}
 		out = append(out, l)
 	}
