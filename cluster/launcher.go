@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -302,6 +303,25 @@ func (b *Base) HTTPClient() *http.Client {
 		return http.DefaultClient
 	}
 	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: b.Dial}}
+}
+
+// Get GETs url from a node's HTTP port (through the hub with --netns)
+// within timeout: a health check. It returns the answer, its body already
+// read (at most 1 MiB) and closed.
+func (b *Base) Get(ctx context.Context, url string, timeout time.Duration) (*http.Response, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := b.HTTPClient().Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp, body, err
 }
 
 // WithNetns is a ClientFlags: flags, and with --netns the Net the driver

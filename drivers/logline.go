@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -12,10 +13,24 @@ import (
 // line carries none (a continuation, a stack trace).
 type LineTime func(line string) (time.Time, bool)
 
+// TimeAt is the LineTime of logs whose lines carry their time where re's
+// first group matches, written as layout in loc.
+func TimeAt(re *regexp.Regexp, layout string, loc *time.Location) LineTime {
+	return func(line string) (time.Time, bool) {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			return time.Time{}, false
+		}
+		at, err := time.ParseInLocation(layout, m[1], loc)
+		return at, err == nil
+	}
+}
+
 // scanLines calls each with the time of every line of log that contains
-// what and has a time, in order, until each returns false. A line may be
-// long: a Pulsar broker logs every setting it has on one line.
-func scanLines(log io.Reader, what string, at LineTime, each func(time.Time) bool) error {
+// what and has a time, and the line, in order, until each returns false.
+// A line may be long: a Pulsar broker logs every setting it has on one
+// line. The error is the reader's, unwrapped.
+func scanLines(log io.Reader, what string, at LineTime, each func(time.Time, string) bool) error {
 	sc := bufio.NewScanner(log)
 	sc.Buffer(make([]byte, 1<<20), 4<<20)
 	for sc.Scan() {
@@ -23,11 +38,34 @@ func scanLines(log io.Reader, what string, at LineTime, each func(time.Time) boo
 		if !strings.Contains(line, what) {
 			continue
 		}
-		if t, ok := at(line); ok && !each(t) {
+		if t, ok := at(line); ok && !each(t, line) {
 			return nil
 		}
 	}
-	if err := sc.Err(); err != nil {
+	return sc.Err()
+}
+
+// inWindow reports whether t is at or after since (to the millisecond:
+// logs keep no finer) and not after until (zero: no bound).
+func inWindow(t, since, until time.Time) bool {
+	return !t.Before(since.Truncate(time.Millisecond)) && (until.IsZero() || !t.After(until))
+}
+
+// LogWindow calls each with every line of log that has a time inside the
+// window of since and until (as FirstLogLine bounds it), with that time,
+// in order. The error is the reader's, unwrapped: the caller names the log.
+func LogWindow(log io.Reader, at LineTime, since, until time.Time, each func(t time.Time, line string)) error {
+	return scanLines(log, "", at, func(t time.Time, line string) bool {
+		if inWindow(t, since, until) {
+			each(t, line)
+		}
+		return true
+	})
+}
+
+// readTheLog names the error of a log read.
+func readTheLog(err error) error {
+	if err != nil {
 		return fmt.Errorf("read the log: %w", err)
 	}
 	return nil
@@ -38,25 +76,25 @@ func scanLines(log io.Reader, what string, at LineTime, each func(time.Time) boo
 // until (zero: no bound); zero when there is none.
 func FirstLogLine(log io.Reader, what string, at LineTime, since, until time.Time) (time.Time, error) {
 	var first time.Time
-	err := scanLines(log, what, at, func(t time.Time) bool {
-		if t.Before(since.Truncate(time.Millisecond)) || (!until.IsZero() && t.After(until)) {
+	err := scanLines(log, what, at, func(t time.Time, _ string) bool {
+		if !inWindow(t, since, until) {
 			return true
 		}
 		first = t
 		return false
 	})
-	return first, err
+	return first, readTheLog(err)
 }
 
 // LastLogLine is the time of the last line of log that contains what and
 // is not after before; zero when there is none.
 func LastLogLine(log io.Reader, what string, at LineTime, before time.Time) (time.Time, error) {
 	var last time.Time
-	err := scanLines(log, what, at, func(t time.Time) bool {
+	err := scanLines(log, what, at, func(t time.Time, _ string) bool {
 		if !t.After(before) {
 			last = t
 		}
 		return true
 	})
-	return last, err
+	return last, readTheLog(err)
 }

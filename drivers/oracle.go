@@ -1,6 +1,24 @@
 package drivers
 
-import "time"
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"time"
+)
+
+// FetchedLogs opens, one node at a time, the logs fetched from the nodes
+// of a cluster file (LogReader.RecoveryAccountFrom's logs, by node ID); a
+// node whose log was not fetched is an error.
+func FetchedLogs(logs map[int32][]byte) func(node int32) (io.ReadCloser, error) {
+	return func(node int32) (io.ReadCloser, error) {
+		b, ok := logs[node]
+		if !ok {
+			return nil, fmt.Errorf("the log oracle has no log of node %d", node)
+		}
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+}
 
 // LogAccount is the brokers' own account of a node's return after a
 // fault, read from their logs: the oracle ackcheck prints beside its own

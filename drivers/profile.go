@@ -199,5 +199,10 @@ func MaxPartitions(p Profile) (int, string) {
 	if l, ok := p.(PartitionLimiter); ok {
 		return l.MaxPartitions()
 	}
+	return defaultMaxPartitions()
+}
+
+// defaultMaxPartitions is the limit of a profile that states none.
+func defaultMaxPartitions() (int, string) {
 	return DefaultMaxPartitions, "its profile states no limit of its own, and 10,000 is the most ackcheck has run with it"
 }

@@ -289,12 +289,7 @@ func (g *Group) Refused() int64   { return g.refused.Load() }
 
 // LastProgress is when an acknowledged commit last moved a partition on
 // (zero before the first).
-func (g *Group) LastProgress() time.Time {
-	if n := g.lastCommit.Load(); n != 0 {
-		return time.Unix(0, n)
-	}
-	return time.Time{}
-}
+func (g *Group) LastProgress() time.Time { return unixNanoTime(&g.lastCommit) }
 
 // Committed is the highest acknowledged commit per partition so far.
 func (g *Group) Committed() map[int32]int64 {

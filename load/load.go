@@ -207,11 +207,7 @@ func (s *Stats) PartitionLastAck() map[int32]time.Time {
 		return out
 	}
 	for i := range *p {
-		var t time.Time
-		if n := (*p)[i].Load(); n != 0 {
-			t = time.Unix(0, n)
-		}
-		out[int32(i)] = t
+		out[int32(i)] = unixNanoTime(&(*p)[i])
 	}
 	return out
 }
@@ -237,8 +233,12 @@ const ackTimeGrain = int64(time.Millisecond)
 
 // LastAck is when the latest ack arrived, to ackTimeGrain (zero before
 // the first).
-func (s *Stats) LastAck() time.Time {
-	if n := s.lastAckNanos.Load(); n != 0 {
+func (s *Stats) LastAck() time.Time { return unixNanoTime(&s.lastAckNanos) }
+
+// unixNanoTime is the time a holds in Unix nanoseconds: the zero time
+// while it holds 0 (never set).
+func unixNanoTime(a *atomic.Int64) time.Time {
+	if n := a.Load(); n != 0 {
 		return time.Unix(0, n)
 	}
 	return time.Time{}

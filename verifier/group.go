@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -586,14 +584,8 @@ func newGroupLists(dir string, max int) (*groupLists, error) {
 		lost:        &jsonl{listing: Listing{File: CommitsLostFile, Class: CheckCommitLost}, max: int64(max)},
 		redelivered: &jsonl{listing: Listing{File: RedeliveredFile, Class: ClassRedelivered}, max: int64(max)},
 	}
-	if dir == "" {
-		return gl, nil
-	}
-	for _, j := range gl.files() {
-		if err := j.create(dir); err != nil {
-			gl.abort()
-			return nil, fmt.Errorf("write the list of %s: %w (is the run directory writable?)", j.listing.Class, err)
-		}
+	if err := createLists(dir, gl.files(), ""); err != nil {
+		return nil, err
 	}
 	return gl, nil
 }
@@ -605,43 +597,17 @@ const ClassRedelivered = "redelivered"
 func (gl *groupLists) files() []*jsonl { return []*jsonl{gl.skipped, gl.lost, gl.redelivered} }
 
 // abort removes half-written lists; after finish it does nothing.
-func (gl *groupLists) abort() {
-	for _, j := range gl.files() {
-		if j.f != nil {
-			j.f.Close()
-			os.Remove(j.f.Name())
-			j.f = nil
-		}
-	}
-}
+func (gl *groupLists) abort() { abortLists(gl.files()) }
 
 func (gl *groupLists) finish(res *Result) error {
 	for _, j := range gl.files() {
-		l := &j.listing
-		l.Capped = l.Listed < l.Total
-		if j.f == nil {
+		if !j.finish(gl.dir, "") {
 			continue
 		}
-		if l.Capped && j.err == nil {
-			j.err = j.enc.Encode(map[string]any{"capped": true, "listed": l.Listed, "total": l.Total})
-		}
-		if j.err == nil {
-			j.err = j.w.Flush()
-		}
-		if j.err == nil {
-			j.err = j.f.Sync()
-		}
-		if err := j.f.Close(); j.err == nil {
-			j.err = err
-		}
-		if j.err == nil {
-			j.err = os.Rename(j.f.Name(), filepath.Join(gl.dir, l.File))
-		}
-		j.f = nil
 		if j.err != nil {
-			return fmt.Errorf("write %s: %w (is the disk full?)", l.File, j.err)
+			return fmt.Errorf("write %s: %w (is the disk full?)", j.listing.File, j.err)
 		}
-		res.Listings = append(res.Listings, *l)
+		res.Listings = append(res.Listings, j.listing)
 	}
 	return nil
 }

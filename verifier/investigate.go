@@ -254,6 +254,67 @@ type jsonl struct {
 	err     error
 }
 
+// finish closes the list (a capped one ends with a line that says so, and
+// why when why is not "") and renames it into place in dir; its error is
+// j.err. It reports false for a list that was never opened (no dir).
+func (j *jsonl) finish(dir, why string) bool {
+	l := &j.listing
+	l.Capped = l.Listed < l.Total
+	if j.f == nil {
+		return false
+	}
+	if l.Capped && j.err == nil {
+		capped := map[string]any{"capped": true, "listed": l.Listed, "total": l.Total}
+		if why != "" {
+			capped["why"] = why
+		}
+		j.err = j.enc.Encode(capped)
+	}
+	if j.err == nil {
+		j.err = j.w.Flush()
+	}
+	if j.err == nil {
+		j.err = j.f.Sync()
+	}
+	if err := j.f.Close(); j.err == nil {
+		j.err = err
+	}
+	if j.err == nil {
+		j.err = os.Rename(j.f.Name(), filepath.Join(dir, l.File))
+	}
+	j.f = nil // finished: nothing for abort to remove
+	return true
+}
+
+// createLists opens each list's temporary file in dir ("" opens none:
+// nothing is listed, the totals are counted still). When one cannot be
+// made, those made are removed; what follows a list's class in the error
+// ("" or " messages").
+func createLists(dir string, lists []*jsonl, what string) error {
+	if dir == "" {
+		return nil
+	}
+	for _, j := range lists {
+		if err := j.create(dir); err != nil {
+			abortLists(lists)
+			return fmt.Errorf("write the list of %s%s: %w (is the run directory writable?)", j.listing.Class, what, err)
+		}
+	}
+	return nil
+}
+
+// abortLists removes the lists' half-written temporary files; a list
+// already finished (renamed into place) is left alone.
+func abortLists(lists []*jsonl) {
+	for _, j := range lists {
+		if j.f != nil {
+			j.f.Close()
+			os.Remove(j.f.Name())
+			j.f = nil
+		}
+	}
+}
+
 // create opens the list's temporary file in dir for writing.
 func (j *jsonl) create(dir string) error {
 	f, err := os.Create(filepath.Join(dir, j.listing.File+".tmp"))
@@ -296,14 +357,8 @@ func newInvestigation(dir string, max int, loadStart time.Time, recs []faults.Re
 		dups:     jsonl{listing: Listing{File: DuplicatesFile, Class: CheckDuplicates}, max: int64(max)},
 		reorders: jsonl{listing: Listing{File: ReorderedFile, Class: CheckReordered}, max: int64(max)},
 		unread:   jsonl{listing: Listing{File: UnreadFile, Class: ClassUnread}, max: int64(max)}}
-	if dir == "" {
-		return inv, nil
-	}
-	for _, j := range inv.files() {
-		if err := j.create(dir); err != nil {
-			inv.abort()
-			return nil, fmt.Errorf("write the list of %s messages: %w (is the run directory writable?)", j.listing.Class, err)
-		}
+	if err := createLists(dir, inv.files(), " messages"); err != nil {
+		return nil, err
 	}
 	return inv, nil
 }
@@ -403,27 +458,9 @@ func (inv *investigation) finish(dir string, res *Result) error {
 	var errs []string
 	for _, j := range inv.files() {
 		l := &j.listing
-		l.Capped = l.Listed < l.Total
-		if j.f == nil {
+		if !j.finish(dir, "--list-max caps each list; rerun `ackcheck report` with a larger --list-max (0: no cap) to list all") {
 			continue
 		}
-		if l.Capped && j.err == nil {
-			j.err = j.enc.Encode(map[string]any{"capped": true, "listed": l.Listed, "total": l.Total,
-				"why": "--list-max caps each list; rerun `ackcheck report` with a larger --list-max (0: no cap) to list all"})
-		}
-		if j.err == nil {
-			j.err = j.w.Flush()
-		}
-		if j.err == nil {
-			j.err = j.f.Sync()
-		}
-		if err := j.f.Close(); j.err == nil {
-			j.err = err
-		}
-		if j.err == nil {
-			j.err = os.Rename(j.f.Name(), filepath.Join(dir, l.File))
-		}
-		j.f = nil // finished: nothing for abort to remove
 		if j.err != nil {
 			os.Remove(filepath.Join(dir, l.File+".tmp"))
 			errs = append(errs, fmt.Sprintf("%s: %v", l.File, j.err))
@@ -439,14 +476,7 @@ func (inv *investigation) finish(dir string, res *Result) error {
 
 // abort removes the half-written listings (Check failed); after finish
 // it does nothing.
-func (inv *investigation) abort() {
-	for _, j := range inv.files() {
-		if j.f != nil {
-			j.f.Close()
-			os.Remove(j.f.Name())
-		}
-	}
-}
+func (inv *investigation) abort() { abortLists(inv.files()) }
 
 // WorstPartitions returns the partitions with the most lost messages,
 // most first (ties: lower partition first), at most n.

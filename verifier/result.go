@@ -344,25 +344,32 @@ func (r *Result) LatencyBetween(from, to time.Duration) (publish, e2e Latency, o
 	if h == nil || h.Window <= 0 {
 		return
 	}
-	var pub, end *hdrhistogram.Histogram
-	for i := range h.Publish {
+	pub := h.mergeWithin(h.Publish, h.PublishAll, from, to)
+	if pub == nil {
+		return
+	}
+	end := h.mergeWithin(h.E2E[:min(len(h.E2E), len(h.Publish))], h.E2EAll, from, to)
+	if end == nil {
+		end = hdrhistogram.New(1, h.E2EAll.HighestTrackableValue(), 3)
+	}
+	return summarize(pub), summarize(end), true
+}
+
+// mergeWithin merges the windows of ws that lie wholly within [from, to)
+// into one histogram of all's range; nil when no window does.
+func (h *Histograms) mergeWithin(ws []*hdrhistogram.Histogram, all *hdrhistogram.Histogram, from, to time.Duration) *hdrhistogram.Histogram {
+	var out *hdrhistogram.Histogram
+	for i, w := range ws {
 		start := time.Duration(i) * h.Window
 		if start < from || start+h.Window > to {
 			continue
 		}
-		if pub == nil {
-			pub = hdrhistogram.New(1, h.PublishAll.HighestTrackableValue(), 3)
-			end = hdrhistogram.New(1, h.E2EAll.HighestTrackableValue(), 3)
+		if out == nil {
+			out = hdrhistogram.New(1, all.HighestTrackableValue(), 3)
 		}
-		pub.Merge(h.Publish[i])
-		if i < len(h.E2E) {
-			end.Merge(h.E2E[i])
-		}
+		out.Merge(w)
 	}
-	if pub == nil {
-		return
-	}
-	return summarize(pub), summarize(end), true
+	return out
 }
 
 // CommitLatencyBetween summarises the group's commit latency of the
@@ -374,17 +381,7 @@ func (r *Result) CommitLatencyBetween(from, to time.Duration) (Latency, bool) {
 	if h == nil || h.Window <= 0 || h.CommitAll == nil {
 		return Latency{}, false
 	}
-	var c *hdrhistogram.Histogram
-	for i := range h.Commit {
-		start := time.Duration(i) * h.Window
-		if start < from || start+h.Window > to {
-			continue
-		}
-		if c == nil {
-			c = hdrhistogram.New(1, h.CommitAll.HighestTrackableValue(), 3)
-		}
-		c.Merge(h.Commit[i])
-	}
+	c := h.mergeWithin(h.Commit, h.CommitAll, from, to)
 	if c == nil {
 		return Latency{}, false
 	}

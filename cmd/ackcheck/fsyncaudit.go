@@ -66,60 +66,65 @@ message; the default setting losing messages is the expected finding.`,
   ackcheck fsync-audit --driver nats --cluster-dir /tmp/nl --partitions 3 --rate 300 --duration 20s --out runs/nats-audit
   ackcheck fsync-audit --cluster-dir /tmp/kl --group audit --consumers 2 --rate 300 --duration 20s --out runs/group-audit`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := rf.applyScenario(cmd, "the cluster whose power is cut (`ackcheck cluster <broker> up --lazyfs --dir D`)", "loss-at", &lossAt); err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("topic") {
-				rf.topic.Name = "fsync-audit-" + time.Now().UTC().Format("20060102t150405")
-			}
-			if _, err := os.Stat(rf.out); err == nil {
-				return fmt.Errorf("--out %s exists: choose a new directory", rf.out)
-			}
-			audit := scenarios.FsyncAudit{Topic: rf.topic.Name, LossAt: lossAt}
-			if lossAt <= 0 || lossAt >= rf.lc.Duration {
-				return audit.Validate(rf.lc.Duration)
-			}
-			cfg, d, err := rf.config(cmd, audit.Steps())
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			defer rf.release()
-			restore, err := prepareAudit(cmd, &rf, d, &audit)
-			if err != nil {
-				return err
-			}
-			defer restore()
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "scenario %s: power loss of every node at %s\n", audit.Name(), lossAt)
-			res, err := audit.Run(cmd.Context(), cfg, func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) })
-			if res != nil && len(res.Rows) > 0 {
-				md := res.Markdown()
-				os.WriteFile(filepath.Join(rf.out, "audit.md"), []byte(md), 0o644)
-				data, _ := json.MarshalIndent(res, "", "  ")
-				os.WriteFile(filepath.Join(rf.out, "audit.json"), append(data, '\n'), 0o644)
-				fmt.Fprintf(out, "\n%s\naudit: %s/audit.md, %s/audit.json\n", md, rf.out, rf.out)
-			}
-			if rf.cf.junit != "" {
-				if jerr := writeAuditJUnit(rf.cf.junit, audit, res, err); jerr != nil {
-					return errors.Join(err, jerr)
-				}
-				fmt.Fprintf(out, "junit: %s\n", rf.cf.junit)
-			}
-			if err != nil {
-				return err
-			}
-			if res.BrokenPromise {
-				return errVerdictFailed
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFsyncAudit(cmd, &rf, lossAt) },
 	}
 	rf.register(cmd)
 	cmd.Flags().DurationVar(&lossAt, "loss-at", 0, "when every node loses power, after the load starts (default: a third of --duration)")
 	cmd.Flags().Lookup("duration").DefValue = "60s"
 	return cmd
+}
+
+// runFsyncAudit is fsync-audit's run: the audit's settings one after the
+// other, each with its power loss at lossAt, then audit.md, audit.json and
+// the JUnit suite.
+func runFsyncAudit(cmd *cobra.Command, rf *runFlags, lossAt time.Duration) error {
+	if err := rf.applyScenario(cmd, "the cluster whose power is cut (`ackcheck cluster <broker> up --lazyfs --dir D`)", "loss-at", &lossAt); err != nil {
+		return err
+	}
+	if !cmd.Flags().Changed("topic") {
+		rf.topic.Name = "fsync-audit-" + time.Now().UTC().Format("20060102t150405")
+	}
+	if _, err := os.Stat(rf.out); err == nil {
+		return fmt.Errorf("--out %s exists: choose a new directory", rf.out)
+	}
+	audit := scenarios.FsyncAudit{Topic: rf.topic.Name, LossAt: lossAt}
+	if lossAt <= 0 || lossAt >= rf.lc.Duration {
+		return audit.Validate(rf.lc.Duration)
+	}
+	cfg, d, err := rf.config(cmd, audit.Steps())
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	defer rf.release()
+	restore, err := prepareAudit(cmd, rf, d, &audit)
+	if err != nil {
+		return err
+	}
+	defer restore()
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "scenario %s: power loss of every node at %s\n", audit.Name(), lossAt)
+	res, err := audit.Run(cmd.Context(), cfg, func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) })
+	if res != nil && len(res.Rows) > 0 {
+		md := res.Markdown()
+		os.WriteFile(filepath.Join(rf.out, "audit.md"), []byte(md), 0o644)
+		data, _ := json.MarshalIndent(res, "", "  ")
+		os.WriteFile(filepath.Join(rf.out, "audit.json"), append(data, '\n'), 0o644)
+		fmt.Fprintf(out, "\n%s\naudit: %s/audit.md, %s/audit.json\n", md, rf.out, rf.out)
+	}
+	if rf.cf.junit != "" {
+		if jerr := writeAuditJUnit(rf.cf.junit, audit, res, err); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+		fmt.Fprintf(out, "junit: %s\n", rf.cf.junit)
+	}
+	if err != nil {
+		return err
+	}
+	if res.BrokenPromise {
+		return errVerdictFailed
+	}
+	return nil
 }
 
 // prepareAudit fills the audit's settings from the driver's profile. A

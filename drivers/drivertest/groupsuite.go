@@ -43,151 +43,190 @@ type GroupHarness struct {
 //
 // It returns the topic; the groups were named <topic>-a and <topic>-b.
 func RunGroup(t *testing.T, h GroupHarness) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g := prepareGroupSuite(ctx, t, h)
+	t.Run("poll-commit", g.pollCommit)
+	t.Run("redelivery", g.redelivery)
+	return g.topic
+}
+
+// groupSuite is RunGroup's produced topic, as the read-back gives it,
+// shared by its subtests.
+type groupSuite struct {
+	ctx        context.Context
+	h          GroupHarness
+	gc         drivers.GroupConsumer
+	or         drivers.GroupOffsetReader
+	topic      string
+	partitions []int32
+	start, end map[int32]int64
+	// want is where the read-back puts each value: what a delivery must
+	// say.
+	want map[string]drivers.Position
+}
+
+// prepareGroupSuite opens a driver, produces h.Records records to a new
+// topic and reads them back.
+func prepareGroupSuite(ctx context.Context, t *testing.T, h GroupHarness) *groupSuite {
 	if h.Records == 0 {
 		h.Records = 60
 	}
 	d := h.NewDriver(t)
 	t.Cleanup(func() { d.Close() })
-	gc, ok := d.(drivers.GroupConsumer)
-	if !ok {
+	g := &groupSuite{ctx: ctx, h: h, topic: fmt.Sprintf("groupsuite-%d", time.Now().UnixNano())}
+	var ok bool
+	if g.gc, ok = d.(drivers.GroupConsumer); !ok {
 		t.Fatalf("the %s driver is not a drivers.GroupConsumer", d.Name())
 	}
-	or, ok := d.(drivers.GroupOffsetReader)
-	if !ok {
+	if g.or, ok = d.(drivers.GroupOffsetReader); !ok {
 		t.Fatalf("the %s driver is not a drivers.GroupOffsetReader", d.Name())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	topic := fmt.Sprintf("groupsuite-%d", time.Now().UnixNano())
-	info, err := d.EnsureTopic(ctx, drivers.TopicSpec{Name: topic, Partitions: h.Partitions, ReplicationFactor: h.ReplicationFactor})
+	info, err := d.EnsureTopic(ctx, drivers.TopicSpec{Name: g.topic, Partitions: h.Partitions, ReplicationFactor: h.ReplicationFactor})
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := map[int32]int64{}
+	g.partitions = info.Partitions
+	g.start = map[int32]int64{}
 	if ls, ok := d.(drivers.LogStarter); ok {
-		startAt, err := ls.StartOffsets(ctx, topic)
+		startAt, err := ls.StartOffsets(ctx, g.topic)
 		if err != nil {
 			t.Fatal(err)
 		}
-		start = startAt.Map()
+		g.start = startAt.Map()
 	}
-	produce(ctx, t, d, topic, info.Partitions, h.Records)
-	endAt, err := d.EndOffsets(ctx, topic)
+	produce(ctx, t, d, g.topic, info.Partitions, h.Records)
+	endAt, err := d.EndOffsets(ctx, g.topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := endAt.Map()
-	// Where the read-back puts each value: what a delivery must say.
-	want := map[string]drivers.Position{}
+	g.end = endAt.Map()
+	g.want = map[string]drivers.Position{}
 	from := map[int32]int64{}
 	for _, p := range info.Partitions {
-		from[p] = start[p]
+		from[p] = g.start[p]
 	}
-	if _, err := d.Read(ctx, drivers.ReadSpec{Topic: topic, From: drivers.OffsetsOf(from), To: endAt, IdleTimeout: 10 * time.Second}, func(r drivers.Record) error {
-		want[string(r.Value)] = r.Pos
+	if _, err := d.Read(ctx, drivers.ReadSpec{Topic: g.topic, From: drivers.OffsetsOf(from), To: endAt, IdleTimeout: 10 * time.Second}, func(r drivers.Record) error {
+		g.want[string(r.Value)] = r.Pos
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(want) != h.Records {
-		t.Fatalf("the read-back found %d records, %d were produced", len(want), h.Records)
+	if len(g.want) != h.Records {
+		t.Fatalf("the read-back found %d records, %d were produced", len(g.want), h.Records)
 	}
-	promise, err := gc.CommitPromise(ctx, "any")
+	promise, err := g.gc.CommitPromise(ctx, "any")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("commit promise: %+v", promise)
+	return g
+}
 
-	t.Run("poll-commit", func(t *testing.T) {
-		group := topic + "-a"
-		m, err := gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: topic, Member: 0, StartOffsets: start})
-		if err != nil {
-			t.Fatal(err)
+// pollCommit: a member polls the topic to its end, committing as it goes;
+// the broker's offsets follow the commits.
+func (g *groupSuite) pollCommit(t *testing.T) {
+	ctx, want := g.ctx, g.want
+	group := g.topic + "-a"
+	m, err := g.gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: g.topic, Member: 0, StartOffsets: g.start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	// The first poll is committed in two steps, the first half way:
+	// the broker's account must follow the commits, not the ends.
+	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+	first, err := m.Poll(pctx)
+	pcancel()
+	if err != nil || len(first) == 0 {
+		t.Fatalf("the first poll: %d deliveries, %v", len(first), err)
+	}
+	half, hi := halfWay(t, first, want)
+	checkOffsets(ctx, t, g.or, group, g.topic, commitAll(ctx, t, m, half, want))
+	committed := commitAll(ctx, t, m, hi, want)
+	got := map[string]bool{}
+	for _, dl := range first {
+		got[string(dl.Value)] = true
+	}
+	more := pollAll(ctx, t, m, want, got, 30*time.Second)
+	for p, o := range more {
+		committed[p] = max(committed[p], o)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the member was delivered %d distinct records of %d", len(got), len(want))
+	}
+	for _, p := range g.partitions {
+		if g.end[p] > g.start[p] && committed[p] != g.end[p] {
+			t.Errorf("partition %d: last acknowledged commit %d, the partition ends at %d", p, committed[p], g.end[p])
 		}
-		defer m.Close(context.Background())
-		// The first poll is committed in two steps, the first half way:
-		// the broker's account must follow the commits, not the ends.
-		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
-		first, err := m.Poll(pctx)
-		pcancel()
-		if err != nil || len(first) == 0 {
-			t.Fatalf("the first poll: %d deliveries, %v", len(first), err)
-		}
-		lo, hi := map[int32]int64{}, map[int32]int64{}
-		for _, dl := range first {
-			if pos := want[string(dl.Value)]; pos != dl.Pos {
-				t.Fatalf("delivered %q at %v, the read-back has it at %v", dl.Value, dl.Pos, pos)
-			}
-			if o, ok := lo[dl.Pos.Partition]; !ok || dl.Pos.Offset < o {
-				lo[dl.Pos.Partition] = dl.Pos.Offset
-			}
-			hi[dl.Pos.Partition] = max(hi[dl.Pos.Partition], dl.Pos.Offset+1)
-		}
-		half := map[int32]int64{}
-		for p := range hi {
-			if mid := (lo[p] + hi[p]) / 2; mid > lo[p] {
-				half[p] = mid
-			}
-		}
-		if len(half) == 0 {
-			t.Fatalf("the first poll delivered one record per partition (%v): give more records", hi)
-		}
-		checkOffsets(ctx, t, or, group, topic, commitAll(ctx, t, m, half, want))
-		committed := commitAll(ctx, t, m, hi, want)
-		got := map[string]bool{}
-		for _, dl := range first {
-			got[string(dl.Value)] = true
-		}
-		more := pollAll(ctx, t, m, want, got, 30*time.Second)
-		for p, o := range more {
-			committed[p] = max(committed[p], o)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("the member was delivered %d distinct records of %d", len(got), len(want))
-		}
-		for _, p := range info.Partitions {
-			if end[p] > start[p] && committed[p] != end[p] {
-				t.Errorf("partition %d: last acknowledged commit %d, the partition ends at %d", p, committed[p], end[p])
-			}
-		}
-		checkOffsets(ctx, t, or, group, topic, committed)
-	})
+	}
+	checkOffsets(ctx, t, g.or, group, g.topic, committed)
+}
 
-	t.Run("redelivery", func(t *testing.T) {
-		group := topic + "-b"
-		a, err := gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: topic, Member: 0, StartOffsets: start})
-		if err != nil {
-			t.Fatal(err)
+// halfWay checks that each delivery of a first poll is where the
+// read-back has it, and returns, per partition, an offset half way
+// through what the poll delivered and the offset after its last.
+func halfWay(t *testing.T, first []drivers.Delivery, want map[string]drivers.Position) (half, hi map[int32]int64) {
+	t.Helper()
+	lo := map[int32]int64{}
+	hi = map[int32]int64{}
+	for _, dl := range first {
+		if pos := want[string(dl.Value)]; pos != dl.Pos {
+			t.Fatalf("delivered %q at %v, the read-back has it at %v", dl.Value, dl.Pos, pos)
 		}
-		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
-		first, err := a.Poll(pctx)
-		pcancel()
-		if err != nil || len(first) == 0 {
-			t.Fatalf("member 0's first poll: %d deliveries, %v", len(first), err)
+		if o, ok := lo[dl.Pos.Partition]; !ok || dl.Pos.Offset < o {
+			lo[dl.Pos.Partition] = dl.Pos.Offset
 		}
-		if err := a.Close(ctx); err != nil {
-			t.Fatal(err)
+		hi[dl.Pos.Partition] = max(hi[dl.Pos.Partition], dl.Pos.Offset+1)
+	}
+	half = map[int32]int64{}
+	for p := range hi {
+		if mid := (lo[p] + hi[p]) / 2; mid > lo[p] {
+			half[p] = mid
 		}
-		left := time.Now()
-		b, err := gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: topic, Member: 1, StartOffsets: start})
-		if err != nil {
-			t.Fatal(err)
+	}
+	if len(half) == 0 {
+		t.Fatalf("the first poll delivered one record per partition (%v): give more records", hi)
+	}
+	return half, hi
+}
+
+// redelivery: a member polls once and leaves without committing; another
+// member is given those records again and commits everything.
+func (g *groupSuite) redelivery(t *testing.T) {
+	ctx := g.ctx
+	group := g.topic + "-b"
+	a, err := g.gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: g.topic, Member: 0, StartOffsets: g.start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+	first, err := a.Poll(pctx)
+	pcancel()
+	if err != nil || len(first) == 0 {
+		t.Fatalf("member 0's first poll: %d deliveries, %v", len(first), err)
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left := time.Now()
+	b, err := g.gc.JoinGroup(ctx, drivers.GroupSpec{Group: group, Topic: g.topic, Member: 1, StartOffsets: g.start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	got := map[string]bool{}
+	committed := pollAll(ctx, t, b, g.want, got, g.h.Redelivery+15*time.Second)
+	for _, dl := range first {
+		if _, ok := got[string(dl.Value)]; !ok {
+			t.Errorf("record at %v, delivered to member 0 which left without committing, was not delivered again to member 1", dl.Pos)
 		}
-		defer b.Close(context.Background())
-		got := map[string]bool{}
-		committed := pollAll(ctx, t, b, want, got, h.Redelivery+15*time.Second)
-		for _, dl := range first {
-			if _, ok := got[string(dl.Value)]; !ok {
-				t.Errorf("record at %v, delivered to member 0 which left without committing, was not delivered again to member 1", dl.Pos)
-			}
-		}
-		if len(got) != len(want) {
-			t.Errorf("member 1 was delivered %d distinct records of %d", len(got), len(want))
-		}
-		t.Logf("member 0 was delivered %d records and left; member 1 had all %d %s later", len(first), len(got), time.Since(left).Round(time.Millisecond))
-		checkOffsets(ctx, t, or, group, topic, committed)
-	})
-	return topic
+	}
+	if len(got) != len(g.want) {
+		t.Errorf("member 1 was delivered %d distinct records of %d", len(got), len(g.want))
+	}
+	t.Logf("member 0 was delivered %d records and left; member 1 had all %d %s later", len(first), len(got), time.Since(left).Round(time.Millisecond))
+	checkOffsets(ctx, t, g.or, group, g.topic, committed)
 }
 
 // produce publishes n records spread over parts and waits for every ack.

@@ -9,6 +9,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -80,27 +81,18 @@ type Config struct {
 // for the kernel's retries (about two minutes).
 const netnsDialTimeout = 10 * time.Second
 
-// WithDefaults returns c with every zero field set to its default.
+// WithDefaults returns c with every zero field set to its default; the
+// flags' defaults are these.
 func (c Config) WithDefaults() Config {
-	if c.Acks == "" {
-		c.Acks = "all"
-	}
+	c.Acks = cmp.Or(c.Acks, "all")
 	if c.Idempotent == nil {
 		on := c.Acks == "all"
 		c.Idempotent = &on
 	}
-	if c.Compression == "" {
-		c.Compression = "none"
-	}
-	if c.Linger == 0 {
-		c.Linger = 5 * time.Millisecond
-	}
-	if c.DeliveryTimeout == 0 {
-		c.DeliveryTimeout = 30 * time.Second
-	}
-	if c.MaxBuffered == 0 {
-		c.MaxBuffered = 1_000_000
-	}
+	c.Compression = cmp.Or(c.Compression, "none")
+	c.Linger = cmp.Or(c.Linger, 5*time.Millisecond)
+	c.DeliveryTimeout = cmp.Or(c.DeliveryTimeout, 30*time.Second)
+	c.MaxBuffered = cmp.Or(c.MaxBuffered, 1_000_000)
 	return c
 }
 

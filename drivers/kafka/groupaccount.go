@@ -58,12 +58,7 @@ func ReadGroupAccount(logs []NodeLog, group string, node int32, since, until tim
 
 // GroupAccount is ReadGroupAccount on the local cluster's logs.
 func (k *Cluster) GroupAccount(group string, node int32, since, until time.Time) (GroupAccount, error) {
-	logs, close, err := k.openLogs()
-	if err != nil {
-		return GroupAccount{}, err
-	}
-	defer close()
-	return ReadGroupAccount(logs, group, node, since, until)
+	return onLocalLogs(k, func(logs []NodeLog) (GroupAccount, error) { return ReadGroupAccount(logs, group, node, since, until) })
 }
 
 // GroupRecovery implements drivers.GroupLogOracle: the first "Loaded

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -97,25 +96,16 @@ type NodeLog struct {
 // and not after until (zero: no bound), with its time.
 func LogLines(logs []NodeLog, since, until time.Time, fn func(node int32, at time.Time, line string)) error {
 	for _, l := range logs {
-		sc := bufio.NewScanner(l.Log)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			m := logTime.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
-			}
-			at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], time.Local)
-			if err != nil || at.Before(since.Truncate(time.Millisecond)) || (!until.IsZero() && at.After(until)) {
-				continue
-			}
-			fn(l.Node, at, sc.Text())
-		}
-		if err := sc.Err(); err != nil {
+		if err := drivers.LogWindow(l.Log, lineTime, since, until, func(at time.Time, line string) { fn(l.Node, at, line) }); err != nil {
 			return fmt.Errorf("read node %d's log: %w", l.Node, err)
 		}
 	}
 	return nil
 }
+
+// lineTime is a Kafka log line's time, written in the machine's time
+// zone to the millisecond.
+var lineTime = drivers.TimeAt(logTime, "2006-01-02 15:04:05,000", time.Local)
 
 // ReadAccount reads broker node's fate from every node's log, between
 // since and until (zero: no bound): lines after until belong to a later
@@ -349,34 +339,31 @@ func (k *Cluster) openLogs() (logs []NodeLog, close func(), err error) {
 	return logs, close, nil
 }
 
-// Account is ReadAccount on the local cluster's logs.
-func (k *Cluster) Account(topic string, node int32, since, until time.Time) (Account, error) {
+// onLocalLogs is read on the local cluster's logs, each node's opened for
+// the read and closed after it.
+func onLocalLogs[T any](k *Cluster, read func([]NodeLog) (T, error)) (T, error) {
 	logs, close, err := k.openLogs()
 	if err != nil {
-		return Account{}, err
+		var zero T
+		return zero, err
 	}
 	defer close()
-	return ReadAccount(logs, topic, node, since, until)
+	return read(logs)
+}
+
+// Account is ReadAccount on the local cluster's logs.
+func (k *Cluster) Account(topic string, node int32, since, until time.Time) (Account, error) {
+	return onLocalLogs(k, func(logs []NodeLog) (Account, error) { return ReadAccount(logs, topic, node, since, until) })
 }
 
 // Elections is ReadElections on the local cluster's logs.
 func (k *Cluster) Elections(topic string, node int32, since, until time.Time) (Elections, error) {
-	logs, close, err := k.openLogs()
-	if err != nil {
-		return Elections{}, err
-	}
-	defer close()
-	return ReadElections(logs, topic, node, since, until)
+	return onLocalLogs(k, func(logs []NodeLog) (Elections, error) { return ReadElections(logs, topic, node, since, until) })
 }
 
 // Unclean is ReadUnclean on the local cluster's logs.
 func (k *Cluster) Unclean(topic string, since time.Time) (Unclean, error) {
-	logs, close, err := k.openLogs()
-	if err != nil {
-		return Unclean{}, err
-	}
-	defer close()
-	return ReadUnclean(logs, topic, since)
+	return onLocalLogs(k, func(logs []NodeLog) (Unclean, error) { return ReadUnclean(logs, topic, since) })
 }
 
 // RecoveryAccount implements drivers.LogOracle: for the nodes a fault

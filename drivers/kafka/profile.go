@@ -11,19 +11,66 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Profile is Apache Kafka's, for Kafka and every Kafka-compatible broker.
-type Profile struct{}
+// Profile is Apache Kafka's, for Kafka and every Kafka-compatible broker:
+// its Spec, and what depends on the driver's acks.
+type Profile struct{ drivers.Declared[Profile] }
 
 var (
 	_ drivers.Profile  = Profile{}
 	_ cluster.Provider = Profile{}
 )
 
-// Name implements drivers.Profile.
-func (Profile) Name() string { return driverName }
+// Spec implements drivers.SpecOf: what Declared answers from.
+func (Profile) Spec() drivers.Spec { return spec }
 
-// AddressFlag implements drivers.Profile.
-func (Profile) AddressFlag() string { return "brokers" }
+var spec = drivers.Spec{
+	Name: driverName, AddressFlag: "brokers",
+	NewFlags: func() drivers.Flags { return &flags{} },
+	// The fsync audit: the default (the log is flushed by the OS, not
+	// per message) against flush.messages=1 (every replica fsyncs each
+	// append before it counts), both topic settings.
+	Durability: &drivers.Durability{
+		Settings: []drivers.DurabilitySetting{
+			{Name: "default", Label: "Kafka default (flush.messages unset: no fsync per message)", ExpectLoss: true,
+				Why: "Kafka's documentation leaves durability to replication and the OS page cache by default; an ack does not wait for fsync, so when every replica loses power at once, acked messages not yet written back by the OS are lost"},
+			{Name: "flush1", Label: "flush.messages=1 (fsync every message)", TopicConfigs: map[string]string{"flush.messages": "1"},
+				ExpectLoss: false,
+				Why:        "with flush.messages=1 each replica fsyncs an append before it counts toward the high watermark, so an acks=all ack means fsynced on every in-sync replica, and a power loss loses nothing acked"},
+		},
+		Check: func(d drivers.Driver) error {
+			if acks := acksOf(d); !acksAll(acks) {
+				return fmt.Errorf("the audit compares fsync settings under acks=all; --acks %s would measure replication instead", acks)
+			}
+			return nil
+		},
+	},
+	// The brokers' own log.flush.interval.messages in server.properties.
+	ConfigFsync: &drivers.ConfigEdit{Setting: "log.flush.interval.messages", Edit: func(c string, on bool) (string, error) {
+		v := LongMax
+		if on {
+			v = "1"
+		}
+		return drivers.SetProperty(c, "log.flush.interval.messages", v), nil
+	}},
+	// 999,000 bytes. The driver leaves franz-go's ProducerBatchMaxBytes at
+	// its default, 1,000,012 bytes (Kafka's max.message.bytes default of
+	// old; brokers now allow 1,048,588), and one record batch holds a
+	// 61-byte header, the record's framing (at most 21 bytes) and its key
+	// (at most 21 bytes) besides the value; the rest is room. A topic that
+	// allows more does not help: the client's limit is fixed by the driver.
+	MaxMessageSize: 999_000,
+	// The cluster decides what it accepts (a CreateTopics beyond its
+	// limits is refused by the controller, with its error in ackcheck's),
+	// so ackcheck bounds only what no cluster should be sent: 1,000,000
+	// partitions at once is a topic whose replica assignments alone make
+	// a CreateTopics request of tens of MB and a metadata record per
+	// partition in the KRaft log. A public benchmark carried 25,000 on
+	// Kafka; the local cluster's heaps hold far fewer at RF 3.
+	MaxPartitions:    1_000_000,
+	MaxPartitionsWhy: "the cluster itself refuses what it cannot hold; this is only a sanity bound, since one CreateTopics for more carries tens of MB of replica assignments and a KRaft metadata record per partition",
+	// The log segments.
+	DataFiles: []string{"*.log"},
+}
 
 // Launcher implements cluster.Provider: a local KRaft cluster.
 func (Profile) Launcher() cluster.Launcher { return launcher }
@@ -71,56 +118,9 @@ func acksOf(d drivers.Driver) string {
 // acksAll reports whether acks waits for every in-sync replica.
 func acksAll(acks string) bool { return acks == "all" || acks == "-1" }
 
-// Durability implements drivers.Profile: the default (the log is flushed
-// by the OS, not per message) against flush.messages=1 (every replica
-// fsyncs each append before it counts), both topic settings.
-func (Profile) Durability() (drivers.Durability, bool) {
-	return drivers.Durability{
-		Settings: []drivers.DurabilitySetting{
-			{Name: "default", Label: "Kafka default (flush.messages unset: no fsync per message)", ExpectLoss: true,
-				Why: "Kafka's documentation leaves durability to replication and the OS page cache by default; an ack does not wait for fsync, so when every replica loses power at once, acked messages not yet written back by the OS are lost"},
-			{Name: "flush1", Label: "flush.messages=1 (fsync every message)", TopicConfigs: map[string]string{"flush.messages": "1"},
-				ExpectLoss: false,
-				Why:        "with flush.messages=1 each replica fsyncs an append before it counts toward the high watermark, so an acks=all ack means fsynced on every in-sync replica, and a power loss loses nothing acked"},
-		},
-		Check: func(d drivers.Driver) error {
-			if kd, ok := d.(*Driver); ok {
-				if acks := kd.Config().WithDefaults().Acks; acks != "all" && acks != "-1" {
-					return fmt.Errorf("the audit compares fsync settings under acks=all; --acks %s would measure replication instead", acks)
-				}
-			}
-			return nil
-		},
-	}, true
-}
-
 // LongMax is Kafka's "never flush by count" value, the default of
 // flush.messages and log.flush.interval.messages.
 const LongMax = "9223372036854775807"
-
-// MaxMessageSize implements drivers.Profile: 999,000 bytes. The driver
-// leaves franz-go's ProducerBatchMaxBytes at its default, 1,000,012 bytes
-// (Kafka's max.message.bytes default of old; brokers now allow 1,048,588),
-// and one record batch holds a 61-byte header, the record's framing (at
-// most 21 bytes) and its key (at most 21 bytes) besides the value; the rest
-// is room. A topic that allows more does not help: the client's limit is
-// fixed by the driver.
-func (Profile) MaxMessageSize() int { return 999_000 }
-
-// ConfigFsync implements drivers.Profile: the brokers' own
-// log.flush.interval.messages in server.properties.
-func (Profile) ConfigFsync() *drivers.ConfigEdit {
-	return &drivers.ConfigEdit{Setting: "log.flush.interval.messages", Edit: func(c string, on bool) (string, error) {
-		v := LongMax
-		if on {
-			v = "1"
-		}
-		return drivers.SetProperty(c, "log.flush.interval.messages", v), nil
-	}}
-}
-
-// NewFlags implements drivers.Profile.
-func (Profile) NewFlags() drivers.Flags { return &flags{} }
 
 // flags are the Kafka driver's flags, named as Kafka's users know them.
 type flags struct {
@@ -141,12 +141,13 @@ type flags struct {
 }
 
 func (k *flags) Register(fs *pflag.FlagSet) {
+	def := Config{}.WithDefaults()
 	fs.StringSliceVar(&k.brokers, "brokers", nil, "Kafka bootstrap brokers, host:port[,host:port...]")
-	fs.StringVar(&k.acks, "acks", "all", "producer acks: all, 1 or 0")
+	fs.StringVar(&k.acks, "acks", def.Acks, "producer acks: all, 1 or 0")
 	fs.BoolVar(&k.idempotent, "idempotent", false, "idempotent producer (default: on with --acks all, off otherwise)")
-	fs.StringVar(&k.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4, zstd")
-	fs.DurationVar(&k.linger, "linger", 5*time.Millisecond, "producer linger (linger.ms)")
-	fs.DurationVar(&k.deliveryTimeout, "delivery-timeout", 30*time.Second, "longest a record may take from send to outcome, retries included (delivery.timeout.ms); then its outcome is unknown")
+	fs.StringVar(&k.compression, "compression", def.Compression, "batch compression: none, gzip, snappy, lz4, zstd")
+	fs.DurationVar(&k.linger, "linger", def.Linger, "producer linger (linger.ms)")
+	fs.DurationVar(&k.deliveryTimeout, "delivery-timeout", def.DeliveryTimeout, "longest a record may take from send to outcome, retries included (delivery.timeout.ms); then its outcome is unknown")
 	fs.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	fs.StringVar(&k.saslUsername, "sasl-username", "", "SASL user name")
 	fs.StringVar(&k.saslPassword, "sasl-password", "", "SASL password (or set ACKCHECK_SASL_PASSWORD); never written to the run directory")
@@ -203,18 +204,3 @@ func (k *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	public.SASLPassword = ""
 	return d, public, nil
 }
-
-// MaxPartitions implements drivers.PartitionLimiter: the cluster decides
-// what it accepts (a CreateTopics beyond its limits is refused by the
-// controller, with its error in ackcheck's), so ackcheck bounds only what
-// no cluster should be sent: 1,000,000 partitions at once is a topic
-// whose replica assignments alone make a CreateTopics request of tens of
-// MB and a metadata record per partition in the KRaft log. A public
-// benchmark carried 25,000 on Kafka; the local cluster's heaps hold far
-// fewer at RF 3.
-func (Profile) MaxPartitions() (int, string) {
-	return 1_000_000, "the cluster itself refuses what it cannot hold; this is only a sanity bound, since one CreateTopics for more carries tens of MB of replica assignments and a KRaft metadata record per partition"
-}
-
-// DataFiles implements drivers.DataFiler: the log segments.
-func (Profile) DataFiles() []string { return []string{"*.log"} }

@@ -71,17 +71,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		fetches := cl.PollFetches(pctx)
 		cancel()
-		var ferr error
-		var damaged []int32
-		fetches.EachError(func(_ string, p int32, err error) {
-			switch {
-			case damagedBatch(err):
-				damaged = append(damaged, p)
-				ferr = err
-			case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
-				ferr = err
-			}
-		})
+		ferr, damaged := fetchErrors(fetches)
 		progressed, err := deliver(fetches, &rep, &remaining, skip, fn)
 		if err != nil {
 			return rep, err
@@ -108,22 +98,45 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 			}
 		}
 		if remaining > 0 && time.Since(lastProgress) > idle {
-			for p := range rep.Partitions {
-				if pr := &rep.Partitions[p]; pr.Asked && !pr.Complete && (pr.Note == "" || strings.HasPrefix(pr.Note, salvageNote)) {
-					why := pr.Note
-					pr.Note = fmt.Sprintf("no progress for %s at offset %d of %d", idle, pr.Next, pr.Target)
-					if ferr != nil {
-						pr.Note += ": " + ferr.Error()
-					}
-					if why != "" {
-						pr.Note += "; " + why
-					}
-				}
-			}
+			noteNoProgress(&rep, idle, ferr)
 			return rep, nil
 		}
 	}
 	return rep, nil
+}
+
+// fetchErrors is a poll's last fetch error that is not the poll's own
+// timeout or cancellation, and the partitions whose batch was damaged
+// (damagedBatch), which salvage reads past.
+func fetchErrors(fetches kgo.Fetches) (ferr error, damaged []int32) {
+	fetches.EachError(func(_ string, p int32, err error) {
+		switch {
+		case damagedBatch(err):
+			damaged = append(damaged, p)
+			ferr = err
+		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
+			ferr = err
+		}
+	})
+	return ferr, damaged
+}
+
+// noteNoProgress says, for each partition still short of its target and
+// not already explained (other than by a salvage), that the read made no
+// progress for idle, with the last fetch error ferr.
+func noteNoProgress(rep *drivers.ReadReport, idle time.Duration, ferr error) {
+	for p := range rep.Partitions {
+		if pr := &rep.Partitions[p]; pr.Asked && !pr.Complete && (pr.Note == "" || strings.HasPrefix(pr.Note, salvageNote)) {
+			why := pr.Note
+			pr.Note = fmt.Sprintf("no progress for %s at offset %d of %d", idle, pr.Next, pr.Target)
+			if ferr != nil {
+				pr.Note += ": " + ferr.Error()
+			}
+			if why != "" {
+				pr.Note += "; " + why
+			}
+		}
+	}
 }
 
 // deliver hands fetches' records to fn, record by record, up to each

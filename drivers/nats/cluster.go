@@ -238,18 +238,12 @@ func (n *Cluster) StartNode(ctx context.Context, id int32) error {
 // (js-server-only would not do: it answers OK before the meta layer has
 // elected a leader, and a stream created then times out.)
 func (n *Cluster) Healthy(ctx context.Context, id int32) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.hostPort(id, 200)+"/healthz?js-meta-only=true", nil)
-	resp, err := n.HTTPClient().Do(req)
+	resp, body, err := n.Get(ctx, "http://"+n.hostPort(id, 200)+"/healthz?js-meta-only=true", 3*time.Second)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	var body bytes.Buffer
-	body.ReadFrom(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/healthz: %s %s", resp.Status, strings.TrimSpace(body.String()))
+		return fmt.Errorf("/healthz: %s %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
 }

@@ -18,6 +18,7 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,17 +110,11 @@ func (c Config) httpClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: hubDialer{&netns.Net{Prefix: c.NetNS}}.DialContext, DisableKeepAlives: true}}
 }
 
-// WithDefaults fills the zero fields.
+// WithDefaults fills the zero fields; the flags' defaults are these.
 func (c Config) WithDefaults() Config {
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = 30 * time.Second
-	}
-	if c.AckTimeout == 0 {
-		c.AckTimeout = 5 * time.Second
-	}
-	if c.MaxPending == 0 {
-		c.MaxPending = 10000
-	}
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, 30*time.Second)
+	c.AckTimeout = cmp.Or(c.AckTimeout, 5*time.Second)
+	c.MaxPending = cmp.Or(c.MaxPending, 10000)
 	return c
 }
 

@@ -2,7 +2,6 @@ package nats
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -185,13 +184,7 @@ func (n *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time
 // RecoveryAccountFrom implements drivers.LogReader: RecoveryAccount on
 // logs fetched from the nodes of a cluster file.
 func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	return recoveryAccount(fmt.Sprintf("nats-server's logs (nodes %v, %s)", nodes, source), topic, nodes, since, until, func(node int32) (io.ReadCloser, error) {
-		b, ok := logs[node]
-		if !ok {
-			return nil, fmt.Errorf("the log oracle has no log of node %d", node)
-		}
-		return io.NopCloser(bytes.NewReader(b)), nil
-	})
+	return recoveryAccount(fmt.Sprintf("nats-server's logs (nodes %v, %s)", nodes, source), topic, nodes, since, until, drivers.FetchedLogs(logs))
 }
 
 // recoveryAccount is RecoveryAccount on the logs open opens, one per node.

@@ -1,10 +1,8 @@
 package pulsar
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -320,18 +318,12 @@ func (p *Cluster) StartNode(ctx context.Context, id int32) error {
 // Healthy implements cluster.Broker: the broker passes its own health
 // check (it writes and reads a message through the bookie).
 func (p *Cluster) Healthy(ctx context.Context, _ int32) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.AdminURL()+"/admin/v2/brokers/health", nil)
-	resp, err := p.HTTPClient().Do(req)
+	resp, body, err := p.Get(ctx, p.AdminURL()+"/admin/v2/brokers/health", 5*time.Second)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	var body bytes.Buffer
-	body.ReadFrom(resp.Body)
-	if resp.StatusCode != 200 || strings.TrimSpace(body.String()) != "ok" {
-		return fmt.Errorf("health check: %s %s", resp.Status, strings.TrimSpace(body.String()))
+	if text := strings.TrimSpace(string(body)); resp.StatusCode != 200 || text != "ok" {
+		return fmt.Errorf("health check: %s %s", resp.Status, text)
 	}
 	return nil
 }

@@ -150,21 +150,17 @@ func startID(start int64, p int32) utils.MessageID {
 
 // partitionCount is how many partitions topic has.
 func (d *Driver) partitionCount(ctx context.Context, topic string) (*utils.TopicName, int, error) {
-	tn, err := d.topic(topic)
+	tn, n, err := d.describe(ctx, topic)
+	if isStatus(err, 404) {
+		return nil, 0, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
-	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
-	if err != nil {
-		if isStatus(err, 404) {
-			return nil, 0, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
-		}
-		return nil, 0, d.unreachable("describe topic "+tn.String(), err)
-	}
-	if meta.Partitions < 1 {
+	if n < 1 {
 		return nil, 0, fmt.Errorf("topic %s is not partitioned: give a topic ackcheck made", tn)
 	}
-	return tn, meta.Partitions, nil
+	return tn, n, nil
 }
 
 // ensureSubscription makes subscription sub on partition pt at start,

@@ -30,14 +30,7 @@ var logTime = regexp.MustCompile(`^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]`)
 // and not after until (zero: no bound), read in loc; zero when there is
 // none.
 func FirstReady(log io.Reader, since, until time.Time, loc *time.Location) (time.Time, error) {
-	return drivers.FirstLogLine(log, ServiceReady, func(line string) (time.Time, bool) {
-		m := logTime.FindStringSubmatch(line)
-		if m == nil {
-			return time.Time{}, false
-		}
-		at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], loc)
-		return at, err == nil
-	}, since, until)
+	return drivers.FirstLogLine(log, ServiceReady, drivers.TimeAt(logTime, "2006-01-02 15:04:05,000", loc), since, until)
 }
 
 // RecoveryAccount implements drivers.LogOracle for the local standalone:

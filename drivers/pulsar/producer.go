@@ -40,16 +40,12 @@ func (p *pendingSend) finish(o drivers.Outcome) bool {
 
 // NewProducer implements drivers.Driver.
 func (d *Driver) NewProducer(ctx context.Context, topic string, id uint32) (drivers.Producer, error) {
-	tn, err := d.topic(topic)
+	tn, partitions, err := d.describe(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
-	if err != nil {
-		return nil, d.unreachable("describe topic "+tn.String(), err)
-	}
 	p := &producer{pending: map[uint64]*pendingSend{}}
-	for i := 0; i < meta.Partitions; i++ {
+	for i := 0; i < partitions; i++ {
 		pt, _ := tn.GetPartition(i)
 		pp, err := d.client.CreateProducer(pulsar.ProducerOptions{
 			Topic:                   pt.String(),

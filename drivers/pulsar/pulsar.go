@@ -11,6 +11,7 @@
 package pulsar
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,23 +104,13 @@ func (c Config) httpTransport() http.RoundTripper {
 	return &http.Transport{DialContext: hubDial(c.NetNS), DisableKeepAlives: true}
 }
 
-// WithDefaults fills the zero fields.
+// WithDefaults fills the zero fields; the flags' defaults are these.
 func (c Config) WithDefaults() Config {
-	if c.Tenant == "" {
-		c.Tenant = "public"
-	}
-	if c.Namespace == "" {
-		c.Namespace = "default"
-	}
-	if c.BatchingMaxPublishDelay == 0 {
-		c.BatchingMaxPublishDelay = 10 * time.Millisecond
-	}
-	if c.SendTimeout == 0 {
-		c.SendTimeout = 30 * time.Second
-	}
-	if c.MaxPendingMessages == 0 {
-		c.MaxPendingMessages = 10000
-	}
+	c.Tenant = cmp.Or(c.Tenant, "public")
+	c.Namespace = cmp.Or(c.Namespace, "default")
+	c.BatchingMaxPublishDelay = cmp.Or(c.BatchingMaxPublishDelay, 10*time.Millisecond)
+	c.SendTimeout = cmp.Or(c.SendTimeout, 30*time.Second)
+	c.MaxPendingMessages = cmp.Or(c.MaxPendingMessages, 10000)
 	return c
 }
 
@@ -257,6 +248,21 @@ func (d *Driver) topic(name string) (*utils.TopicName, error) {
 	return tn, nil
 }
 
+// describe is topic's full name and its partition count, as the admin API
+// gives it. A failed answer is wrapped with %w (isStatus sees its HTTP
+// status) unless no broker answered at all (drivers.ErrUnreachable).
+func (d *Driver) describe(ctx context.Context, topic string) (*utils.TopicName, int, error) {
+	tn, err := d.topic(topic)
+	if err != nil {
+		return nil, 0, err
+	}
+	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
+	if err != nil {
+		return tn, 0, d.unreachable("describe topic "+tn.String(), err)
+	}
+	return tn, meta.Partitions, nil
+}
+
 func (d *Driver) partition(name string, p int32) (*utils.TopicName, error) {
 	tn, err := d.topic(name)
 	if err != nil {
@@ -350,19 +356,15 @@ func (d *Driver) EnsureTopic(ctx context.Context, spec drivers.TopicSpec) (drive
 // EndOffsets implements drivers.Driver: per partition, the first position
 // after its last message (0 for a partition never written).
 func (d *Driver) EndOffsets(ctx context.Context, topic string) (drivers.Offsets, error) {
-	tn, err := d.topic(topic)
+	tn, partitions, err := d.describe(ctx, topic)
+	if isStatus(err, 404) {
+		return drivers.Offsets{}, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
+	}
 	if err != nil {
 		return drivers.Offsets{}, err
 	}
-	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
-	if err != nil {
-		if isStatus(err, 404) {
-			return drivers.Offsets{}, fmt.Errorf("%s: %w", tn, drivers.ErrTopicMissing)
-		}
-		return drivers.Offsets{}, d.unreachable("describe topic "+tn.String(), err)
-	}
-	out := drivers.MakeOffsets(meta.Partitions)
-	for p := 0; p < meta.Partitions; p++ {
+	out := drivers.MakeOffsets(partitions)
+	for p := 0; p < partitions; p++ {
 		pt, _ := tn.GetPartition(p)
 		id, err := d.lastMessageID(ctx, pt)
 		if err != nil {
@@ -424,15 +426,11 @@ func (d *Driver) Topology(ctx context.Context, topic string) (drivers.Topology, 
 		topo.Nodes = append(topo.Nodes, drivers.Node{ID: id, Host: host, Port: int32(pn)})
 	}
 	sort.Slice(topo.Nodes, func(i, j int) bool { return topo.Nodes[i].ID < topo.Nodes[j].ID })
-	tn, err := d.topic(topic)
+	tn, partitions, err := d.describe(ctx, topic)
 	if err != nil {
 		return topo, err
 	}
-	meta, err := d.admin.Topics().GetMetadataWithContext(ctx, *tn)
-	if err != nil {
-		return topo, d.unreachable("describe topic "+tn.String(), err)
-	}
-	for p := 0; p < meta.Partitions; p++ {
+	for p := 0; p < partitions; p++ {
 		ps := drivers.PartitionState{Partition: int32(p), Leader: -1, Epoch: -1}
 		pt, _ := tn.GetPartition(p)
 		look, err := d.admin.Topics().LookupWithContext(ctx, *pt)

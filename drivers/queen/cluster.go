@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -298,17 +296,14 @@ func (q *Cluster) Healthy(ctx context.Context, id int32) error {
 	if id == DBNode {
 		return q.pingDB(ctx, "queen")
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, q.URL()+"/health", nil)
-	resp, err := q.HTTPClient().Do(req)
+	_, body, err := q.Get(ctx, q.URL()+"/health", 3*time.Second)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
 	var h struct {
 		Status   string `json:"status"`
 		Database string `json:"database"`
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if err := json.Unmarshal(body, &h); err != nil {
 		return fmt.Errorf("/health: %s", cluster.Tail(body, 200))
 	}

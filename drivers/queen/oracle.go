@@ -1,7 +1,6 @@
 package queen
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -28,14 +27,7 @@ const (
 var logTime = regexp.MustCompile(`^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})`)
 
 // lineTime reads the time either log writes at the start of its lines.
-func lineTime(line string) (time.Time, bool) {
-	m := logTime.FindStringSubmatch(line)
-	if m == nil {
-		return time.Time{}, false
-	}
-	at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.UTC)
-	return at, err == nil
-}
+var lineTime = drivers.TimeAt(logTime, "2006-01-02 15:04:05.000", time.UTC)
 
 // LastLine finds the time of the last line of log that contains what and
 // is not after before; zero when there is none.
@@ -89,13 +81,7 @@ func (q *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time
 // logs fetched from the nodes of a cluster file (node 1 the Queen
 // server's, node 2 PostgreSQL's, as in a local cluster).
 func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	return recoveryAccount(fmt.Sprintf("Queen's logs (nodes %v, %s)", nodes, source), nodes, since, until, func(node int32) (io.ReadCloser, error) {
-		b, ok := logs[node]
-		if !ok {
-			return nil, fmt.Errorf("the log oracle has no log of node %d", node)
-		}
-		return io.NopCloser(bytes.NewReader(b)), nil
-	})
+	return recoveryAccount(fmt.Sprintf("Queen's logs (nodes %v, %s)", nodes, source), nodes, since, until, drivers.FetchedLogs(logs))
 }
 
 // recoveryAccount is RecoveryAccount on the logs open opens, one per node.

@@ -9,32 +9,62 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Profile is Queen MQ's.
-type Profile struct{}
+// Profile is Queen MQ's: its Spec, and what a fault does to a node, from
+// Queen's documentation.
+type Profile struct{ drivers.Declared[Profile] }
 
 var (
 	_ drivers.Profile  = Profile{}
 	_ cluster.Provider = Profile{}
 )
 
-// Name implements drivers.Profile.
-func (Profile) Name() string { return driverName }
+// Spec implements drivers.SpecOf: what Declared answers from.
+func (Profile) Spec() drivers.Spec { return spec }
 
-// AddressFlag implements drivers.Profile.
-func (Profile) AddressFlag() string { return "queen-url" }
+var spec = drivers.Spec{
+	Name: driverName, AddressFlag: "queen-url",
+	NewFlags: func() drivers.Flags { return &flags{} },
+	// From Queen's documentation: pushes are acknowledged after
+	// PostgreSQL committed them, with a file buffer for when it cannot.
+	LeaderKill: "the Queen server (every queue's only server) dies; pushes go unanswered until it restarts; what it committed to PostgreSQL stays, so no acknowledged message is lost",
+	// The fsync audit: PostgreSQL's own default (synchronous_commit=on:
+	// the commit's WAL is fsynced before Queen answers) against
+	// synchronous_commit=off, switched by a clean restart of PostgreSQL.
+	Durability: &drivers.Durability{Settings: []drivers.DurabilitySetting{
+		{Name: "default", Label: "PostgreSQL default (synchronous_commit=on)", ExpectLoss: false, ServerFsync: drivers.ServerFsync(true),
+			Why: "Queen's documentation states synchronous_commit=on and an fsync of the WAL before it answers 201: a queued ack is fsynced, and a power loss of the database loses nothing acked"},
+		{Name: "synchronous-commit-off", Label: "synchronous_commit=off", ExpectLoss: true, ServerFsync: drivers.ServerFsync(false),
+			Why: "PostgreSQL documents that with synchronous_commit=off a commit returns before its WAL is flushed (up to 3 x wal_writer_delay later), so a power loss of the database can lose acknowledged commits"},
+	}},
+	// synchronous_commit in each node's postgresql.conf (a cluster file's
+	// config_file).
+	ConfigFsync: &drivers.ConfigEdit{Setting: "synchronous_commit", Edit: func(c string, on bool) (string, error) {
+		v := "off"
+		if on {
+			v = "on"
+		}
+		return drivers.SetProperty(c, "synchronous_commit", v), nil
+	}},
+	// 1 MiB. Queen 0.15 documents no limit: a value travels base64 in a
+	// JSON push body, is stored as a jsonb string in PostgreSQL (up to 255
+	// MB) and comes back the same way, each whole in memory on every side.
+	// Larger values are untested, so they are refused rather than guessed
+	// at.
+	MaxMessageSize: 1 << 20,
+	// Queen makes a partition at the first push that names it, in the
+	// same log entry as the message; ackcheck creates none. 10,000,000 is
+	// the name space the load writes into (partition names "p0" to
+	// "p9999999"), not a creation: the partitions a run touches are the
+	// ones that exist after it.
+	MaxPartitions:    10_000_000,
+	MaxPartitionsWhy: "Queen makes a partition at its first push, so this is the name space the load writes into, not a count created up front",
+	// PostgreSQL's relation files (named by their OIDs, from 1; WAL
+	// segments and pg_xact files begin with 0 and are left alone).
+	DataFiles: []string{"[1-9]*"},
+}
 
 // Launcher implements cluster.Provider: a Queen server on PostgreSQL.
 func (Profile) Launcher() cluster.Launcher { return launcher }
-
-// Expect implements drivers.Profile, from Queen's documentation: pushes
-// are acknowledged after PostgreSQL committed them, with a file buffer
-// for when it cannot.
-func (Profile) Expect(s drivers.Scenario, _ drivers.Driver) (string, string) {
-	if s == drivers.LeaderKill {
-		return "", "the Queen server (every queue's only server) dies; pushes go unanswered until it restarts; what it committed to PostgreSQL stays, so no acknowledged message is lost"
-	}
-	return "", ""
-}
 
 // ExpectFault implements drivers.FaultExpecter (a test asserts it), from
 // Queen's documentation.
@@ -47,42 +77,6 @@ func (Profile) ExpectFault(f drivers.NodeFault, _ drivers.Driver) string {
 	}
 	return ""
 }
-
-// Durability implements drivers.Profile: PostgreSQL's own default
-// (synchronous_commit=on: the commit's WAL is fsynced before Queen
-// answers) against synchronous_commit=off, switched by a clean restart of
-// PostgreSQL.
-func (Profile) Durability() (drivers.Durability, bool) {
-	on, off := true, false
-	return drivers.Durability{Settings: []drivers.DurabilitySetting{
-		{Name: "default", Label: "PostgreSQL default (synchronous_commit=on)", ExpectLoss: false, ServerFsync: &on,
-			Why: "Queen's documentation states synchronous_commit=on and an fsync of the WAL before it answers 201: a queued ack is fsynced, and a power loss of the database loses nothing acked"},
-		{Name: "synchronous-commit-off", Label: "synchronous_commit=off", ExpectLoss: true, ServerFsync: &off,
-			Why: "PostgreSQL documents that with synchronous_commit=off a commit returns before its WAL is flushed (up to 3 x wal_writer_delay later), so a power loss of the database can lose acknowledged commits"},
-	}}, true
-}
-
-// MaxMessageSize implements drivers.Profile: 1 MiB. Queen 0.15 documents
-// no limit: a value travels base64 in a
-// JSON push body, is stored as a jsonb string in PostgreSQL (up to 255 MB)
-// and comes back the same way, each whole in memory on every side. Larger
-// values are untested, so they are refused rather than guessed at.
-func (Profile) MaxMessageSize() int { return 1 << 20 }
-
-// ConfigFsync implements drivers.Profile: synchronous_commit in each
-// node's postgresql.conf (a cluster file's config_file).
-func (Profile) ConfigFsync() *drivers.ConfigEdit {
-	return &drivers.ConfigEdit{Setting: "synchronous_commit", Edit: func(c string, on bool) (string, error) {
-		v := "off"
-		if on {
-			v = "on"
-		}
-		return drivers.SetProperty(c, "synchronous_commit", v), nil
-	}}
-}
-
-// NewFlags implements drivers.Profile.
-func (Profile) NewFlags() drivers.Flags { return &flags{} }
 
 // flags are the Queen driver's flags.
 type flags struct {
@@ -97,14 +91,15 @@ type flags struct {
 }
 
 func (f *flags) Register(fs *pflag.FlagSet) {
+	def := Config{}.WithDefaults()
 	fs.StringVar(&f.url, "queen-url", "", "Queen: the server's HTTP address, http://host:6632")
 	fs.StringVar(&f.postgresURL, "postgres-url", "", "Queen: the database its queues live in, postgres://user@host:5432/queen (read-back and PostgreSQL's durability settings)")
-	fs.DurationVar(&f.pushTimeout, "push-timeout", 30*time.Second, "Queen: longest a message may take from its first push to its outcome, pushes sent again with the same transactionId included; then its outcome is unknown")
-	fs.DurationVar(&f.attemptTimeout, "push-attempt-timeout", 10*time.Second, "Queen: longest one HTTP push waits for its answer before it is sent again")
-	fs.IntVar(&f.batch, "push-batch", 100, "Queen: most items one HTTP push carries")
-	fs.DurationVar(&f.linger, "push-linger", 5*time.Millisecond, "Queen: longest a push waits for more items")
-	fs.IntVar(&f.concurrency, "push-concurrency", 8, "Queen: HTTP pushes in flight per producer")
-	fs.IntVar(&f.maxPending, "push-max-pending", 10000, "Queen: unanswered messages per producer; one past it is rejected")
+	fs.DurationVar(&f.pushTimeout, "push-timeout", def.PushTimeout, "Queen: longest a message may take from its first push to its outcome, pushes sent again with the same transactionId included; then its outcome is unknown")
+	fs.DurationVar(&f.attemptTimeout, "push-attempt-timeout", def.AttemptTimeout, "Queen: longest one HTTP push waits for its answer before it is sent again")
+	fs.IntVar(&f.batch, "push-batch", def.MaxBatch, "Queen: most items one HTTP push carries")
+	fs.DurationVar(&f.linger, "push-linger", def.Linger, "Queen: longest a push waits for more items")
+	fs.IntVar(&f.concurrency, "push-concurrency", def.MaxConcurrent, "Queen: HTTP pushes in flight per producer")
+	fs.IntVar(&f.maxPending, "push-max-pending", def.MaxPending, "Queen: unanswered messages per producer; one past it is rejected")
 	fs.StringVar(&f.bufferDir, "queen-buffer-dir", "", "Queen: the server's file buffer dir (FILE_BUFFER_DIR), when this machine can read it; the read-back then waits until no file there holds events (the server's own count misses files an earlier server process left)")
 	drivers.RegisterNetns(fs)
 }
@@ -136,17 +131,3 @@ func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	}
 	return d, d.Config(), nil
 }
-
-// MaxPartitions implements drivers.PartitionLimiter: Queen makes a
-// partition at the first push that names it, in the same log entry as the
-// message; ackcheck creates none. 10,000,000 is the name space the load
-// writes into (partition names "p0" to "p9999999"), not a creation: the
-// partitions a run touches are the ones that exist after it.
-func (Profile) MaxPartitions() (int, string) {
-	return 10_000_000, "Queen makes a partition at its first push, so this is the name space the load writes into, not a count created up front"
-}
-
-// DataFiles implements drivers.DataFiler: PostgreSQL's relation files
-// (named by their OIDs, from 1; WAL segments and pg_xact files begin
-// with 0 and are left alone).
-func (Profile) DataFiles() []string { return []string{"[1-9]*"} }

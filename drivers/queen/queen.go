@@ -23,6 +23,7 @@
 package queen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,26 +102,14 @@ func (c Config) dialer() func(ctx context.Context, network, addr string) (net.Co
 	}
 }
 
-// WithDefaults fills the zero fields.
+// WithDefaults fills the zero fields; the flags' defaults are these.
 func (c Config) WithDefaults() Config {
-	if c.PushTimeout == 0 {
-		c.PushTimeout = 30 * time.Second
-	}
-	if c.AttemptTimeout == 0 {
-		c.AttemptTimeout = 10 * time.Second
-	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = 100
-	}
-	if c.Linger == 0 {
-		c.Linger = 5 * time.Millisecond
-	}
-	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = 8
-	}
-	if c.MaxPending == 0 {
-		c.MaxPending = 10000
-	}
+	c.PushTimeout = cmp.Or(c.PushTimeout, 30*time.Second)
+	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, 10*time.Second)
+	c.MaxBatch = cmp.Or(c.MaxBatch, 100)
+	c.Linger = cmp.Or(c.Linger, 5*time.Millisecond)
+	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, 8)
+	c.MaxPending = cmp.Or(c.MaxPending, 10000)
 	return c
 }
 
