@@ -104,8 +104,13 @@ func TestRealKafkaScaleLeaderKill(t *testing.T) {
 			res.PartitionsTouched, scalePartitions, res.ReadBackComplete, res.Unread, res.ReadBackNotes)
 	}
 
-	kill, restart := res.Faults[0], res.Faults[1]
-	el, err := k.Elections(topic, kill.Node, kill.At, restart.At)
+	// The controller moves leaders and shrinks ISRs when it fences the
+	// killed broker, which can come after the restart was asked for (at
+	// 13.6 s, the restart at 12 s, in one run here): the window runs on
+	// from the kill. Only lines moving a leader away from the broker or
+	// dropping it from an ISR count, and nothing kills it again.
+	kill := res.Faults[0]
+	el, err := k.Elections(topic, kill.Node, kill.At, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
