@@ -39,8 +39,8 @@ const scalePartitions = 2000
 // most partitions, so at least a third of them moved, to a replica in the
 // ISR (no unclean election); every partition's ISR dropped it; and with
 // acks=all no partition can ack a message sent after the kill before its
-// ISR dropped the broker, so ackcheck's slowest first ack is at or after
-// the last such line, and not far after it.
+// ISR dropped the broker, so each partition's first ack is at or after
+// its ISR line; the ready and in-sync figures agree with the logs.
 func TestRealKafkaScaleLeaderKill(t *testing.T) {
 	if os.Getenv(envScale) == "" {
 		t.Skipf("set %s=1 to run the partition-scale truths (several minutes)", envScale)
@@ -57,6 +57,10 @@ func TestRealKafkaScaleLeaderKill(t *testing.T) {
 	if _, err := d.EnsureTopic(ctx, drivers.TopicSpec{Name: topic, Partitions: scalePartitions, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
 	}
+	// Its 6,000 logs go with the test: left behind, each run's made the
+	// next one's cluster slower (acked 789, 394, then 222 a second before
+	// the kill in three runs one after the other on one cluster).
+	defer deleteTopic(t, adminFor(t, k), topic)
 	// Every ISR full in the metadata is not enough: the controller sets
 	// the ISR to every replica at creation, and a follower still making
 	// its logs has fetched nothing. Its leader drops it after
@@ -144,21 +148,25 @@ func TestRealKafkaScaleLeaderKill(t *testing.T) {
 	if len(el.Shrunk) != scalePartitions {
 		t.Errorf("the controller dropped broker %d from %d ISRs; every one of the %d partitions held it", kill.Node, len(el.Shrunk), scalePartitions)
 	}
-	// Log times are to the millisecond and the kill's stamp is taken just
-	// before the signal: 200 ms of slack below, 5 s above (the producers'
-	// metadata refresh and retry backoff after a NOT_LEADER answer).
-	switch {
-	case kill.SlowestFirstAckMs < 0:
+	// Every partition acked a message sent after the kill, and none before
+	// the controller dropped the broker from its ISR (log times are to the
+	// millisecond and the kill's stamp is taken just before the signal:
+	// 200 ms of slack). The logs give no upper bound: how long after the
+	// election the first ack comes is the cluster's serving, which at
+	// 2,000 partitions on this machine took 29.7 s for the slowest (the
+	// last ISR line at 8.9 s, acks at 8 and 86 a second in the 20 s after
+	// the kill), so it is reported, not held to a bound.
+	if kill.SlowestFirstAckMs < 0 {
 		t.Errorf("some partitions never acked a message sent after the kill (first_ack_ms -1): no first ack to hold against the controller's log")
-	case kill.SlowestFirstAckMs < ms(lastShrink)-200 || kill.SlowestFirstAckMs > ms(lastShrink)+5000:
-		t.Errorf("slowest first ack %.0f ms after the kill; the controller's last ISR change dropping broker %d came at %.0f ms", kill.SlowestFirstAckMs, kill.Node, ms(lastShrink))
 	}
+	t.Logf("slowest first ack %.0f ms after the kill; the controller's last ISR change dropping broker %d came at %.0f ms", kill.SlowestFirstAckMs, kill.Node, ms(lastShrink))
 	for p, v := range kill.FirstAckMs {
 		if at, ok := el.Shrunk[p]; ok && v >= 0 && v < ms(at)-200 {
 			t.Errorf("partition %d: first ack %.0f ms after the kill, before the controller dropped broker %d from its ISR at %.0f ms", p, v, kill.Node, ms(at))
 		}
 	}
-	checkAgainstKafkaLogs(t, k, topic, scenariotest.Figures(res, true))
+	// Ready and in sync against the logs; the first acks were held above.
+	checkAgainstKafkaLogs(t, k, topic, scenariotest.Figures(res, false))
 }
 
 // waitLogsMade waits until every broker of k holds a log for each of the
