@@ -129,18 +129,16 @@ func TestPartitionsFileAndListedGaps(t *testing.T) {
 	}
 }
 
-// appendPartitionLine writes what encoding/json writes.
-func TestPartitionLineAsJSON(t *testing.T) {
-	for _, pl := range []PartitionLine{
-		{Partition: 0, Acked: 0, Gaps: []Gap{}},
-		{Partition: 999999, Acked: 12, Gaps: []Gap{{FromS: 0, ToS: 0.51}, {FromS: 1.5, ToS: 12345.67}, {FromS: 1e-7, ToS: 3e21}}},
-	} {
-		want, err := json.Marshal(pl)
+// appendSeconds writes what encoding/json writes for a gap's seconds,
+// in its plain range and beyond it.
+func TestAppendSecondsAsJSON(t *testing.T) {
+	for _, v := range []float64{0, 0.51, 1.5, 12345.67, 1e-7, 3e21, 0.1 + 0.2} {
+		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendPartitionLine(nil, pl); string(got) != string(want)+"\n" {
-			t.Errorf("got %s, want %s", got, want)
+		if got := appendSeconds(nil, v); string(got) != string(want) {
+			t.Errorf("%v: got %s, want %s", v, got, want)
 		}
 	}
 }
@@ -239,7 +237,7 @@ func TestFaultPartitionFiguresBounded(t *testing.T) {
 	}
 }
 
-// boundaryText's lines are appendPartitionLine's byte for byte, for every
+// boundaryText's lines are encoding/json's byte for byte, for every
 // boundary of an hour's load (formatted once, then from its memo) and for
 // boundaries past the memo.
 func TestBoundaryTextLinesAsPartitionLine(t *testing.T) {
@@ -250,7 +248,11 @@ func TestBoundaryTextLinesAsPartitionLine(t *testing.T) {
 		for _, s := range spans {
 			pl.Gaps = append(pl.Gaps, Gap{FromS: bucketSeconds(s[0]), ToS: bucketSeconds(s[1])})
 		}
-		want := appendPartitionLine(nil, pl)
+		j, err := json.Marshal(pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append(j, '\n')
 		for range 2 { // the second time from the memo
 			if got := bt.appendLine(nil, pl.Partition, pl.Acked, spans); string(got) != string(want) {
 				t.Fatalf("spans %v: got %s, want %s", spans, got, want)
