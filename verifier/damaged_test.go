@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,10 +70,12 @@ func TestDamagedRecordsAreCorrupt(t *testing.T) {
 		lost     int64
 		records  int64 // ReadBackReport.DamagedRecords
 		spans    int
+		extra    int // records of another run after the 20, at 20 on
 	}{
 		{name: "no damage", verdict: Pass},
 		{name: "a batch fails its CRC, values intact", damaged: batch, verdict: Fail, corrupt: 5, lost: 5, records: 5, spans: 1},
 		{name: "a batch fails its CRC, records unparsed", damaged: batch, unparsed: true, verdict: Fail, lost: 5, spans: 1},
+		{name: "a batch of no acked message fails its CRC, unparsed", damaged: map[int64]bool{20: true, 21: true}, unparsed: true, extra: 2, verdict: Fail, spans: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,6 +94,9 @@ func TestDamagedRecordsAreCorrupt(t *testing.T) {
 				topic.values = append(topic.values, enc.Encode(nil, message.ID{Run: 1, Seq: i}, start.UnixNano()))
 				run.Record(ledger.Send, ledger.Event{Seq: i, Time: start.UnixNano()})
 				run.Record(ledger.Outcome, ledger.Event{Seq: i, Status: ledger.OutcomeAcked, Offset: int64(i), Time: int64(time.Millisecond)})
+			}
+			for i := range tc.extra {
+				topic.values = append(topic.values, enc.Encode(nil, message.ID{Run: 2, Seq: uint64(i)}, start.UnixNano()))
 			}
 			if err := run.Flush(); err != nil {
 				t.Fatal(err)
@@ -120,12 +126,20 @@ func TestDamagedRecordsAreCorrupt(t *testing.T) {
 			}
 			var sum strings.Builder
 			res.WriteSummary(&sum)
-			if said := strings.Contains(sum.String(), "partition 0: offsets 5-9, "); said != (tc.spans > 0) || len(res.ReadBackDamaged[0]) != tc.spans {
-				t.Fatalf("result's damaged spans %v; the summary names offsets 5-9: %v\n%s", res.ReadBackDamaged, said, sum.String())
+			first, last := int64(-1), int64(-1)
+			for o := range tc.damaged {
+				if first < 0 || o < first {
+					first = o
+				}
+				last = max(last, o)
+			}
+			span := fmt.Sprintf("partition 0: offsets %d-%d, ", first, last)
+			if said := strings.Contains(sum.String(), span); said != (tc.spans > 0) || len(res.ReadBackDamaged[0]) != tc.spans {
+				t.Fatalf("result's damaged spans %v; the summary names %q: %v\n%s", res.ReadBackDamaged, span, said, sum.String())
 			}
 			if tc.spans > 0 {
-				if s := rb.Damaged[0][0]; s.First != 5 || s.Last != 9 {
-					t.Fatalf("damaged span %+v, want offsets 5-9", s)
+				if s := rb.Damaged[0][0]; s.First != first || s.Last != last {
+					t.Fatalf("damaged span %+v, want offsets %d-%d", s, first, last)
 				}
 			}
 		})

@@ -226,7 +226,7 @@ func judgeGroup(ctx context.Context, run, reads *ledger.Ledger, info ledger.RunI
 	}
 	g.lostCommits()
 	g.stalls(res, info)
-	g.commitLatency(res, opts.Window)
+	g.commitLatency(res)
 	res.Group = g.res
 	return inv.finish(res)
 }
@@ -714,8 +714,9 @@ func ruleGroupDelivered(res *Result, _ Options) []finding {
 // answer is the commits' time. A call is its commits with one member and
 // one answer time; its latency is that time minus the latest delivery of
 // a covered last record to the same member no later than the answer.
-// Windows are by the poll's time, as publish latency's are by send time.
-func (g *groupJudge) commitLatency(res *Result, window time.Duration) {
+// Windows are by the poll's time, as publish latency's are by send time,
+// and as wide as theirs (res.Hist).
+func (g *groupJudge) commitLatency(res *Result) {
 	type call struct {
 		member uint8
 		at     int64
@@ -744,17 +745,15 @@ func (g *groupJudge) commitLatency(res *Result, window time.Duration) {
 	g.res.CommitsUntimed = int64(len(untimed))
 	all := latency.New(3)
 	var windows []*hdrhistogram.Histogram
-	if res.Hist != nil && res.Hist.Window > 0 {
+	var window time.Duration
+	if res.Hist != nil {
 		window = res.Hist.Window
 	}
 	for k, at := range polled {
 		d := time.Duration(k.at - at)
 		latency.Record(all, d)
-		if window <= 0 {
-			continue
-		}
-		i := int((at - g.loadStart) / int64(window))
-		if i < 0 || i > 100000 {
+		i, ok := windowIndex(at, g.loadStart, window)
+		if !ok {
 			continue
 		}
 		for len(windows) <= i {

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,25 +41,31 @@ func TestGroupCommitLatency(t *testing.T) {
 		calls   int64
 		maxMs   float64
 		untimed int64
+		// byWindow: the timed calls in each 500 ms window of
+		// res.Hist.Commit, by poll time (nil: not checked)
+		byWindow []int64
 	}{
 		{"one call, two partitions: one sample",
 			[]del{{0, 0, 0, 100, 0}, {1, 0, 1, 100, 0}, {2, 1, 0, 100, 0}},
-			[]commit{{0, 2, 130, 0}, {1, 1, 130, 0}}, 1, 30, 0},
+			[]commit{{0, 2, 130, 0}, {1, 1, 130, 0}}, 1, 30, 0, nil},
 		{"two calls of two members",
 			[]del{{0, 0, 0, 100, 0}, {1, 1, 0, 200, 1}},
-			[]commit{{0, 1, 110, 0}, {1, 1, 250, 1}}, 2, 50, 0},
+			[]commit{{0, 1, 110, 0}, {1, 1, 250, 1}}, 2, 50, 0, nil},
 		{"redelivered record: the latest delivery before the answer",
 			[]del{{0, 0, 0, 100, 0}, {0, 0, 0, 900, 0}, {0, 0, 0, 400, 0}},
-			[]commit{{0, 1, 420, 0}, {0, 1, 950, 0}}, 2, 50, 0},
+			[]commit{{0, 1, 420, 0}, {0, 1, 950, 0}}, 2, 50, 0, nil},
 		{"the record went to another member: untimed",
 			[]del{{0, 0, 0, 100, 1}},
-			[]commit{{0, 1, 120, 0}}, 0, 0, 1},
+			[]commit{{0, 1, 120, 0}}, 0, 0, 1, nil},
 		{"one timed partition times the call",
 			[]del{{0, 0, 0, 100, 0}},
-			[]commit{{0, 1, 160, 0}, {1, 7, 160, 0}}, 1, 60, 0},
+			[]commit{{0, 1, 160, 0}, {1, 7, 160, 0}}, 1, 60, 0, nil},
 		{"delivered after the answer: untimed",
 			[]del{{0, 0, 0, 300, 0}},
-			[]commit{{0, 1, 200, 0}}, 0, 0, 1},
+			[]commit{{0, 1, 200, 0}}, 0, 0, 1, nil},
+		{"windows by the poll's time, not the answer's",
+			[]del{{0, 0, 0, 400, 0}, {1, 1, 0, 1100, 1}},
+			[]commit{{0, 1, 700, 0}, {1, 1, 1200, 1}}, 2, 300, 0, []int64{1, 0, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run, err := ledger.Open(t.TempDir(), ledger.Options{FlushInterval: time.Hour})
@@ -98,6 +105,15 @@ func TestGroupCommitLatency(t *testing.T) {
 			// HdrHistogram keeps 3 significant figures.
 			if g.CommitLatency.Count != tc.calls || g.CommitLatency.Max < tc.maxMs || g.CommitLatency.Max > tc.maxMs*1.001 || g.CommitsUntimed != tc.untimed {
 				t.Fatalf("commit latency %+v, untimed %d; want %d calls, max %.0f ms, %d untimed", g.CommitLatency, g.CommitsUntimed, tc.calls, tc.maxMs, tc.untimed)
+			}
+			if tc.byWindow != nil {
+				var got []int64
+				for _, w := range res.Hist.Commit {
+					got = append(got, w.TotalCount())
+				}
+				if !slices.Equal(got, tc.byWindow) || res.Hist.CommitAll.TotalCount() != tc.calls {
+					t.Fatalf("calls by window %v (all %d), want %v", got, res.Hist.CommitAll.TotalCount(), tc.byWindow)
+				}
 			}
 		})
 	}

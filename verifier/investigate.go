@@ -282,6 +282,9 @@ func (j *jsonl) finish(dir, why string) bool {
 	if j.err == nil {
 		j.err = os.Rename(j.f.Name(), filepath.Join(dir, l.File))
 	}
+	if j.err != nil {
+		os.Remove(j.f.Name()) // abort will not: finish owns the file now
+	}
 	j.f = nil // finished: nothing for abort to remove
 	return true
 }
@@ -462,7 +465,6 @@ func (inv *investigation) finish(dir string, res *Result) error {
 			continue
 		}
 		if j.err != nil {
-			os.Remove(filepath.Join(dir, l.File+".tmp"))
 			errs = append(errs, fmt.Sprintf("%s: %v", l.File, j.err))
 			continue
 		}

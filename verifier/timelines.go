@@ -58,9 +58,22 @@ func newTimelines(run ledger.RunInfo, window time.Duration, ft *faultTracker) *t
 	return t
 }
 
+// windowIndex is the index of the latency window of width w holding at,
+// counted from start; false before start or past the last window kept.
+func windowIndex(at, start int64, w time.Duration) (int, bool) {
+	if w <= 0 {
+		return 0, false
+	}
+	i := int((at - start) / int64(w))
+	return i, i >= 0 && i <= maxWindows
+}
+
+// maxWindows bounds the latency windows a run keeps.
+const maxWindows = 100000
+
 func (t *timelines) windowAt(intended int64) *window {
-	i := int((intended - t.start) / int64(t.window))
-	if i < 0 || i > 100000 {
+	i, ok := windowIndex(intended, t.start, t.window)
+	if !ok {
 		return nil
 	}
 	for len(t.windows) <= i {

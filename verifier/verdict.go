@@ -135,8 +135,22 @@ func ruleLost(res *Result, _ Options) []finding {
 	return []finding{failed(CheckLost, "%d acked messages were not read back %s%s (%d more in partitions not read to their end are unread, not judged)", res.Lost, where, deleted, res.Unread)}
 }
 
+// ruleCorrupt fails on a copy whose checksum failed, and on a batch the
+// broker served whose own checksum failed even when none of its records
+// is counted corrupt: records that did not parse, or that were no
+// message of this run, are still a broker serving damaged data.
 func ruleCorrupt(res *Result, _ Options) []finding {
-	return one(res.Corrupt > 0, failed(CheckCorrupt, "%d copies failed their checksum", res.Corrupt))
+	spans := 0
+	for _, ss := range res.ReadBackDamaged {
+		spans += len(ss)
+	}
+	switch {
+	case res.Corrupt > 0:
+		return []finding{failed(CheckCorrupt, "%d copies failed their checksum", res.Corrupt)}
+	case spans > 0:
+		return []finding{failed(CheckCorrupt, "the broker served %d record batches whose checksum fails (see read_back_damaged in result.json): records of theirs that did not parse, or were not messages of this run, count as corrupt nowhere else", spans)}
+	}
+	return nil
 }
 
 // unproven reports whether the run's ledger was judged and cannot be

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"github.com/ackcheck/ackcheck/drivers"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +132,19 @@ func TestVerdictPrecedence(t *testing.T) {
 		if tc.r.Verdict != tc.want {
 			t.Errorf("%s: verdict %s, want %s (%v)", tc.name, tc.r.Verdict, tc.want, tc.r.Reasons)
 		}
+	}
+}
+
+// A batch the broker served whose checksum failed fails the run even when
+// none of its records is counted corrupt (they did not parse, or were
+// not this run's messages).
+func TestRuleCorruptFiresOnDamagedSpans(t *testing.T) {
+	r := &Result{ReadBackDamaged: map[int32][]drivers.DamagedSpan{0: {{First: 20, Last: 24, Why: "stored CRC 00000001, computed 00000002"}}}}
+	got := ruleCorrupt(r, Options{})
+	if len(got) != 1 || got[0].outcome != outcomeFail || got[0].check != CheckCorrupt || !strings.Contains(got[0].message, "1 record batches") {
+		t.Fatalf("damaged span: %+v", got)
+	}
+	if got := ruleCorrupt(&Result{ReadBackDamaged: map[int32][]drivers.DamagedSpan{}}, Options{}); len(got) != 0 {
+		t.Fatalf("no span: %+v", got)
 	}
 }

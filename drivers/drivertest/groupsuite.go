@@ -142,13 +142,13 @@ func (g *groupSuite) pollCommit(t *testing.T) {
 		t.Fatalf("the first poll: %d deliveries, %v", len(first), err)
 	}
 	half, hi := halfWay(t, first, want)
-	checkOffsets(ctx, t, g.or, group, g.topic, commitAll(ctx, t, m, half, want))
-	committed := commitAll(ctx, t, m, hi, want)
+	checkOffsets(ctx, t, g.or, group, g.topic, commitAll(ctx, t, m, half, want, g.end))
+	committed := commitAll(ctx, t, m, hi, want, g.end)
 	got := map[string]bool{}
 	for _, dl := range first {
 		got[string(dl.Value)] = true
 	}
-	more := pollAll(ctx, t, m, want, got, 30*time.Second)
+	more := pollAll(ctx, t, m, want, got, g.end, 30*time.Second)
 	for p, o := range more {
 		committed[p] = max(committed[p], o)
 	}
@@ -216,7 +216,7 @@ func (g *groupSuite) redelivery(t *testing.T) {
 	}
 	defer b.Close(context.Background())
 	got := map[string]bool{}
-	committed := pollAll(ctx, t, b, g.want, got, g.h.Redelivery+15*time.Second)
+	committed := pollAll(ctx, t, b, g.want, got, g.end, g.h.Redelivery+15*time.Second)
 	for _, dl := range first {
 		if _, ok := got[string(dl.Value)]; !ok {
 			t.Errorf("record at %v, delivered to member 0 which left without committing, was not delivered again to member 1", dl.Pos)
@@ -255,7 +255,7 @@ func produce(ctx context.Context, t *testing.T, d drivers.Driver, topic string, 
 // passed, committing after each poll. It checks each delivery's position
 // against want and each commit's answer, adds what was delivered to got,
 // and returns the last acknowledged commit per partition.
-func pollAll(ctx context.Context, t *testing.T, m drivers.GroupMember, want map[string]drivers.Position, got map[string]bool, limit time.Duration) map[int32]int64 {
+func pollAll(ctx context.Context, t *testing.T, m drivers.GroupMember, want map[string]drivers.Position, got map[string]bool, end map[int32]int64, limit time.Duration) map[int32]int64 {
 	t.Helper()
 	committed := map[int32]int64{}
 	deadline := time.Now().Add(limit)
@@ -284,7 +284,7 @@ func pollAll(ctx context.Context, t *testing.T, m drivers.GroupMember, want map[
 		if len(next) == 0 {
 			continue
 		}
-		for p, o := range commitAll(ctx, t, m, next, want) {
+		for p, o := range commitAll(ctx, t, m, next, want, end) {
 			committed[p] = max(committed[p], o)
 		}
 	}
@@ -296,9 +296,9 @@ func pollAll(ctx context.Context, t *testing.T, m drivers.GroupMember, want map[
 // the same records of want (the read-back's positions): no record lies
 // between the two. A broker whose offsets are not dense may name the
 // commit its own way (Pulsar: the position after the last entry acked,
-// where the member asked for the position after its last message). It
-// returns the answers' offsets.
-func commitAll(ctx context.Context, t *testing.T, m drivers.GroupMember, next map[int32]int64, want map[string]drivers.Position) map[int32]int64 {
+// where the member asked for the position after its last message), but
+// never past the partition's end. It returns the answers' offsets.
+func commitAll(ctx context.Context, t *testing.T, m drivers.GroupMember, next map[int32]int64, want map[string]drivers.Position, end map[int32]int64) map[int32]int64 {
 	t.Helper()
 	answers, err := m.Commit(ctx, next)
 	if err != nil {
@@ -308,6 +308,9 @@ func commitAll(ctx context.Context, t *testing.T, m drivers.GroupMember, next ma
 	for _, a := range answers {
 		if a.Err != nil {
 			t.Fatalf("commit of partition %d at %d refused: %v", a.Partition, a.Offset, a.Err)
+		}
+		if e, ok := end[a.Partition]; ok && a.Offset > e {
+			t.Fatalf("commit of partition %d at %d answered offset %d, past the partition's end %d", a.Partition, next[a.Partition], a.Offset, e)
 		}
 		if between := recordsBetween(want, a.Partition, a.Offset, next[a.Partition]); between > 0 {
 			t.Fatalf("commit of partition %d at %d answered offset %d, %d records apart", a.Partition, next[a.Partition], a.Offset, between)

@@ -228,7 +228,13 @@ func (sv *salvager) salvage(ctx context.Context, cl *kgo.Client, topic string, p
 	if strings.HasPrefix(pr.Note, salvageNote) {
 		pr.Note = ""
 	}
-	pr.Damaged = append(pr.Damaged, s.spans...)
+	for _, sp := range s.spans {
+		// The raw fetch reads past the window; a span outside it is not
+		// this read-back's.
+		if sp.Last >= pr.Next && (pr.Target < 0 || sp.First < pr.Target) {
+			pr.Damaged = append(pr.Damaged, sp)
+		}
+	}
 	for _, r := range s.records {
 		if _, err := take(pr, remaining, r, fn); err != nil {
 			return false, err
