@@ -391,14 +391,14 @@ func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drive
 		parts = append(parts, p)
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
-	acks := map[int32][]pulsar.MessageID{}
+	acks := map[int32][]pulsar.Message{}
 	var all []pulsar.MessageID
 	for _, p := range parts {
 		var keep []pulsar.Message
 		for _, msg := range m.pending[p] {
 			id := msg.ID()
 			if pos, err := Pack(id.LedgerID(), id.EntryID(), id.BatchIdx()); err == nil && pos < next[p] {
-				acks[p] = append(acks[p], id)
+				acks[p] = append(acks[p], msg)
 				all = append(all, id)
 			} else {
 				keep = append(keep, msg)
@@ -406,12 +406,19 @@ func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drive
 		}
 		m.pending[p] = keep
 	}
+	// Messages whose ack did not go through stay the member's to ack: a
+	// Shared subscription without an ack timeout keeps them with this
+	// consumer, and the partition's mark-delete could not move past them.
+	putBack := func(p int32) { m.pending[p] = append(acks[p], m.pending[p]...) }
 	failed := map[int32]error{}
 	if len(all) > 0 {
 		done := make(chan error, 1)
 		go func() { done <- m.c.AckIDList(all) }()
 		select {
 		case <-ctx.Done():
+			for _, p := range parts {
+				putBack(p)
+			}
 			return nil, fmt.Errorf("group %s: the acks of %d messages got no answer: %w", m.group, len(all), ctx.Err())
 		case err := <-done:
 			var ae pulsar.AckError
@@ -423,7 +430,13 @@ func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drive
 					}
 				}
 			case err != nil:
+				for _, p := range parts {
+					putBack(p)
+				}
 				return nil, fmt.Errorf("group %s: ack %d messages: %w", m.group, len(all), err)
+			}
+			for p := range failed {
+				putBack(p)
 			}
 		}
 	}

@@ -219,10 +219,10 @@ func TestRealPulsarGroupCoordinatorKill(t *testing.T) {
 // partition's first message behind its members' backs (admin reset-cursor:
 // the broker disconnects the members' consumers, which reconnect). The
 // group is given again what the broker had answered acks for: acks lost.
-// The same reset 30 entries past the partition's last entry does not make
-// "skipped" fire here: the broker clamped it to the end (measured: 0
-// skipped, 0 redelivered), so no record lay between; the runner's tests
-// make skipped fire with drivertest.FaultyGroup.
+// Only that reset is run: a reset 30 entries past the partition's last
+// entry, tried by hand, did not make "skipped" fire (the broker clamped
+// it to the end: 0 skipped, 0 redelivered), so no record lay between;
+// the runner's tests make skipped fire with drivertest.FaultyGroup.
 func TestRealPulsarGroupChecksFire(t *testing.T) {
 	p := plainPulsar.Get(t)
 	res := drivertest.RunGroupFault(t, drivertest.GroupFaultHarness{

@@ -47,11 +47,6 @@ func TestCommittedFloor(t *testing.T) {
 			t.Errorf("committedFloor(%q) = %d, want %d", c.in, got, c.want)
 		}
 	}
-	// Agreement with EndOffsets: the last entry acked is the end.
-	end, _ := afterEntry(12, 4)
-	if got, _ := committedFloor("12:4"); got != end {
-		t.Errorf("a partition acked to its last entry 12:4 commits %d, EndOffsets says it ends at %d", got, end)
-	}
 	// Every message of entry 12:4, batched or not, is below its floor;
 	// the next entry's first is not.
 	floor, _ := committedFloor("12:4")
