@@ -182,12 +182,13 @@ func prepareAudit(cmd *cobra.Command, rf *runFlags, d drivers.Driver, audit *sce
 // and restore puts back the value found, however the audit ends.
 func prepareAuditCommits(cmd *cobra.Command, rf *runFlags, d drivers.Driver, audit *scenarios.FsyncAudit) (restore func(), err error) {
 	cs, ok := d.(drivers.CommitFsyncSetter)
-	if rf.group.Name == "" || !ok {
+	gc, isGroup := d.(drivers.GroupConsumer)
+	if rf.group.Name == "" || !ok || !isGroup {
 		return func() {}, nil
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := d.(drivers.GroupConsumer).CommitPromise(ctx, rf.group.Name); err != nil {
+	if _, err := gc.CommitPromise(ctx, rf.group.Name); err != nil {
 		return nil, fmt.Errorf("--group %s: read what a commit means on this cluster: %w (the brokers must answer and name a group coordinator)", rf.group.Name, err)
 	}
 	was, err := cs.CommitFsync(ctx)

@@ -46,10 +46,11 @@ const (
 )
 
 // damagedBatch reports whether err, a fetch error for one partition, says
-// a batch is damaged: kgo's own CRC check failed, or a broker answered
-// CORRUPT_MESSAGE, or kgo found a magic byte that is not a record batch's
-// (the magic lies before what the CRC covers; kgo then stays at the
-// batch, as for a CRC that fails).
+// a batch is damaged: kgo's own CRC check failed, or kgo found a magic
+// byte that is not a record batch's (the magic lies before what the CRC
+// covers), or a broker answered CORRUPT_MESSAGE. The last is never
+// salvaged: the raw fetch gets the same answer, and the partition's note
+// then says so while the read waits, as for any broker error.
 func damagedBatch(err error) bool {
 	if err == nil {
 		return false
@@ -145,7 +146,8 @@ func salvageBatches(topic string, p int32, from int64, raw []byte) (salvaged, er
 			raw[batchMagicAt] = 2
 		}
 		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Topic: topic, Partition: p, Offset: from, DisableCRCValidation: !b.intact(),
+			// splitBatches checked every batch's CRC already.
+			Topic: topic, Partition: p, Offset: from, DisableCRCValidation: true,
 		}, &kmsg.FetchResponseTopicPartition{Partition: p, RecordBatches: raw}, kgo.DefaultDecompressor(), nil)
 		n := 0
 		for _, r := range fp.Records {
