@@ -268,11 +268,10 @@ func auditCases(audit scenarios.FsyncAudit, res *scenarios.AuditResult, runErr e
 				c.Status, c.Message = reportpkg.Errored, fmt.Sprintf("no conclusion: the read-back did not finish; finish it with `ackcheck verify --out %s`", r.Out)
 			case !strings.HasPrefix(r.PowerLoss, "applied"), r.Verdict == verifier.Aborted, r.Verdict == verifier.Unproven:
 				c.Status, c.Message = reportpkg.Errored, r.Finding
-			case r.Broken():
+			case !s.ExpectLoss && r.Lost > 0:
 				c.Status, c.Message = reportpkg.Failed, r.Finding
-				if r.Setting.ExpectLoss || r.Lost == 0 { // the consumer side broke it
-					c.Message = r.Consumer.Finding
-				}
+			case r.Consumer != nil && r.Consumer.BrokenPromise():
+				c.Status, c.Message = reportpkg.Failed, r.Consumer.Finding
 			}
 		case i == len(rows) && runErr != nil:
 			c.Status, c.Message = reportpkg.Errored, runErr.Error()
