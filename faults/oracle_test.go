@@ -202,16 +202,26 @@ func TestReadOracleGroupTakeover(t *testing.T) {
 	in.init()
 	t0 := time.Now()
 	for _, r := range []Record{
-		{Action: Kill, Target: "coordinator:g1", Node: 1, At: t0, Result: Applied, ReadyAt: t0.Add(9 * time.Second)},
+		// Never seen back (a restart late in a loaded run): the takeover
+		// came while the node was away, and is read all the same.
+		{Action: Kill, Target: "coordinator:g1", Node: 1, At: t0, Result: Applied},
 		{Action: Kill, Target: "node:2", Node: 2, At: t0.Add(20 * time.Second), Result: Applied, ReadyAt: t0.Add(29 * time.Second)},
 		{Action: Kill, Target: "coordinator:g2", Node: 3, At: t0.Add(40 * time.Second), Result: Applied, ReadyAt: t0.Add(49 * time.Second)},
+		// A node never seen back, no group: nothing to hold the logs against.
+		{Action: Kill, Target: "node:1", Node: 1, At: t0.Add(50 * time.Second), Result: Applied},
 	} {
 		in.log.add(r)
 	}
 	in.ReadOracle(context.Background(), "t", t0.Add(time.Minute))
 	recs := in.Records()
+	if recs[0].Oracle == nil {
+		t.Fatal("no account read for the coordinator kill whose node was never seen back")
+	}
 	if g := recs[0].Oracle.Group; g == nil || !g.At.Equal(t0.Add(3*time.Second)) || g.What != "node 2 loaded group g1" {
 		t.Errorf("coordinator kill's group account %+v", g)
+	}
+	if recs[3].Oracle != nil {
+		t.Errorf("the logs read for a kill whose node was never seen back: %+v", recs[3].Oracle)
 	}
 	if recs[1].Oracle.Group != nil || recs[2].Oracle.Group != nil {
 		t.Errorf("group accounts where none was due or said: %+v, %+v", recs[1].Oracle.Group, recs[2].Oracle.Group)
