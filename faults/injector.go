@@ -332,12 +332,7 @@ func (in *Injector) Heal(ctx context.Context) ([]string, error) {
 // WaitRecovery waits for the recovery measurements to finish, at most
 // until ctx ends.
 func (in *Injector) WaitRecovery(ctx context.Context) {
-	done := make(chan struct{})
-	go func() { in.watchers.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	_ = drivers.Within(ctx, in.watchers.Wait)
 }
 
 // InForce describes what the faults have applied and not yet undone, for

@@ -267,12 +267,7 @@ func (c *contract) closeEndedStage(ctx context.Context) bool {
 
 // waitGroup waits for wg at most d and reports whether it finished.
 func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(d):
-		return false
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return drivers.Within(ctx, wg.Wait) == nil
 }

@@ -140,11 +140,6 @@ func (p *faultyProducer) Close(ctx context.Context) error {
 	for _, h := range rest {
 		p.Producer.Publish(h.ctx, h.m, h.done)
 	}
-	waited := make(chan struct{})
-	go func() { p.extra.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-ctx.Done():
-	}
+	_ = drivers.Within(ctx, p.extra.Wait) // its side publishes, at most until ctx ends
 	return p.Producer.Close(ctx)
 }

@@ -182,17 +182,10 @@ func (m *member) Commit(ctx context.Context, next map[int32]int64) ([]drivers.Co
 // Close implements drivers.GroupMember: the member leaves the group
 // without committing (automatic commits are off).
 func (m *member) Close(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		m.cl.CloseAllowingRebalance()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("kafka group member: leave the group: %w", ctx.Err())
+	if err := drivers.Within(ctx, m.cl.CloseAllowingRebalance); err != nil {
+		return fmt.Errorf("kafka group member: leave the group: %w", err)
 	}
+	return nil
 }
 
 // CommitPromise implements drivers.GroupConsumer from the offsets

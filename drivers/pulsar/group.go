@@ -469,17 +469,10 @@ func (m *groupMember) Commit(ctx context.Context, next map[int32]int64) ([]drive
 // members. The subscriptions stay: they are the group's.
 func (m *groupMember) Close(ctx context.Context) error {
 	m.pending = map[int32][]pulsar.Message{}
-	done := make(chan struct{})
-	go func() {
-		m.c.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("group %s: close the member's consumer: %w", m.group, ctx.Err())
+	if err := drivers.Within(ctx, m.c.Close); err != nil {
+		return fmt.Errorf("group %s: close the member's consumer: %w", m.group, err)
 	}
+	return nil
 }
 
 // markDelete reads sub's mark-delete position on partition p of tn from

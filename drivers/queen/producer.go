@@ -287,12 +287,8 @@ func (p *producer) Close(ctx context.Context) error {
 		close(p.in)
 	}
 	p.inMu.Unlock()
-	done := make(chan struct{})
-	go func() { p.flights.Wait(); close(done) }()
-	select {
-	case <-done:
+	if drivers.Within(ctx, p.flights.Wait) == nil {
 		return nil
-	case <-ctx.Done():
 	}
 	p.mu.Lock()
 	left := make([]*item, 0, len(p.pending))
