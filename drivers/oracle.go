@@ -4,13 +4,31 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
+
+// LogOpener opens node's log for a log oracle to read: a local cluster's
+// file (LocalLogs) or the bytes fetched from a node of a cluster file
+// (FetchedLogs). Its error names the node and, for a file, the path.
+type LogOpener func(node int32) (io.ReadCloser, error)
+
+// LocalLogs opens the logs of a local cluster's nodes, at the paths file
+// gives (a launcher's LogFile).
+func LocalLogs(file func(node int32) string) LogOpener {
+	return func(node int32) (io.ReadCloser, error) {
+		f, err := os.Open(file(node))
+		if err != nil {
+			return nil, fmt.Errorf("the log oracle reads node %d's log %s: %w (is the cluster directory still there?)", node, file(node), err)
+		}
+		return f, nil
+	}
+}
 
 // FetchedLogs opens, one node at a time, the logs fetched from the nodes
 // of a cluster file (LogReader.RecoveryAccountFrom's logs, by node ID); a
 // node whose log was not fetched is an error.
-func FetchedLogs(logs map[int32][]byte) func(node int32) (io.ReadCloser, error) {
+func FetchedLogs(logs map[int32][]byte) LogOpener {
 	return func(node int32) (io.ReadCloser, error) {
 		b, ok := logs[node]
 		if !ok {
@@ -18,6 +36,23 @@ func FetchedLogs(logs map[int32][]byte) func(node int32) (io.ReadCloser, error) 
 		}
 		return io.NopCloser(bytes.NewReader(b)), nil
 	}
+}
+
+// ReadLog opens node's log with open, hands it to read (a broker's
+// parser) and closes it. A read error is wrapped with the node; an open
+// error is open's own. T is what the parser makes of the log.
+func ReadLog[T any](open LogOpener, node int32, read func(log io.Reader) (T, error)) (T, error) {
+	f, err := open(node)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer f.Close()
+	v, err := read(f)
+	if err != nil {
+		return v, fmt.Errorf("node %d's log: %w", node, err)
+	}
+	return v, nil
 }
 
 // LogAccount is the brokers' own account of a node's return after a

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -80,12 +79,7 @@ func ReadAccount(log io.Reader, pid int) (Account, error) {
 
 // Account is ReadAccount on node's log in the local cluster.
 func (n *Cluster) Account(node int32, pid int) (Account, error) {
-	f, err := os.Open(n.LogFile(node))
-	if err != nil {
-		return Account{}, fmt.Errorf("the log oracle reads node %d's log: %w", node, err)
-	}
-	defer f.Close()
-	return ReadAccount(f, pid)
+	return drivers.ReadLog(drivers.LocalLogs(n.LogFile), node, func(log io.Reader) (Account, error) { return ReadAccount(log, pid) })
 }
 
 // Window is what a node's log says of its return after a fault, from the
@@ -172,13 +166,7 @@ var streamRe = regexp.MustCompile(`stream '([^']+)' is not current`)
 // the last catch-up of one. With several nodes the latest bound holds. A
 // node whose log has no line in the window gives no account.
 func (n *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	return recoveryAccount(fmt.Sprintf("nats-server's logs (nodes %v)", nodes), topic, nodes, since, until, func(node int32) (io.ReadCloser, error) {
-		f, err := os.Open(n.LogFile(node))
-		if err != nil {
-			return nil, fmt.Errorf("the log oracle reads node %d's log %s: %w (is the cluster directory still there?)", node, n.LogFile(node), err)
-		}
-		return f, nil
-	})
+	return recoveryAccount(fmt.Sprintf("nats-server's logs (nodes %v)", nodes), topic, nodes, since, until, drivers.LocalLogs(n.LogFile))
 }
 
 // RecoveryAccountFrom implements drivers.LogReader: RecoveryAccount on
@@ -188,7 +176,7 @@ func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, 
 }
 
 // recoveryAccount is RecoveryAccount on the logs open opens, one per node.
-func recoveryAccount(source, topic string, nodes []int32, since, until time.Time, open func(node int32) (io.ReadCloser, error)) (drivers.LogAccount, error) {
+func recoveryAccount(source, topic string, nodes []int32, since, until time.Time, open drivers.LogOpener) (drivers.LogAccount, error) {
 	acc := drivers.LogAccount{Source: source}
 	var ready, inSync drivers.LogEvent
 	later := func(e *drivers.LogEvent, at time.Time, what string) {
@@ -197,14 +185,9 @@ func recoveryAccount(source, topic string, nodes []int32, since, until time.Time
 		}
 	}
 	for _, node := range nodes {
-		f, err := open(node)
+		w, err := drivers.ReadLog(open, node, func(log io.Reader) (Window, error) { return ReadWindow(log, topic, since, until) })
 		if err != nil {
 			return acc, err
-		}
-		w, err := ReadWindow(f, topic, since, until)
-		f.Close()
-		if err != nil {
-			return acc, fmt.Errorf("node %d: %w", node, err)
 		}
 		if w.Started.IsZero() && w.LastUnhealthy.IsZero() && w.TopicCaughtUp.IsZero() {
 			return acc, nil // the log says nothing of this node's return

@@ -1,10 +1,8 @@
 package pulsar
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"time"
 
@@ -38,23 +36,22 @@ func FirstReady(log io.Reader, since, until time.Time, loc *time.Location) (time
 // on its return to service. It has no in-sync event, and the account says
 // why.
 func (p *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	f, err := os.Open(p.LogFile(1))
-	if err != nil {
-		return drivers.LogAccount{}, fmt.Errorf("the log oracle reads %s: %w (is the cluster directory still there?)", p.LogFile(1), err)
-	}
-	defer f.Close()
-	return recoveryAccount("Pulsar's log (pulsar.log)", f, since, until, time.Local)
+	return standaloneAccount("Pulsar's log (pulsar.log)", drivers.LocalLogs(p.LogFile), since, until)
 }
 
 // RecoveryAccountFrom implements drivers.LogReader: RecoveryAccount on
 // the log fetched from node 1 of a cluster file, whose times are read in
 // this machine's time zone (the log does not say its own).
 func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
-	b, ok := logs[1]
-	if !ok {
-		return drivers.LogAccount{}, fmt.Errorf("the log oracle has no log of node 1, the standalone")
-	}
-	return recoveryAccount(fmt.Sprintf("Pulsar's log (%s)", source), bytes.NewReader(b), since, until, time.Local)
+	return standaloneAccount(fmt.Sprintf("Pulsar's log (%s)", source), drivers.FetchedLogs(logs), since, until)
+}
+
+// standaloneAccount is recoveryAccount on the standalone's log (node 1)
+// as open opens it, its times read in this machine's time zone.
+func standaloneAccount(source string, open drivers.LogOpener, since, until time.Time) (drivers.LogAccount, error) {
+	return drivers.ReadLog(open, 1, func(log io.Reader) (drivers.LogAccount, error) {
+		return recoveryAccount(source, log, since, until, time.Local)
+	})
 }
 
 func recoveryAccount(source string, log io.Reader, since, until time.Time, loc *time.Location) (drivers.LogAccount, error) {

@@ -3,7 +3,6 @@ package queen
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -37,12 +36,7 @@ func LastLine(log io.Reader, what string, before time.Time) (time.Time, error) {
 
 // LastLine is LastLine on node's own log in the local cluster.
 func (q *Cluster) LastLine(node int32, what string, before time.Time) (time.Time, error) {
-	f, err := os.Open(q.LogFile(node))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("the log oracle reads node %d's log: %w", node, err)
-	}
-	defer f.Close()
-	return LastLine(f, what, before)
+	return drivers.ReadLog(drivers.LocalLogs(q.LogFile), node, func(log io.Reader) (time.Time, error) { return LastLine(log, what, before) })
 }
 
 // Listening is the Queen server's line once its acceptor listens on its
@@ -68,13 +62,7 @@ const noInSync = "Queen is one server on one PostgreSQL: no replicas, so its log
 // sync and says why (LogAccount.NoInSync).
 func (q *Cluster) RecoveryAccount(topic string, nodes []int32, since, until time.Time) (drivers.LogAccount, error) {
 	source := "Queen's logs (" + strings.Join(q.logNames(nodes), ", ") + ")"
-	return recoveryAccount(source, nodes, since, until, func(node int32) (io.ReadCloser, error) {
-		f, err := os.Open(q.LogFile(node))
-		if err != nil {
-			return nil, fmt.Errorf("the log oracle reads node %d's log %s: %w (is the cluster directory still there?)", node, q.LogFile(node), err)
-		}
-		return f, nil
-	})
+	return recoveryAccount(source, nodes, since, until, drivers.LocalLogs(q.LogFile))
 }
 
 // RecoveryAccountFrom implements drivers.LogReader: RecoveryAccount on
@@ -85,7 +73,7 @@ func (Profile) RecoveryAccountFrom(logs map[int32][]byte, source, topic string, 
 }
 
 // recoveryAccount is RecoveryAccount on the logs open opens, one per node.
-func recoveryAccount(source string, nodes []int32, since, until time.Time, open func(node int32) (io.ReadCloser, error)) (drivers.LogAccount, error) {
+func recoveryAccount(source string, nodes []int32, since, until time.Time, open drivers.LogOpener) (drivers.LogAccount, error) {
 	acc := drivers.LogAccount{Source: source, NoInSync: noInSync}
 	var ready drivers.LogEvent
 	for _, node := range nodes {
@@ -93,14 +81,9 @@ func recoveryAccount(source string, nodes []int32, since, until time.Time, open 
 		if node == DBNode {
 			what, name = DBBack, "PostgreSQL ready to accept connections"
 		}
-		f, err := open(node)
+		at, err := drivers.ReadLog(open, node, func(log io.Reader) (time.Time, error) { return FirstLine(log, what, since, until) })
 		if err != nil {
 			return acc, err
-		}
-		at, err := FirstLine(f, what, since, until)
-		f.Close()
-		if err != nil {
-			return acc, fmt.Errorf("node %d's log: %w", node, err)
 		}
 		if at.IsZero() {
 			return acc, nil // the log does not say the node came back
