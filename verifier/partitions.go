@@ -124,9 +124,10 @@ func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, 
 	var spans [][2]int64
 	var gs []Gap
 	var text boundaryText
+	var one [1]uint64
 	for _, p := range parts {
 		longest := 0.0
-		bm, base := t.partAckBuckets(p)
+		bm, base := t.partAckBuckets(p, &one)
 		spans = gapsFrom(spans[:0], bm, base, loadLen, int64(gapMin/gapResolution))
 		gs = gs[:0]
 		for _, g := range spans {
