@@ -110,8 +110,8 @@ func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, 
 		if f, err = os.Create(filepath.Join(dir, PartitionsFile+".tmp")); err != nil {
 			return fmt.Errorf("write the partitions' figures: %w (is the run directory writable?)", err)
 		}
-		defer f.Close() // after the rename, a no-op error
-		w = bufio.NewWriterSize(f, 1<<16)
+		defer f.Close()                   // after the rename, a no-op error
+		w = bufio.NewWriterSize(f, 1<<20) // a million partitions' lines are some 60 MB: 60 writes, not 900
 	}
 	whole := len(parts) <= maxGapPartitions
 	res.PartitionGaps = map[int32][]Gap{}
