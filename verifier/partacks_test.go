@@ -1,7 +1,12 @@
 package verifier
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,5 +80,70 @@ func markPartAgainstBitmap(t *testing.T, seed uint64) {
 	}
 	if len(tl.arena) > 2*used {
 		t.Errorf("seed %d: arena of %d words for %d in use", seed, len(tl.arena), used)
+	}
+}
+
+// TestPartitionLinesMemoizedMatchFresh: partitions.jsonl's lines, made
+// once per one-word shape and shared, are the lines made afresh for each
+// partition (encoding/json of its PartitionLine, its gaps from its own
+// buckets), and PartitionGaps lists the same gaps; with shapes shared by
+// many partitions, shapes of one partition, partitions of many words, and
+// partitions without acks.
+func TestPartitionLinesMemoizedMatchFresh(t *testing.T) {
+	for _, n := range []int{900, 5000} { // every partition listed, then the longest
+		start := time.Unix(1_700_000_000, 0).UnixNano()
+		loadLen := 20 * time.Second
+		tl := &timelines{start: start, end: start + int64(loadLen), partAcks: newByPartition[partAcks](n)}
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		buckets := int64(loadLen / gapResolution)
+		parts := make([]int32, n)
+		for i := range parts {
+			p := int32(i)
+			parts[i] = p
+			var at []int64
+			switch i % 4 {
+			case 0: // one of 10 shared shapes
+				at = []int64{int64(i/4%10) * 150}
+			case 1: // its own ack time
+				at = []int64{rng.Int64N(buckets)}
+			case 2: // acks over the whole load
+				for range 20 {
+					at = append(at, rng.Int64N(buckets))
+				}
+			} // 3: no ack
+			for _, k := range at {
+				pa := tl.partAcks.at(p)
+				pa.acked++
+				tl.markPart(pa, start+k*int64(gapResolution))
+			}
+		}
+		dir := t.TempDir()
+		res := &Result{}
+		l := int64(loadLen / gapResolution)
+		if err := tl.partitionFigures(res, parts, l, dir); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, PartitionsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(string(raw), "\n")
+		var one [1]uint64
+		for i, p := range parts {
+			bm, base := tl.partAckBuckets(p, &one)
+			pl := PartitionLine{Partition: p, Acked: tl.partAcks.get(p).acked, Gaps: []Gap{}}
+			for _, g := range gapsFrom(nil, bm, base, l, int64(gapMin/gapResolution)) {
+				pl.Gaps = append(pl.Gaps, Gap{FromS: bucketSeconds(g[0]), ToS: bucketSeconds(g[1])})
+			}
+			j, _ := json.Marshal(pl)
+			if want := string(j) + "\n"; lines[i] != want {
+				t.Fatalf("%d partitions, partition %d: line %s, made afresh %s", n, p, lines[i], want)
+			}
+			if got, listed := res.PartitionGaps[p]; listed && !slices.Equal(got, pl.Gaps) {
+				t.Fatalf("%d partitions, partition %d: listed gaps %v, made afresh %v", n, p, got, pl.Gaps)
+			} else if !listed && n <= maxGapPartitions {
+				t.Fatalf("%d partitions: partition %d not listed", n, p)
+			}
+		}
 	}
 }
