@@ -128,19 +128,17 @@ type ReadSpec struct {
 	IdleTimeout time.Duration
 }
 
-// PartitionRead reports how far Read got on one partition.
+// PartitionRead reports how far Read got on one partition. It is small
+// and holds no pointer: a read of a million partitions is one slice of
+// 32-byte elements that the garbage collector never scans (issue 37);
+// what few partitions have, a note and damaged spans, is in ReadReport's
+// maps.
 type PartitionRead struct {
-	Asked bool // the partition is one of ReadSpec.From's
-
-	Records  int64  // records delivered
-	Next     int64  // the offset after the last delivered record
-	Target   int64  // ReadSpec.To for this partition
-	Complete bool   // Next reached Target, or the broker confirmed nothing more exists
-	Note     string // why the partition ended short of Target, if it did
-	// Damaged are the spans the broker served with a checksum that does
-	// not match, in offset order: their records, if any could be parsed,
-	// were delivered with Record.Damaged, and the read went on past them.
-	Damaged []DamagedSpan
+	Asked    bool  // the partition is one of ReadSpec.From's
+	Complete bool  // Next reached Target, or the broker confirmed nothing more exists
+	Records  int64 // records delivered
+	Next     int64 // the offset after the last delivered record
+	Target   int64 // ReadSpec.To for this partition
 }
 
 // DamagedSpan is a run of offsets a broker served in one damaged unit (a
@@ -161,23 +159,57 @@ type ReadReport struct {
 	// Partitions is indexed by partition; a partition not asked for
 	// (not in ReadSpec.From) has Asked false, or lies beyond the slice.
 	Partitions []PartitionRead
+	// Notes say, by partition, why a partition ended short of its
+	// Target, if it did (SetNote, Note). Nil when none has one.
+	Notes map[int32]string
+	// Damaged are, by partition, the spans the broker served with a
+	// checksum that does not match, in offset order: their records, if
+	// any could be parsed, were delivered with Record.Damaged, and the
+	// read went on past them (AddDamaged). Nil when none has one.
+	Damaged map[int32][]DamagedSpan
 }
 
 // NewReadReport is the report of spec before anything is read: every
 // partition of spec.From asked, at its From, its Target spec.To's (-1
 // for a live read), and Complete when From is at or past To already.
+// It is written field by field into the slice: a million partitions
+// make no PartitionRead to copy each.
 func NewReadReport(spec ReadSpec) ReadReport {
 	rep := ReadReport{Partitions: make([]PartitionRead, spec.From.Slots())}
+	live := !spec.To.IsSet()
 	spec.From.All(func(p int32, from int64) bool {
-		pr := PartitionRead{Asked: true, Next: from, Target: -1}
-		if spec.To.IsSet() {
+		pr := &rep.Partitions[p]
+		pr.Asked, pr.Next, pr.Target = true, from, -1
+		if !live {
 			pr.Target, _ = spec.To.Get(p)
 			pr.Complete = from >= pr.Target
 		}
-		rep.Partitions[p] = pr
 		return true
 	})
 	return rep
+}
+
+// Note is partition p's note ("" when it has none).
+func (r ReadReport) Note(p int32) string { return r.Notes[p] }
+
+// SetNote sets partition p's note; "" takes it away.
+func (r *ReadReport) SetNote(p int32, note string) {
+	if note == "" {
+		delete(r.Notes, p)
+		return
+	}
+	if r.Notes == nil {
+		r.Notes = map[int32]string{}
+	}
+	r.Notes[p] = note
+}
+
+// AddDamaged adds a damaged span to partition p's, after those it has.
+func (r *ReadReport) AddDamaged(p int32, s DamagedSpan) {
+	if r.Damaged == nil {
+		r.Damaged = map[int32][]DamagedSpan{}
+	}
+	r.Damaged[p] = append(r.Damaged[p], s)
 }
 
 // Get returns partition p's figures and whether p was asked for.

@@ -10,8 +10,10 @@ import (
 // Offsets is an offset per partition, held in a slice indexed by
 // partition: a topic's partitions are 0 to N-1, so a million of them are
 // 8 MB read by index, where a map of a million entries was most of
-// ackcheck's own cost per message at a million partitions (issue 37). A
-// partition not in the set holds noOffset; offsets are never negative.
+// ackcheck's own cost per message at a million partitions (issue 37).
+// The slice holds offset+1, so that 0 marks a partition not in the set:
+// a new Offsets is memory fresh from make, not filled, and no separate
+// presence is kept. Offsets are never negative.
 //
 // The zero value is an unset Offsets (IsSet false): ReadSpec.To left
 // unset means a live read. MakeOffsets gives a set one, empty or not.
@@ -19,17 +21,10 @@ type Offsets struct {
 	v []int64
 }
 
-// noOffset marks a partition not in an Offsets.
-const noOffset = -1
-
 // MakeOffsets returns a set Offsets with room for partitions 0 to n-1,
 // none of them in it yet.
 func MakeOffsets(n int) Offsets {
-	o := Offsets{v: make([]int64, n)}
-	for i := range o.v {
-		o.v[i] = noOffset
-	}
-	return o
+	return Offsets{v: make([]int64, n)} // 0: not in it
 }
 
 // OffsetsOf returns the offsets of m (a set Offsets even when m is empty).
@@ -51,10 +46,10 @@ func (o Offsets) IsSet() bool { return o.v != nil }
 
 // Get returns partition p's offset and whether p is in o.
 func (o Offsets) Get(p int32) (int64, bool) {
-	if p < 0 || int(p) >= len(o.v) || o.v[p] < 0 {
+	if p < 0 || int(p) >= len(o.v) || o.v[p] == 0 {
 		return 0, false
 	}
-	return o.v[p], true
+	return o.v[p] - 1, true
 }
 
 // Has reports whether partition p is in o.
@@ -73,17 +68,17 @@ func (o *Offsets) Set(p int32, off int64) {
 			copy(grown, o.v)
 			o.v = grown
 		}
-		for len(o.v) < int(p)+1 {
-			o.v = append(o.v, noOffset)
-		}
+		old := len(o.v)
+		o.v = o.v[:int(p)+1]
+		clear(o.v[old:]) // not in it (a copy of o may have used the room)
 	}
-	o.v[p] = off
+	o.v[p] = off + 1
 }
 
 // Delete takes partition p out of o.
 func (o Offsets) Delete(p int32) {
 	if p >= 0 && int(p) < len(o.v) {
-		o.v[p] = noOffset
+		o.v[p] = 0
 	}
 }
 
@@ -91,7 +86,7 @@ func (o Offsets) Delete(p int32) {
 func (o Offsets) Len() int {
 	n := 0
 	for _, off := range o.v {
-		if off >= 0 {
+		if off != 0 {
 			n++
 		}
 	}
@@ -106,7 +101,7 @@ func (o Offsets) Slots() int { return len(o.v) }
 // order, until fn returns false.
 func (o Offsets) All(fn func(p int32, off int64) bool) {
 	for p, off := range o.v {
-		if off >= 0 && !fn(int32(p), off) {
+		if off != 0 && !fn(int32(p), off-1) {
 			return
 		}
 	}
@@ -172,8 +167,8 @@ func (o Offsets) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, '[')
 	for i := 0; i < len(o.v); {
-		off := o.v[i]
-		if off < 0 {
+		off := o.v[i] // offset+1
+		if off == 0 {
 			i++
 			continue
 		}
@@ -189,7 +184,7 @@ func (o Offsets) MarshalJSON() ([]byte, error) {
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(n), 10)
 		b = append(b, ',')
-		b = strconv.AppendInt(b, off, 10)
+		b = strconv.AppendInt(b, off-1, 10)
 		b = append(b, ']')
 		i += n
 	}
@@ -233,7 +228,7 @@ func (o *Offsets) UnmarshalJSON(b []byte) error {
 	n := MakeOffsets(int(hi))
 	for _, r := range runs {
 		for p := r[0]; p < r[0]+r[1]; p++ {
-			n.v[p] = r[2]
+			n.v[p] = r[2] + 1
 		}
 	}
 	*o = n

@@ -77,3 +77,55 @@ func TestOffsetsSetGet(t *testing.T) {
 		t.Fatalf("partitions %v", got)
 	}
 }
+
+// TestOffsetsZeroOffset: offset 0 is in the set (the slice holds it as
+// 1), a partition never set is not, and both survive Delete, growth,
+// Clone and JSON in both shapes.
+func TestOffsetsZeroOffset(t *testing.T) {
+	o := MakeOffsets(3)
+	if o.Has(0) || o.Len() != 0 {
+		t.Fatalf("a new Offsets holds %v", o.Map())
+	}
+	o.Set(1, 0)
+	if off, ok := o.Get(1); !ok || off != 0 {
+		t.Fatalf("partition 1 set at 0: got %d, %v", off, ok)
+	}
+	if o.Has(0) || o.Has(2) || o.Len() != 1 {
+		t.Fatalf("only partition 1 set: %v", o.Map())
+	}
+	o.Set(5000, 0) // grows past 3: 3 to 4999 stay out
+	if o.Len() != 2 || o.Has(4999) {
+		t.Fatalf("after growth: %v", o.Map())
+	}
+	c := o.Clone()
+	o.Delete(1)
+	if o.Has(1) || !c.Has(1) {
+		t.Fatalf("delete: %v, clone %v", o.Map(), c.Map())
+	}
+	// A copy that grows into shared room does not put partitions in o.
+	a := MakeOffsets(2)
+	a.Set(1, 7)
+	b := a
+	b.Set(2, 9)
+	a.Set(3, 0)
+	if a.Has(2) {
+		t.Fatalf("partition 2 set in a copy shows in the original: %v", a.Map())
+	}
+	for _, n := range []int{3, 2000} { // an object, then runs
+		w := MakeOffsets(n)
+		for p := 0; p < n; p += 2 {
+			w.Set(int32(p), 0)
+		}
+		raw, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Offsets
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(r.Map(), w.Map()) {
+			t.Fatalf("%d partitions: %s read back as %v", n, raw, r.Map())
+		}
+	}
+}

@@ -19,7 +19,15 @@ func (spec ReadSpec) Idle() time.Duration {
 // handed to send, which answers false once the read must stop. It records
 // how far it got in pr (Records, Next, Complete, Note) and returns an
 // error only when the read failed.
-type PartitionReader func(ctx context.Context, topic string, p int32, from, to int64, bounded bool, idle time.Duration, pr *PartitionRead, send func(Record) bool) error
+type PartitionReader func(ctx context.Context, topic string, p int32, from, to int64, bounded bool, idle time.Duration, pr *PartitionReading, send func(Record) bool) error
+
+// PartitionReading is one partition's figures while a PartitionReader
+// reads it on its own: its PartitionRead and its note, which
+// ReadPartitions moves to ReadReport.Notes when the read ends.
+type PartitionReading struct {
+	PartitionRead
+	Note string // why the partition ended short of Target, if it did
+}
 
 // ReadPartitions implements Driver.Read for drivers that read each
 // partition on its own: it runs read for every partition of spec.From at
@@ -35,7 +43,7 @@ func ReadPartitions(ctx context.Context, spec ReadSpec, read PartitionReader, fn
 	type item struct {
 		part int32
 		rec  Record
-		end  *PartitionRead // set on the partition's last item
+		end  *PartitionReading // set on the partition's last item
 		err  error
 	}
 	ch := make(chan item, 1024)
@@ -43,7 +51,7 @@ func ReadPartitions(ctx context.Context, spec ReadSpec, read PartitionReader, fn
 		from, _ := spec.From.Get(p)
 		to, bounded := spec.To.Get(p)
 		go func() {
-			pr := PartitionRead{Asked: true, Next: from, Target: to}
+			pr := PartitionReading{PartitionRead: PartitionRead{Asked: true, Next: from, Target: to}}
 			if !bounded {
 				pr.Target = -1
 			}
@@ -68,7 +76,8 @@ func ReadPartitions(ctx context.Context, spec ReadSpec, read PartitionReader, fn
 			return rep, ctx.Err()
 		case it := <-ch:
 			if it.end != nil {
-				rep.Partitions[it.part] = *it.end
+				rep.Partitions[it.part] = it.end.PartitionRead
+				rep.SetNote(it.part, it.end.Note)
 				if it.err != nil && firstErr == nil {
 					firstErr = it.err
 				}

@@ -34,8 +34,8 @@ func (m *damagedTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(
 	for o := pr.Next; o < pr.Target; o++ {
 		if m.damaged[o] {
 			if span == nil {
-				pr.Damaged = append(pr.Damaged, drivers.DamagedSpan{First: o, Why: "stored CRC 00000001, computed 00000002"})
-				span = &pr.Damaged[len(pr.Damaged)-1]
+				rep.AddDamaged(0, drivers.DamagedSpan{First: o, Why: "stored CRC 00000001, computed 00000002"})
+				span = &rep.Damaged[0][len(rep.Damaged[0])-1]
 			}
 			span.Last = o
 			if m.unparsed {

@@ -44,7 +44,7 @@ func (m *trimmedTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(
 		pr := drivers.PartitionRead{Asked: true, Next: from, Target: to}
 		if m.stuck[p] || from < m.starts[p] {
 			pr.Complete = from >= to
-			pr.Note = "no progress"
+			rep.SetNote(p, "no progress")
 			rep.Partitions[p] = pr
 			continue
 		}

@@ -110,34 +110,47 @@ func (t *timelines) partitionFigures(res *Result, parts []int32, loadLen int64, 
 		if f, err = os.Create(filepath.Join(dir, PartitionsFile+".tmp")); err != nil {
 			return fmt.Errorf("write the partitions' figures: %w (is the run directory writable?)", err)
 		}
-		defer f.Close() // after the rename, a no-op error
-		w = bufio.NewWriterSize(f, 1<<16)
+		defer f.Close()                   // after the rename, a no-op error
+		w = bufio.NewWriterSize(f, 1<<20) // a million partitions' lines are some 60 MB: 60 writes, not 900
 	}
 	whole := len(parts) <= maxGapPartitions
 	res.PartitionGaps = map[int32][]Gap{}
 	var worst gapHeap
-	// One partition's buckets, gaps and line at a time, reused: at a
-	// million partitions a slice of each per partition was a tenth of the
-	// run's CPU (issue 37's flat cost). A partition kept in PartitionGaps
-	// gets a copy of its gaps.
-	var line []byte
+	// One partition's buckets, gaps and line at a time, reused, or its
+	// shape's, kept: at a million partitions a slice of each per
+	// partition was a tenth of the run's CPU (issue 37's flat cost). A
+	// partition kept in PartitionGaps gets a copy of its gaps.
 	var spans [][2]int64
-	var gs []Gap
+	var scratch shapeFigures // a partition's own figures, reused
 	var text boundaryText
+	var one [1]uint64
+	var head [64]byte
+	shapes := map[oneWord]*shapeFigures{}
 	for _, p := range parts {
-		longest := 0.0
-		bm, base := t.partAckBuckets(p)
-		spans = gapsFrom(spans[:0], bm, base, loadLen, int64(gapMin/gapResolution))
-		gs = gs[:0]
-		for _, g := range spans {
-			gap := Gap{FromS: bucketSeconds(g[0]), ToS: bucketSeconds(g[1])}
-			gs = append(gs, gap)
-			longest = max(longest, gap.ToS-gap.FromS)
+		bm, base := t.partAckBuckets(p, &one)
+		// Partitions whose acks fit one word share their gaps and the
+		// text of them with every partition of the same word: a million
+		// partitions of an ack or two have few distinct ones.
+		var sf *shapeFigures
+		if len(bm) <= 1 {
+			k := oneWord{base: base}
+			if len(bm) == 1 {
+				k.word = bm[0]
+			}
+			if sf = shapes[k]; sf == nil && len(shapes) < maxShapes {
+				sf = text.shape(bm, base, loadLen)
+				shapes[k] = sf
+			}
+		}
+		if sf == nil {
+			scratch.gaps, scratch.text = scratch.gaps[:0], scratch.text[:0]
+			sf = text.figures(&scratch, &spans, bm, base, loadLen)
 		}
 		if w != nil {
-			line = text.appendLine(line[:0], p, t.partAcks.get(p).acked, spans)
-			w.Write(line)
+			w.Write(appendHead(head[:0], p, t.partAcks.get(p).acked))
+			w.Write(sf.text)
 		}
+		longest, gs := sf.longest, sf.gaps
 		switch {
 		case whole:
 			res.PartitionGaps[p] = append([]Gap{}, gs...) // every partition is listed, gaps or not
@@ -199,11 +212,22 @@ func (bt *boundaryText) appendBoundary(b []byte, k int64) []byte {
 // appendLine appends partition p's line: acked, and its gaps as [from,
 // to) bucket pairs.
 func (bt *boundaryText) appendLine(b []byte, p int32, acked int64, spans [][2]int64) []byte {
+	return bt.appendGaps(appendHead(b, p, acked), spans)
+}
+
+// appendHead appends the start of partition p's line, up to its gaps.
+func appendHead(b []byte, p int32, acked int64) []byte {
 	b = append(b, `{"partition":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
 	b = append(b, `,"acked":`...)
 	b = strconv.AppendInt(b, acked, 10)
-	b = append(b, `,"gaps":[`...)
+	return append(b, `,"gaps":`...)
+}
+
+// appendGaps appends the rest of a line: its gaps as [from, to) bucket
+// pairs, and its end.
+func (bt *boundaryText) appendGaps(b []byte, spans [][2]int64) []byte {
+	b = append(b, '[')
 	for i, g := range spans {
 		if i > 0 {
 			b = append(b, ',')
@@ -215,6 +239,48 @@ func (bt *boundaryText) appendLine(b []byte, p int32, acked int64, spans [][2]in
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)
+}
+
+// oneWord is the shape of a partition whose 10 ms buckets with acks fit
+// one word: the word and where it lies in the load (word 0 at base 0:
+// no ack).
+type oneWord struct {
+	base int64
+	word uint64
+}
+
+// maxShapes bounds the shapes partitionFigures keeps: the load's words
+// times the acks' patterns in one are many only when partitions have
+// many acks each, and then there are few partitions.
+const maxShapes = 1 << 16
+
+// shapeFigures are what partitionFigures writes and keeps of a
+// partition, apart from its number and acks: its gaps, the longest, and
+// the text of its line from its gaps on.
+type shapeFigures struct {
+	gaps    []Gap
+	longest float64
+	text    []byte
+}
+
+// shape makes the figures of one shape, to keep.
+func (bt *boundaryText) shape(bm []uint64, base, loadLen int64) *shapeFigures {
+	var spans [][2]int64
+	return bt.figures(&shapeFigures{}, &spans, bm, base, loadLen)
+}
+
+// figures fills sf (its gaps and text reused) from the buckets bm whose
+// first word is word base, spans a scratch.
+func (bt *boundaryText) figures(sf *shapeFigures, spans *[][2]int64, bm []uint64, base, loadLen int64) *shapeFigures {
+	*spans = gapsFrom((*spans)[:0], bm, base, loadLen, int64(gapMin/gapResolution))
+	sf.longest = 0
+	for _, g := range *spans {
+		gap := Gap{FromS: bucketSeconds(g[0]), ToS: bucketSeconds(g[1])}
+		sf.gaps = append(sf.gaps, gap)
+		sf.longest = max(sf.longest, gap.ToS-gap.FromS)
+	}
+	sf.text = bt.appendGaps(sf.text, *spans)
+	return sf
 }
 
 // appendSeconds appends v as encoding/json does: plain decimals from

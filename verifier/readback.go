@@ -296,15 +296,19 @@ func readRecords(ctx context.Context, d drivers.Driver, into *ledger.Ledger, run
 		return reads, fmt.Errorf("read-back: %w", err)
 	}
 	rep.Complete = reads.Complete() && err == nil && rep.Error == "" && !rep.TopicGone && rep.Unsettled == ""
-	for p, pr := range reads.Partitions {
-		if pr.Asked && pr.Note != "" {
-			rep.Notes[int32(p)] = pr.Note
+	// A few partitions have a note or damaged spans: the report's maps
+	// are walked, not its million partitions.
+	for p, note := range reads.Notes {
+		if _, asked := reads.Get(p); asked && note != "" {
+			rep.Notes[p] = note
 		}
-		if pr.Asked && len(pr.Damaged) > 0 {
+	}
+	for p, spans := range reads.Damaged {
+		if _, asked := reads.Get(p); asked && len(spans) > 0 {
 			if rep.Damaged == nil {
 				rep.Damaged = map[int32][]drivers.DamagedSpan{}
 			}
-			rep.Damaged[int32(p)] = pr.Damaged
+			rep.Damaged[p] = spans
 		}
 	}
 	if err != nil {

@@ -142,7 +142,8 @@ func (v *vanishingTopic) EndOffsets(context.Context, string) (drivers.Offsets, e
 func (v *vanishingTopic) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
 	rep, _ := v.spyTopic.Read(ctx, spec, fn)
 	to0, _ := spec.To.Get(0)
-	rep.Partitions[0] = drivers.PartitionRead{Asked: true, Next: 2, Target: to0, Complete: true, Note: "the broker ended the read at 2"}
+	rep.Partitions[0] = drivers.PartitionRead{Asked: true, Next: 2, Target: to0, Complete: true}
+	rep.SetNote(0, "the broker ended the read at 2")
 	return rep, nil
 }
 

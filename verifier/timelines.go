@@ -45,6 +45,7 @@ type timelines struct {
 	acks           []uint64 // bit i: an ack arrived in [start+i ms, +1 ms)
 	perSecond      []Second
 	partAcks       byPartition[partAcks] // per partition: acks and their 10 ms buckets
+	arena          []uint64              // the buckets of partitions with more than one word (partAcks)
 	touched        int64                 // partitions with at least one ack
 	lastAckAt      int64
 }
@@ -153,16 +154,36 @@ func (t *timelines) add(h *history, lost bool) {
 	}
 }
 
-// partAcks is one partition's acks: how many, and its 10 ms buckets
-// with acks as a bitmap whose first word is word base of the load's. A
+// partAcks is one partition's acks: how many, and its 10 ms buckets with
+// acks as a bitmap of n words whose first is word base of the load's. A
 // partition holds only the words from its earliest ack to its latest:
-// with a million partitions of a message or two each, one word each,
-// not the whole load's length (issue 37: 256 bytes a partition for a
-// 20 s load before).
+// with a million partitions of a message or two each, one word each, not
+// the whole load's length (issue 37: 256 bytes a partition for a 20 s
+// load before).
+//
+// It holds no pointer: one word is held in place (word), more in the
+// timelines' arena from index word on, so a million partitions are one
+// slice of 24-byte elements that the garbage collector never scans and
+// no small allocation each (issue 37's flat cost: a slice header and an
+// 8-byte allocation per partition before).
 type partAcks struct {
-	acked   int64
-	base    int64 // word index of buckets[0]
-	buckets []uint64
+	acked int64
+	base  int32  // word index of the first word held (the load has at most maxTimeline/gapResolution/64 words)
+	n     int32  // words held: 0 none, 1 in word, more in the arena
+	word  uint64 // the one word (n == 1), or the arena index of the first (n > 1)
+}
+
+// arenaCap is the room a partition's words of n > 1 have in the arena:
+// the next power of two. A partition moves only when its words outgrow
+// it, to room at least twice as large, so one whose acks stretch over the
+// load moves O(log n) times and the room it left behind is less than the
+// room it has.
+func arenaCap(n int32) int32 {
+	c := int32(2)
+	for c < n {
+		c *= 2
+	}
+	return c
 }
 
 // markPart sets the bucket of at in pa, within the load and maxTimeline.
@@ -171,27 +192,58 @@ func (t *timelines) markPart(pa *partAcks, at int64) {
 	if i < 0 || i >= int64(maxTimeline/gapResolution) || (t.end != 0 && at > t.end) {
 		return
 	}
-	w := i / 64
+	w, bit := int32(i/64), uint64(1)<<(i%64)
 	switch {
-	case len(pa.buckets) == 0:
-		pa.base = w
-		pa.buckets = append(pa.buckets, 0)
-	case w < pa.base:
-		grown := make([]uint64, int64(len(pa.buckets))+pa.base-w)
-		copy(grown[pa.base-w:], pa.buckets)
-		pa.buckets, pa.base = grown, w
+	case pa.n == 0:
+		pa.base, pa.n, pa.word = w, 1, bit
+		return
+	case pa.n == 1 && w == pa.base:
+		pa.word |= bit
+		return
+	case w >= pa.base && w < pa.base+pa.n: // n > 1: in the arena already
+		t.arena[int64(pa.word)+int64(w-pa.base)] |= bit
+		return
 	}
-	for int64(len(pa.buckets)) <= w-pa.base {
-		pa.buckets = append(pa.buckets, 0)
+	// The words grow to take w: in place while the arena room allows
+	// (moved up within it when w is before them; the room past n is
+	// zero, nothing is written there), else moved to room at least twice
+	// as large at the arena's end.
+	base, end := min(pa.base, w), max(pa.base+pa.n, w+1)
+	if pa.n > 1 && end-base <= arenaCap(pa.n) {
+		room := t.arena[pa.word : int64(pa.word)+int64(end-base)]
+		if d := pa.base - base; d > 0 {
+			copy(room[d:], room[:pa.n])
+			clear(room[:d])
+		}
+		pa.base, pa.n = base, end-base
+		room[w-base] |= bit
+		return
 	}
-	pa.buckets[w-pa.base] |= 1 << (i % 64)
+	at0 := int64(len(t.arena))
+	t.arena = append(t.arena, make([]uint64, arenaCap(end-base))...)
+	if pa.n == 1 {
+		t.arena[at0+int64(pa.base-base)] = pa.word
+	} else {
+		copy(t.arena[at0+int64(pa.base-base):], t.arena[pa.word:int64(pa.word)+int64(pa.n)])
+	}
+	pa.base, pa.n, pa.word = base, end-base, uint64(at0)
+	t.arena[at0+int64(w-base)] |= bit
 }
 
 // partAckBuckets are partition p's 10 ms buckets with acks, as a bitmap
-// whose first word is word base of the load's (nil: none).
-func (t *timelines) partAckBuckets(p int32) (bm []uint64, base int64) {
+// whose first word is word base of the load's (nil: none). A partition
+// of one word gets it in one, which the next call may reuse: use the
+// bitmap before asking for another partition's.
+func (t *timelines) partAckBuckets(p int32, one *[1]uint64) (bm []uint64, base int64) {
 	pa := t.partAcks.get(p)
-	return pa.buckets, pa.base
+	switch pa.n {
+	case 0:
+		return nil, 0
+	case 1:
+		one[0] = pa.word
+		return one[:], int64(pa.base)
+	}
+	return t.arena[pa.word : int64(pa.word)+int64(pa.n)], int64(pa.base)
 }
 
 // finish writes the timelines into res; parts are the run's partitions.
@@ -202,8 +254,9 @@ func (t *timelines) finish(res *Result, parts []int32, dir string) error {
 	if t.end != 0 {
 		loadLen = (t.end - t.start) / int64(gapResolution)
 	}
+	var one [1]uint64
 	res.Faults = t.faults.finish(parts, func(p int32, from, to int64) float64 {
-		bm, base := t.partAckBuckets(p)
+		bm, base := t.partAckBuckets(p, &one)
 		return longestStallFrom(bm, base, loadLen, t.start, from, to)
 	})
 	res.Timeline = t.perSecond

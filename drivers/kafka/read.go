@@ -22,7 +22,7 @@ import (
 // A record batch whose CRC does not match (or whose magic is damaged) is
 // neither skipped nor an end:
 // its records that still parse are delivered with Record.Damaged, its span
-// is recorded in the partition's Damaged, and the read goes on after it
+// is recorded in the report's Damaged, and the read goes on after it
 // (salvage.go).
 func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(drivers.Record) error) (drivers.ReadReport, error) {
 	idle := spec.IdleTimeout
@@ -126,15 +126,19 @@ func fetchErrors(fetches kgo.Fetches) (ferr error, damaged []int32) {
 // progress for idle, with the last fetch error ferr.
 func noteNoProgress(rep *drivers.ReadReport, idle time.Duration, ferr error) {
 	for p := range rep.Partitions {
-		if pr := &rep.Partitions[p]; pr.Asked && !pr.Complete && (pr.Note == "" || strings.HasPrefix(pr.Note, salvageNote)) {
-			why := pr.Note
-			pr.Note = fmt.Sprintf("no progress for %s at offset %d of %d", idle, pr.Next, pr.Target)
+		pr := &rep.Partitions[p]
+		if !pr.Asked || pr.Complete {
+			continue
+		}
+		if why := rep.Note(int32(p)); why == "" || strings.HasPrefix(why, salvageNote) {
+			note := fmt.Sprintf("no progress for %s at offset %d of %d", idle, pr.Next, pr.Target)
 			if ferr != nil {
-				pr.Note += ": " + ferr.Error()
+				note += ": " + ferr.Error()
 			}
 			if why != "" {
-				pr.Note += "; " + why
+				note += "; " + why
 			}
+			rep.SetNote(int32(p), note)
 		}
 	}
 }
@@ -220,19 +224,19 @@ func (sv *salvager) salvage(ctx context.Context, cl *kgo.Client, topic string, p
 	cancel()
 	if err != nil {
 		sv.failed[p] = time.Now()
-		if pr.Note == "" || strings.HasPrefix(pr.Note, salvageNote) {
-			pr.Note = salvageNote + err.Error()
+		if note := rep.Note(p); note == "" || strings.HasPrefix(note, salvageNote) {
+			rep.SetNote(p, salvageNote+err.Error())
 		}
 		return false, nil
 	}
-	if strings.HasPrefix(pr.Note, salvageNote) {
-		pr.Note = ""
+	if strings.HasPrefix(rep.Note(p), salvageNote) {
+		rep.SetNote(p, "")
 	}
 	for _, sp := range s.spans {
 		// The raw fetch reads past the window; a span outside it is not
 		// this read-back's.
 		if sp.Last >= pr.Next && (pr.Target < 0 || sp.First < pr.Target) {
-			pr.Damaged = append(pr.Damaged, sp)
+			rep.AddDamaged(p, sp)
 		}
 	}
 	for _, r := range s.records {
@@ -271,9 +275,9 @@ func (d *Driver) settleShortLogs(ctx context.Context, topic string, rep *drivers
 		end, ok := ends.Get(int32(p))
 		switch {
 		case gone || !ok:
-			pr.Note = fmt.Sprintf("topic %s (or this partition) no longer exists; read stopped at offset %d of %d", topic, pr.Next, pr.Target)
+			rep.SetNote(int32(p), fmt.Sprintf("topic %s (or this partition) no longer exists; read stopped at offset %d of %d", topic, pr.Next, pr.Target))
 		case end <= pr.Next:
-			pr.Note = fmt.Sprintf("log ends at offset %d, below the %d seen after the load: %d offsets are gone", end, pr.Target, pr.Target-end)
+			rep.SetNote(int32(p), fmt.Sprintf("log ends at offset %d, below the %d seen after the load: %d offsets are gone", end, pr.Target, pr.Target-end))
 		default:
 			continue
 		}

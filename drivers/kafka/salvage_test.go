@@ -263,11 +263,12 @@ func TestReadSalvagesDamagedBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			pr, _ := rep.Get(0)
+			damaged, note := rep.Damaged[0], rep.Note(0)
 			s.mu.Lock()
 			t.Logf("read %d records in %s, %d fetches; partition %+v", len(got), time.Since(began).Round(time.Millisecond), s.fetches, pr)
 			s.mu.Unlock()
 			if tc.stuck {
-				if pr.Complete || len(got) != 10 || pr.Next != 10 || len(pr.Damaged) != 0 || !strings.Contains(pr.Note, salvageNote+"t/0 at offset 10: batch at offset 10: magic 10") {
+				if pr.Complete || len(got) != 10 || pr.Next != 10 || len(damaged) != 0 || !strings.Contains(note, salvageNote+"t/0 at offset 10: batch at offset 10: magic 10") {
 					t.Fatalf("partition %+v, %d records; want stopped at 10 with a note on the damaged header", pr, len(got))
 				}
 				return
@@ -296,12 +297,12 @@ func TestReadSalvagesDamagedBatch(t *testing.T) {
 			spans := 0
 			if tc.damaged {
 				spans = 1
-				if s := pr.Damaged; len(s) != 1 || s[0].First != 10 || s[0].Last != 19 || s[0].Records != 10 {
-					t.Fatalf("damaged spans %+v, want one at 10-19 with 10 records", pr.Damaged)
+				if s := damaged; len(s) != 1 || s[0].First != 10 || s[0].Last != 19 || s[0].Records != 10 {
+					t.Fatalf("damaged spans %+v, want one at 10-19 with 10 records", damaged)
 				}
 			}
-			if len(pr.Damaged) != spans || pr.Note != "" {
-				t.Fatalf("damaged spans %+v, note %q; want %d spans, no note", pr.Damaged, pr.Note, spans)
+			if len(damaged) != spans || note != "" {
+				t.Fatalf("damaged spans %+v, note %q; want %d spans, no note", damaged, note, spans)
 			}
 		})
 	}

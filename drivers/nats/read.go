@@ -19,7 +19,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 
 // readPartition is a drivers.PartitionReader.
 func (d *Driver) readPartition(ctx context.Context, topic string, p int32, from, to int64, bounded bool, idle time.Duration,
-	pr *drivers.PartitionRead, send func(drivers.Record) bool) error {
+	pr *drivers.PartitionReading, send func(drivers.Record) bool) error {
 	name := StreamName(topic, p)
 	start := uint64(max(from, 1)) // stream sequences start at 1
 	cons, err := retrying(ctx, 15*time.Second, func(ctx context.Context) (jetstream.Consumer, error) {

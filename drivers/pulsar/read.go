@@ -22,7 +22,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 
 // readPartition is a drivers.PartitionReader.
 func (d *Driver) readPartition(ctx context.Context, topic string, p int32, from, to int64, bounded bool, idle time.Duration,
-	pr *drivers.PartitionRead, send func(drivers.Record) bool) error {
+	pr *drivers.PartitionReading, send func(drivers.Record) bool) error {
 	pt, err := d.partition(topic, p)
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func (d *Driver) readPartition(ctx context.Context, topic string, p int32, from,
 // caughtUp reports whether the read of a partition has reached its last
 // message as the admin API reports it: the last entry read is the last
 // entry written (or nothing was written from the read's start on).
-func (d *Driver) caughtUp(ctx context.Context, pt *utils.TopicName, from int64, pr *drivers.PartitionRead) (bool, error) {
+func (d *Driver) caughtUp(ctx context.Context, pt *utils.TopicName, from int64, pr *drivers.PartitionReading) (bool, error) {
 	last, err := d.lastMessageID(ctx, pt)
 	if err != nil {
 		return false, err

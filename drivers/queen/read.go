@@ -88,7 +88,8 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 			cursors[p] = &cursor{next: from}
 			return true
 		})
-		return rep, d.follow(ctx, spec.Topic, cursors, rep, fn)
+		err := d.follow(ctx, spec.Topic, cursors, &rep, fn)
+		return rep, err
 	}
 	var batch []span
 	rows := int64(0)
@@ -96,7 +97,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		if len(batch) == 0 {
 			return nil
 		}
-		err := d.readMany(ctx, spec.Topic, batch, rep, fn)
+		err := d.readMany(ctx, spec.Topic, batch, &rep, fn)
 		batch, rows = batch[:0], 0
 		return err
 	}
@@ -107,7 +108,7 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		}
 		from, to := pr.Next, pr.Target
 		if to-from >= readPage {
-			if err := d.readOne(ctx, spec.Topic, p, rep, fn); err != nil {
+			if err := d.readOne(ctx, spec.Topic, p, &rep, fn); err != nil {
 				return rep, err
 			}
 			continue
@@ -120,7 +121,8 @@ func (d *Driver) Read(ctx context.Context, spec drivers.ReadSpec, fn func(driver
 		batch = append(batch, span{part: p, from: from, to: to})
 		rows += to - from
 	}
-	return rep, flush()
+	err := flush() // before rep is copied out: it may note partitions
+	return rep, err
 }
 
 // span is the rows [from, to) of one partition, for pageMany.
@@ -174,11 +176,11 @@ func (d *Driver) pageMany(ctx context.Context, topic string, spans []span) ([]ma
 // readMany reads spans with one query (retried while the database does
 // not answer) and records each partition's progress in rep. A partition
 // that holds fewer rows than its span asks for ends short, with a note.
-func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep drivers.ReadReport, fn func(drivers.Record) error) error {
+func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep *drivers.ReadReport, fn func(drivers.Record) error) error {
 	rows, err := retry(ctx, dbWait, func() ([]manyRow, error) { return d.pageMany(ctx, topic, spans) })
 	if err != nil {
 		for _, s := range spans {
-			rep.At(s.part).Note = err.Error()
+			rep.SetNote(s.part, err.Error())
 		}
 		return err
 	}
@@ -199,7 +201,7 @@ func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep d
 		}
 		pr.Complete = pr.Next >= pr.Target
 		if !pr.Complete {
-			pr.Note = fmt.Sprintf("the partition ends at row %d, before %d, the end read before the read-back", pr.Next, pr.Target)
+			rep.SetNote(s.part, fmt.Sprintf("the partition ends at row %d, before %d, the end read before the read-back", pr.Next, pr.Target))
 		}
 	}
 	return nil
@@ -207,17 +209,17 @@ func (d *Driver) readMany(ctx context.Context, topic string, spans []span, rep d
 
 // readOne reads partition p alone, a page at a time, following its
 // (created_at, id) cursor.
-func (d *Driver) readOne(ctx context.Context, topic string, p int32, rep drivers.ReadReport, fn func(drivers.Record) error) error {
+func (d *Driver) readOne(ctx context.Context, topic string, p int32, rep *drivers.ReadReport, fn func(drivers.Record) error) error {
 	pr := rep.At(p)
 	c := &cursor{next: pr.Next}
 	for c.next < pr.Target {
 		rows, err := retry(ctx, dbWait, func() ([]row, error) { return d.page(ctx, topic, p, *c, min(readPage, pr.Target-c.next)) })
 		if err != nil {
-			pr.Note = err.Error()
+			rep.SetNote(p, err.Error())
 			return err
 		}
 		if len(rows) == 0 {
-			pr.Note = fmt.Sprintf("the partition ends at row %d, before %d, the end read before the read-back", c.next, pr.Target)
+			rep.SetNote(p, fmt.Sprintf("the partition ends at row %d, before %d, the end read before the read-back", c.next, pr.Target))
 			break
 		}
 		for _, r := range rows {
@@ -236,7 +238,7 @@ func (d *Driver) readOne(ctx context.Context, topic string, p int32, rep drivers
 }
 
 // follow delivers new rows of every partition until ctx ends, polling.
-func (d *Driver) follow(ctx context.Context, topic string, cursors map[int32]*cursor, rep drivers.ReadReport, fn func(drivers.Record) error) error {
+func (d *Driver) follow(ctx context.Context, topic string, cursors map[int32]*cursor, rep *drivers.ReadReport, fn func(drivers.Record) error) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -120,8 +120,8 @@ func TestRealQueenReadManyAgreesWithReadOne(t *testing.T) {
 		if got[p] != want || r.Records != want || r.Next != lo[p]+want {
 			t.Errorf("partition %d: %d delivered, report %+v; want %d", p, got[p], r, want)
 		}
-		if (p == 3) == r.Complete || (p == 3) != (r.Note != "") {
-			t.Errorf("partition %d: complete %v, note %q", p, r.Complete, r.Note)
+		if note := rep.Note(p); (p == 3) == r.Complete || (p == 3) != (note != "") {
+			t.Errorf("partition %d: complete %v, note %q", p, r.Complete, note)
 		}
 	}
 }
