@@ -106,6 +106,10 @@ func consumerFinding(c ConsumerRow, r AuditRow) (bool, string) {
 		return false, fmt.Sprintf("No conclusion: the run's verdict is %s (see the producer side's finding).", r.Verdict)
 	case c.Commits == 0:
 		return false, "No conclusion: the group had no commit acknowledged."
+	case c.UntilProgressMs < 0 && c.CommitsLost == 0 && r.Acked > 0 && r.Lost == r.Acked:
+		// NATS's default: the streams' creation was never fsynced, so
+		// the power loss took the topic and the group's consumers too.
+		return false, fmt.Sprintf("No conclusion: the power loss took every acked message too (%d of %d: the topic itself, where its creation had not been fsynced), so the group had nothing to resume on and a lost commit could not show (%d acknowledged commits).", r.Lost, r.Acked, c.Commits)
 	case c.UntilProgressMs < 0 && c.CommitsLost == 0:
 		// A lost commit shows only as a delivery below it: a group that
 		// never resumed (the node came back after the load and the

@@ -44,13 +44,14 @@ func TestConsumerFinding(t *testing.T) {
 		{"no commit", ptr(true), 0, 0, 0, "applied", verifier.Pass, false, false, "no commit acknowledged"},
 		{"never resumed, nothing lost", ptr(false), 300, 0, 0, "applied", verifier.Fail, false, false, "No conclusion: the group made no progress after the power loss"},
 		{"never resumed, fsynced", ptr(true), 300, 0, 0, "applied", verifier.Pass, false, false, "No conclusion: the group made no progress after the power loss"},
+		{"never resumed, topic gone", ptr(false), 300, 0, 1000, "applied", verifier.Fail, false, false, "No conclusion: the power loss took every acked message too (1000 of 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ConsumerRow{CommitFsync: tc.fsync, Commits: tc.commits, CommitsLost: tc.lost, UntilProgressMs: 8000}
 			if strings.HasPrefix(tc.name, "never resumed") {
 				c.UntilProgressMs = -1
 			}
-			agrees, f := consumerFinding(c, AuditRow{PowerLoss: tc.power, Verdict: tc.verdict, Lost: tc.acked})
+			agrees, f := consumerFinding(c, AuditRow{PowerLoss: tc.power, Verdict: tc.verdict, Lost: tc.acked, Acked: 1000})
 			if agrees != tc.agrees || !strings.Contains(f, tc.want) {
 				t.Fatalf("%v %q; want %v and %q", agrees, f, tc.agrees, tc.want)
 			}

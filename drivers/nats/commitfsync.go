@@ -127,7 +127,7 @@ func commitFsyncOf(ns []nodeSync) (bool, error) {
 // CommitFsyncSetting implements drivers.CommitFsyncSetter: the servers'
 // own sync_interval, the streams' setting too.
 func (d *Driver) CommitFsyncSetting() string {
-	return "jetstream sync_interval (the servers' own: acks share it with the streams)"
+	return "jetstream sync_interval (the streams' setting too)"
 }
 
 // CommitFsync implements drivers.CommitFsyncSetter: true when every

@@ -32,9 +32,9 @@ import (
 // the default sync_interval no ack after the sync was fsynced, so the
 // floors go back (commits lost > 0); with sync_interval: always each ack
 // was fsynced in the consumer's Raft log on a majority before its answer,
-// so no commit is lost. The test reports what it measured either way and
-// fails only when always loses a commit or the default measurement is
-// not made.
+// so no commit is lost. Measured (2026-12-05, one run): the default lost
+// 48 of 48 acknowledged commits (every floor back at 0, every message
+// kept), always 0 of 48 (every floor at 300).
 func TestRealNATSCommitsPowerLoss(t *testing.T) {
 	n := lazyNATS.Get(t)
 	d := natsDriver(t, n)
@@ -132,7 +132,7 @@ func TestRealNATSCommitsPowerLoss(t *testing.T) {
 			}
 			lossAt := time.Now()
 			powerLossAll(t, ctx, n)
-			t.Logf("every node lost power %.1f s after the last commit's answer and is back", time.Since(lossAt).Seconds())
+			t.Logf("the power loss of every node and their restart took %.1f s", time.Since(lossAt).Seconds())
 			// The servers' own account: each consumer's ack floor, and each
 			// stream's last sequence, after the restart.
 			floor := map[int32]int64{}
@@ -162,7 +162,7 @@ func TestRealNATSCommitsPowerLoss(t *testing.T) {
 				t.Errorf("sync_interval: always lost %d of %d acknowledged commits: the ack floors went back below what the servers answered", lost, len(answers))
 			}
 			if !always && lost == 0 {
-				t.Logf("the default lost no commit: every ack survived although none was fsynced after the sync (see the floors above)")
+				t.Errorf("the default sync_interval lost no commit: every ack survived although none was fsynced after the sync (see the floors above)")
 			}
 		})
 	}
