@@ -13,7 +13,11 @@ package nats
 //     jetstream sync_interval: with sync_interval: always each append is
 //     fsynced before the server counts it, so the answer means fsynced on
 //     a majority; otherwise the log is fsynced every sync_interval (2
-//     minutes by default) and the answer means in memory on a majority.
+//     minutes by default) and the answer means in memory on a majority,
+//     up to the group's next snapshot of its state (monitorConsumer: every
+//     1,024 log entries or 64 KiB, at most every 10 s, and every 2
+//     minutes), which raft.go writes with an fsync whatever
+//     sync_interval says.
 //   - An R1 consumer has no Raft group: the ack updates its state in
 //     memory, the answer goes out at once, and a flusher writes the state
 //     file (o.dat) up to 100 ms later, with O_SYNC only under
@@ -204,5 +208,5 @@ func groupCommitFsync(r int, mem bool, ns []nodeSync) (bool, string) {
 	case allAlways(ns):
 		return true, fmt.Sprintf("an R%d consumer answers an ack once its Raft group committed it, each log append fsynced first (%s)", r, sync)
 	}
-	return false, fmt.Sprintf("an R%d consumer answers an ack once its Raft group committed it, in logs fsynced only every sync_interval (%s)", r, sync)
+	return false, fmt.Sprintf("an R%d consumer answers an ack once its Raft group committed it, in logs fsynced only every sync_interval (%s); only the group's snapshots of its state, every 1,024 log entries or 64 KiB and at most every 10 s, are fsynced whatever the setting", r, sync)
 }
