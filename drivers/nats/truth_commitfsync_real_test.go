@@ -39,12 +39,7 @@ func TestRealNATSCommitsPowerLoss(t *testing.T) {
 	n := lazyNATS.Get(t)
 	d := natsDriver(t, n)
 	defer d.Close()
-	was := n.SyncAlways()
-	t.Cleanup(func() {
-		if err := n.SetSyncAlways(context.Background(), was); err != nil {
-			t.Errorf("put sync_interval back: %v", err)
-		}
-	})
+	keepSync(t, n)
 	cs := d.(drivers.CommitFsyncSetter)
 	for _, always := range []bool{false, true} {
 		name := map[bool]string{false: "default", true: "always"}[always]
@@ -166,6 +161,18 @@ func TestRealNATSCommitsPowerLoss(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepSync puts the cluster's sync_interval back as found when the test
+// ends.
+func keepSync(t *testing.T, n *natsdriver.Cluster) {
+	t.Helper()
+	was := n.SyncAlways()
+	t.Cleanup(func() {
+		if err := n.SetSyncAlways(context.Background(), was); err != nil {
+			t.Errorf("put sync_interval back: %v", err)
+		}
+	})
 }
 
 // jsConn is a JetStream client of the cluster's own, apart from the

@@ -53,12 +53,7 @@ func TestRealNATSFsyncAuditGroup(t *testing.T) {
 	n := lazyNATS.Get(t)
 	d := natsDriver(t, n)
 	defer d.Close()
-	was := n.SyncAlways()
-	t.Cleanup(func() {
-		if err := n.SetSyncAlways(context.Background(), was); err != nil {
-			t.Errorf("put sync_interval back: %v", err)
-		}
-	})
+	keepSync(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cs := d.(drivers.CommitFsyncSetter)
