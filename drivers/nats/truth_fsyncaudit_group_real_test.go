@@ -48,7 +48,9 @@ import (
 // nats-server writes a snapshot with an fsync whatever sync_interval
 // says, so the acks up to a snapshot after the sync survive too (the
 // first run resumed one partition at 505 against a floor of 268-284 at
-// the sync, another exactly at the sync's floor plus one).
+// the sync, another exactly at the sync's floor plus one). Measured
+// (2026-12-05, three runs): the default lost 60 of 700, 121 of 919 and
+// 104 of 872 acknowledged commits, always 0 of 877, 802 and 804.
 func TestRealNATSFsyncAuditGroup(t *testing.T) {
 	n := lazyNATS.Get(t)
 	d := natsDriver(t, n)
