@@ -54,7 +54,9 @@ back as found at the end. NATS has no such switch: a durable consumer's
 acks follow the servers' sync_interval, the setting the audit switches
 for the streams; after each run the group's consumers are read (replicas,
 mem_storage) to say what their acks meant (an R1 consumer answers before
-it writes its state, so its acks count as not fsynced). audit.md then has a consumer table: what a commit
+it writes its state, so its acks count as not fsynced). Queen neither:
+an ack is a cursor update committed in PostgreSQL under the
+synchronous_commit the audit switches for the produces. audit.md then has a consumer table: what a commit
 meant (read from the cluster), commit latency (poll to answer) before the
 loss and over the run, and the acknowledged commits lost; a fsynced commit
 lost is a broken promise, like a fsynced ack lost.

@@ -17,6 +17,7 @@ package queen
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ackcheck/ackcheck/drivers"
 )
@@ -56,13 +57,20 @@ func (d *Driver) SetCommitFsync(ctx context.Context, on bool) error {
 	return fmt.Errorf("Queen has no ack fsync switch of its own: an ack is a cursor update committed in PostgreSQL under the database's fsync=%s and synchronous_commit=%s, the produces' settings too; switch synchronous_commit with a clean restart (`ackcheck cluster queen up --dir D --synchronous-commit %s`)", fsync, sync, want)
 }
 
+// pgSync reads PostgreSQL's fsync and synchronous_commit, asking again
+// for up to 15 s while the database does not answer (the pool's
+// connections die with a restart that switched the setting).
 func (d *Driver) pgSync(ctx context.Context) (fsync, sync string, err error) {
-	for name, v := range map[string]*string{"fsync": &fsync, "synchronous_commit": &sync} {
-		if err := d.db.QueryRow(ctx, "SHOW "+name).Scan(v); err != nil {
-			return "", "", d.dbErr("SHOW "+name, err)
+	v, err := retry(ctx, 15*time.Second, func() ([2]string, error) {
+		var v [2]string
+		for i, name := range []string{"fsync", "synchronous_commit"} {
+			if err := d.db.QueryRow(ctx, "SHOW "+name).Scan(&v[i]); err != nil {
+				return v, d.dbErr("SHOW "+name, err)
+			}
 		}
-	}
-	return fsync, sync, nil
+		return v, nil
+	})
+	return v[0], v[1], err
 }
 
 // commitFsynced: a commit's WAL is fsynced before the answer with fsync
