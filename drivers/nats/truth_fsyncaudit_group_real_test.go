@@ -59,7 +59,7 @@ func TestRealNATSFsyncAuditGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cs := d.(drivers.CommitFsyncSetter)
-	topic := fmt.Sprintf("caudit-%d", time.Now().Unix())
+	topic := fmt.Sprintf("audit-group-%d", time.Now().Unix())
 	audit := scenarios.FsyncAudit{Topic: topic, LossAt: 12 * time.Second, Broker: "nats", Commits: cs,
 		Settings: scenariotest.AuditSettings(t, nats.Profile{}, n.SetSyncAlways)}
 	dir := t.TempDir()
