@@ -22,3 +22,17 @@ type CommitFsyncSetter interface {
 	// default.
 	SetCommitFsync(ctx context.Context, on bool) error
 }
+
+// GroupCommitFsyncReader is implemented by drivers where whether a
+// commit is fsynced before its answer depends on the group's own
+// configuration as well as on the setting CommitFsyncSetter reads (NATS:
+// an R1 durable consumer answers an ack before it writes its state file,
+// and a mem_storage one never writes it). fsync-audit reads it after each
+// setting's run, from the group's consumers, and holds the commits to
+// what it says rather than to the setting alone.
+type GroupCommitFsyncReader interface {
+	// GroupCommitFsync reports whether group's acknowledged commits on
+	// topic were fsynced before their answer, and why in one sentence,
+	// read from the cluster now.
+	GroupCommitFsync(ctx context.Context, group, topic string) (fsynced bool, why string, err error)
+}

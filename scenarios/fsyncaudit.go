@@ -230,10 +230,10 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 			return AuditRow{}, fmt.Errorf("put %s in force: %w", s.Label, err)
 		}
 	}
-	var commitFsync *bool
+	var cf commitFsync
 	if cfg.Group != nil {
 		var err error
-		if commitFsync, err = a.switchCommits(ctx, s); err != nil {
+		if cf.on, err = a.switchCommits(ctx, s); err != nil {
 			return AuditRow{}, err
 		}
 	}
@@ -263,7 +263,10 @@ func (a FsyncAudit) runSetting(ctx context.Context, base runner.Config, s AuditS
 	if a.Commits != nil {
 		setting = a.Commits.CommitFsyncSetting()
 	}
-	row.Consumer = a.consumerRow(r, row, setting, commitFsync)
+	if cfg.Group != nil && r.Group != nil {
+		cf = a.readGroupCommits(ctx, cf, cfg.Group.Name, cfg.Topic.Name)
+	}
+	row.Consumer = a.consumerRow(r, row, setting, cf)
 	return row, nil
 }
 

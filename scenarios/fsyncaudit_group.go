@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/verifier"
 )
 
@@ -27,7 +29,11 @@ type ConsumerRow struct {
 	// CommitFsync its value read back from the broker before the run.
 	CommitSetting string `json:"commit_setting,omitempty"`
 	CommitFsync   *bool  `json:"commit_fsync,omitempty"`
-	Commits       int64  `json:"commits"`
+	// CommitFsyncWhy, where the driver reads it from the group's own
+	// consumers after the run (drivers.GroupCommitFsyncReader), says why
+	// CommitFsync is what it is; that reading overrides the setting's.
+	CommitFsyncWhy string `json:"commit_fsync_why,omitempty"`
+	Commits        int64  `json:"commits"`
 	// CommitsLost are acknowledged commits the group later resumed before
 	// (verifier.GroupResult.CommitsLost), counted as the run counts them.
 	CommitsLost            int64 `json:"commits_lost"`
@@ -67,14 +73,15 @@ func (c ConsumerRow) BrokenPromise() bool {
 func commitFsyncFor(s AuditSetting) bool { return !s.ExpectLoss }
 
 // consumerRow builds a setting's consumer side from its run's result;
-// commitFsync is the commit setting read back before the run (nil: not
-// switched). nil when the run had no group.
-func (a FsyncAudit) consumerRow(r *verifier.Result, row AuditRow, setting string, commitFsync *bool) *ConsumerRow {
+// cf is the commit setting read back before the run and, where the
+// driver reads it, from the group's consumers after it. nil when the run
+// had no group.
+func (a FsyncAudit) consumerRow(r *verifier.Result, row AuditRow, setting string, cf commitFsync) *ConsumerRow {
 	g := r.Group
 	if g == nil {
 		return nil
 	}
-	c := &ConsumerRow{Group: g.Name, CommitMeaning: g.Promise, CommitSetting: setting, CommitFsync: commitFsync,
+	c := &ConsumerRow{Group: g.Name, CommitMeaning: g.Promise, CommitSetting: setting, CommitFsync: cf.on, CommitFsyncWhy: cf.why,
 		Commits: g.Commits, CommitsLost: g.CommitsLost, Skipped: g.Skipped, Redelivered: g.Redelivered,
 		RedeliveredAfterCommit: g.RedeliveredAfterCommit, CommitLatency: g.CommitLatency, UntilProgressMs: -1}
 	c.SteadyCommit, _ = r.CommitLatencyBetween(steadyStart, a.steadyEnd())
@@ -99,6 +106,10 @@ func consumerFinding(c ConsumerRow, r AuditRow) (bool, string) {
 		return false, fmt.Sprintf("No conclusion: the run's verdict is %s (see the producer side's finding).", r.Verdict)
 	case c.Commits == 0:
 		return false, "No conclusion: the group had no commit acknowledged."
+	case c.UntilProgressMs < 0 && c.CommitsLost == 0 && r.Acked > 0 && r.Lost == r.Acked:
+		// NATS's default: the streams' creation was never fsynced, so
+		// the power loss took the topic and the group's consumers too.
+		return false, fmt.Sprintf("No conclusion: the power loss took every acked message too (%d of %d: the topic itself, where its creation had not been fsynced), so the group had nothing to resume on and a lost commit could not show (%d acknowledged commits).", r.Lost, r.Acked, c.Commits)
 	case c.UntilProgressMs < 0 && c.CommitsLost == 0:
 		// A lost commit shows only as a delivery below it: a group that
 		// never resumed (the node came back after the load and the
@@ -120,6 +131,33 @@ func consumerFinding(c ConsumerRow, r AuditRow) (bool, string) {
 		return true, fmt.Sprintf("As documented: none of %d acknowledged commits was lost; a commit meant fsynced.", c.Commits)
 	}
 	return false, fmt.Sprintf("Disagrees with the expectation: %d of %d acknowledged commits were lost although each was fsynced before its answer: a durability bug in the broker or in this setup.", c.CommitsLost, c.Commits)
+}
+
+// commitFsync is what a setting's commits meant on disk: on is nil when
+// the audit has no commit switch; why is set when the driver read it from
+// the group's own consumers.
+type commitFsync struct {
+	on  *bool
+	why string
+}
+
+// readGroupCommits refines cf, the setting read back before the run, by
+// what the driver reads from the group's consumers after it (a driver
+// without drivers.GroupCommitFsyncReader leaves cf as it is). A group
+// whose consumers cannot be read keeps the setting, and why says so.
+func (a FsyncAudit) readGroupCommits(ctx context.Context, cf commitFsync, group, topic string) commitFsync {
+	rd, ok := a.Commits.(drivers.GroupCommitFsyncReader)
+	if !ok || cf.on == nil {
+		return cf
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	on, why, err := rd.GroupCommitFsync(ctx, group, topic)
+	if err != nil {
+		cf.why = fmt.Sprintf("the group's consumers could not be read after the run (%v): held to the setting as switched", err)
+		return cf
+	}
+	return commitFsync{on: &on, why: why}
 }
 
 // switchCommits puts s's commit setting in force on the cluster and
@@ -185,6 +223,9 @@ func (a *AuditResult) consumerMarkdown() string {
 		{"commit setting (read back)", func(c ConsumerRow) string {
 			if c.CommitFsync == nil {
 				return "not switched"
+			}
+			if c.CommitFsyncWhy != "" {
+				return fmt.Sprintf("%s: commits fsynced %s: %s", c.CommitSetting, onOff(*c.CommitFsync), c.CommitFsyncWhy)
 			}
 			return fmt.Sprintf("%s: fsync %s", c.CommitSetting, onOff(*c.CommitFsync))
 		}},

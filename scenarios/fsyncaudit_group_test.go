@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ackcheck/ackcheck/drivers"
 	"github.com/ackcheck/ackcheck/latency"
 	"github.com/ackcheck/ackcheck/ledger"
 	"github.com/ackcheck/ackcheck/verifier"
@@ -43,13 +44,14 @@ func TestConsumerFinding(t *testing.T) {
 		{"no commit", ptr(true), 0, 0, 0, "applied", verifier.Pass, false, false, "no commit acknowledged"},
 		{"never resumed, nothing lost", ptr(false), 300, 0, 0, "applied", verifier.Fail, false, false, "No conclusion: the group made no progress after the power loss"},
 		{"never resumed, fsynced", ptr(true), 300, 0, 0, "applied", verifier.Pass, false, false, "No conclusion: the group made no progress after the power loss"},
+		{"never resumed, topic gone", ptr(false), 300, 0, 1000, "applied", verifier.Fail, false, false, "No conclusion: the power loss took every acked message too (1000 of 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ConsumerRow{CommitFsync: tc.fsync, Commits: tc.commits, CommitsLost: tc.lost, UntilProgressMs: 8000}
 			if strings.HasPrefix(tc.name, "never resumed") {
 				c.UntilProgressMs = -1
 			}
-			agrees, f := consumerFinding(c, AuditRow{PowerLoss: tc.power, Verdict: tc.verdict, Lost: tc.acked})
+			agrees, f := consumerFinding(c, AuditRow{PowerLoss: tc.power, Verdict: tc.verdict, Lost: tc.acked, Acked: 1000})
 			if agrees != tc.agrees || !strings.Contains(f, tc.want) {
 				t.Fatalf("%v %q; want %v and %q", agrees, f, tc.agrees, tc.want)
 			}
@@ -81,7 +83,7 @@ func TestConsumerRowFromResult(t *testing.T) {
 		Commits: 6, CommitsLost: 0, Redelivered: 2, CommitLatency: verifier.Latency{Count: 6, P50: 6, Max: 9000},
 		Stalls: []verifier.GroupStall{{Fault: "power-loss all", AtS: 6, UntilProgressMs: 8123}}}}
 	row := AuditRow{PowerLoss: "applied", Verdict: verifier.Pass}
-	c := a.consumerRow(r, row, "__consumer_offsets flush.messages", ptr(true))
+	c := a.consumerRow(r, row, "__consumer_offsets flush.messages", commitFsync{on: ptr(true)})
 	if c == nil {
 		t.Fatal("no consumer row")
 	}
@@ -91,7 +93,7 @@ func TestConsumerRowFromResult(t *testing.T) {
 	if s := c.SteadyCommit; s.Count != 3 || s.Max < 5.9 || s.Max > 6.1 { // per-window histograms keep 2 significant figures
 		t.Fatalf("commit latency before the loss %+v, want the 3 commits of [1 s, 4 s), max 6 ms", s)
 	}
-	if a.consumerRow(&verifier.Result{}, row, "", nil) != nil {
+	if a.consumerRow(&verifier.Result{}, row, "", commitFsync{}) != nil {
 		t.Fatal("a run without a group has no consumer row")
 	}
 }
@@ -152,6 +154,53 @@ func TestSwitchCommits(t *testing.T) {
 	}
 }
 
+// groupCommits is a CommitFsyncSetter that also reads a group's own
+// commits (drivers.GroupCommitFsyncReader), as NATS does.
+type groupCommits struct {
+	fakeCommits
+	on  bool
+	why string
+	err error
+	// asked is the group and topic read.
+	asked [2]string
+}
+
+func (g *groupCommits) GroupCommitFsync(_ context.Context, group, topic string) (bool, string, error) {
+	g.asked = [2]string{group, topic}
+	return g.on, g.why, g.err
+}
+
+// After the run, a driver that reads the group's own consumers overrides
+// the setting as switched (an R1 consumer's acks are never fsynced before
+// their answer, whatever the servers' setting); one that cannot read them
+// keeps the setting and says why; a driver without the reader, or an
+// audit without a switch, leaves the value as it was.
+func TestReadGroupCommits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		commits drivers.CommitFsyncSetter
+		before  commitFsync
+		want    *bool
+		wantWhy string
+	}{
+		{"R1 under sync always", &groupCommits{on: false, why: "an R1 consumer answers an ack before it writes its state file"}, commitFsync{on: ptr(true)}, ptr(false), "an R1 consumer"},
+		{"R3 under sync always", &groupCommits{on: true, why: "an R3 consumer answers once its Raft group committed it"}, commitFsync{on: ptr(true)}, ptr(true), "R3"},
+		{"consumers gone", &groupCommits{err: errors.New("stream not found")}, commitFsync{on: ptr(false)}, ptr(false), "could not be read after the run (stream not found): held to the setting as switched"},
+		{"no reader", &fakeCommits{}, commitFsync{on: ptr(true)}, ptr(true), ""},
+		{"nothing switched", &groupCommits{on: true, why: "x"}, commitFsync{}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := FsyncAudit{Commits: tc.commits}.readGroupCommits(context.Background(), tc.before, "g-always", "t-always")
+			if (got.on == nil) != (tc.want == nil) || (got.on != nil && *got.on != *tc.want) || !strings.Contains(got.why, tc.wantWhy) || (tc.wantWhy == "" && got.why != "") {
+				t.Fatalf("%v %q, want %v %q", got.on, got.why, tc.want, tc.wantWhy)
+			}
+			if g, ok := tc.commits.(*groupCommits); ok && tc.before.on != nil && g.asked != [2]string{"g-always", "t-always"} {
+				t.Fatalf("asked %v", g.asked)
+			}
+		})
+	}
+}
+
 func TestAuditMarkdownConsumer(t *testing.T) {
 	a := FsyncAudit{LossAt: 10 * time.Second}
 	res := a.NewResult()
@@ -165,10 +214,11 @@ func TestAuditMarkdownConsumer(t *testing.T) {
 		row.Consumer = c
 		res.Rows = append(res.Rows, row)
 	}
+	res.Rows[1].Consumer.CommitFsyncWhy = "an R3 consumer answers once its Raft group committed it"
 	md := res.Markdown()
 	for _, want := range []string{
+		"| commit setting (read back) | __consumer_offsets flush.messages: fsync off | __consumer_offsets flush.messages: commits fsynced on: an R3 consumer answers once its Raft group committed it |",
 		"## Consumer groups g-default, g-flush1: commits through the same power loss",
-		"| commit setting (read back) | __consumer_offsets flush.messages: fsync off | __consumer_offsets flush.messages: fsync on |",
 		"| **commits lost** | **100** | **0** |",
 		"| commit p50 / p99 / max ms, before the loss | 3.0 / 10.0 / 40.0 (80 calls) | 6.0 / 20.0 / 40.0 (80 calls) |",
 		"2.00x the commit p50 and 2.00x the commit p99",

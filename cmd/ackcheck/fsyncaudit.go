@@ -50,7 +50,13 @@ setting's load (NAME-<setting>), and its commits go through the same power
 loss: where the driver can switch what a commit means (Kafka: the offsets
 topic's flush.messages), each setting's commits are fsynced where its acks
 are and from memory where they are not, read back before the run and put
-back as found at the end. audit.md then has a consumer table: what a commit
+back as found at the end. NATS has no such switch: a durable consumer's
+acks follow the servers' sync_interval, the setting the audit switches
+for the streams; after each run the group's consumers are read (replicas,
+mem_storage) to say what their acks meant (an R1 consumer answers before
+it writes its state, so its acks count as not fsynced). Queen neither:
+an ack is a cursor update committed in PostgreSQL under the
+synchronous_commit the audit switches for the produces. audit.md then has a consumer table: what a commit
 meant (read from the cluster), commit latency (poll to answer) before the
 loss and over the run, and the acknowledged commits lost; a fsynced commit
 lost is a broken promise, like a fsynced ack lost.
@@ -188,11 +194,15 @@ func prepareAuditCommits(cmd *cobra.Command, rf *runFlags, d drivers.Driver, aud
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := gc.CommitPromise(ctx, rf.group.Name); err != nil {
-		return nil, fmt.Errorf("--group %s: read what a commit means on this cluster: %w (the brokers must answer and name a group coordinator)", rf.group.Name, err)
-	}
+	// Kafka makes its offsets topic, where the setting lives, when a
+	// coordinator is first asked for; NATS knows no group before its
+	// topic is made, and reads its setting from the servers instead.
+	_, perr := gc.CommitPromise(ctx, rf.group.Name)
 	was, err := cs.CommitFsync(ctx)
 	if err != nil {
+		if perr != nil {
+			return nil, fmt.Errorf("--group %s: read what a commit means on this cluster: %w (the brokers must answer and name a group coordinator); %w", rf.group.Name, perr, err)
+		}
 		return nil, fmt.Errorf("--group %s: %w", rf.group.Name, err)
 	}
 	audit.Commits = cs
@@ -204,8 +214,7 @@ func prepareAuditCommits(cmd *cobra.Command, rf *runFlags, d drivers.Driver, aud
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "putting %s back to fsync %v ...\n", cs.CommitFsyncSetting(), was)
 		if err := cs.SetCommitFsync(ctx, was); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "could not put %s back to fsync %v: %v; set it by hand (Kafka: kafka-configs --alter --entity-type topics --entity-name __consumer_offsets, flush.messages=1 for on, --delete-config flush.messages for off)\n",
-				cs.CommitFsyncSetting(), was, err)
+			fmt.Fprintf(cmd.ErrOrStderr(), "could not put %s back to fsync %v: %v\n", cs.CommitFsyncSetting(), was, err)
 		}
 	}, nil
 }

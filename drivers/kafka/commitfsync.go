@@ -36,7 +36,7 @@ func (d *Driver) SetCommitFsync(ctx context.Context, on bool) error {
 		v = &one
 	}
 	if err := d.SetTopicConfig(ctx, offsetsTopic, "flush.messages", v); err != nil {
-		return fmt.Errorf("switch the commit fsync setting: %w", err)
+		return fmt.Errorf("switch the commit fsync setting: %w (by hand: kafka-configs --alter --entity-type topics --entity-name %s, --add-config flush.messages=1 for on, --delete-config flush.messages for off)", err, offsetsTopic)
 	}
 	return nil
 }

@@ -350,11 +350,13 @@ func (m *groupMember) Close(ctx context.Context) error {
 	return nil
 }
 
-// CommitPromise implements drivers.GroupConsumer: an ack is applied by
-// the consumer's leader and kept by the consumer's Raft group, as many
-// replicas as its stream (the consumers inherit it), in files fsynced
-// every sync_interval. Durable when there is more than one replica: an
-// acknowledged ack then survives the loss of any one server.
+// CommitPromise implements drivers.GroupConsumer: an ack of a replicated
+// consumer is answered once the consumer's Raft group (as many replicas
+// as its stream: the consumers inherit it) committed it; an R1
+// consumer's at once. Durable when there is more than one replica: an
+// acknowledged ack then survives the loss of any one server. Whether it
+// was fsynced first is groupCommitFsync's (commitfsync.go), from the
+// consumer's replicas and storage and the servers' sync_interval.
 func (d *Driver) CommitPromise(ctx context.Context, group string) (drivers.CommitPromise, error) {
 	topic, err := d.groupTopic(group)
 	if err != nil {
@@ -364,57 +366,37 @@ func (d *Driver) CommitPromise(ctx context.Context, group string) (drivers.Commi
 	if err != nil {
 		return drivers.CommitPromise{}, err
 	}
-	r := si.Config.Replicas
+	r, mem := si.Config.Replicas, false
 	if ci, err := call(ctx, func(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 		return d.consumerInfo(ctx, topic, 0, group)
-	}); err == nil && ci.Config.Replicas > 0 {
-		r = ci.Config.Replicas
+	}); err == nil {
+		mem = ci.Config.MemoryStorage
+		if ci.Config.Replicas > 0 {
+			r = ci.Config.Replicas
+		}
 	}
-	return groupPromise(r, d.syncSettings(ctx)), nil
+	return groupPromise(r, mem, d.readSync(ctx)), nil
 }
 
-// groupPromise says what an ack means on consumers of r replicas, with
-// the servers' sync_interval as syncSettings says it ("" unknown).
-func groupPromise(r int, sync string) drivers.CommitPromise {
+// groupPromise says what an ack means on consumers of r replicas (mem:
+// mem_storage), with the servers' sync settings ns (none: not known).
+func groupPromise(r int, mem bool, ns []nodeSync) drivers.CommitPromise {
 	s := fmt.Sprintf("an ack is applied by the durable consumer's leader and replicated to its R%d Raft group", r)
 	if r <= 1 {
 		s = "an ack is applied by the durable consumer's one server (R1): the loss of that server loses it"
 	}
-	if sync != "" {
-		s += "; " + sync
+	if _, err := commitFsyncOf(ns); err == nil {
+		on, why := groupCommitFsync(r, mem, ns)
+		s += fmt.Sprintf("; fsynced before its answer: %s (%s)", onOff(on), why)
 	}
 	return drivers.CommitPromise{Meaning: s, Durable: r > 1}
 }
 
-// syncSettings describes the servers' sync_interval from /varz ("" when
-// no monitoring URL answers).
-func (d *Driver) syncSettings(ctx context.Context) string {
-	var settings []string
-	always := true
-	for i := range d.cfg.MonitorURLs {
-		var v varz
-		if err := d.monitor(ctx, int32(i+1), "/varz", &v); err != nil || v.JetStream.Config == nil {
-			always = false
-			continue
-		}
-		if c := v.JetStream.Config; c.SyncAlways {
-			settings = append(settings, fmt.Sprintf("node %d: sync_interval=always", i+1))
-		} else {
-			iv := c.SyncInterval
-			if iv == 0 {
-				iv = duplicateWindow // the server's default, also 2 minutes
-			}
-			settings = append(settings, fmt.Sprintf("node %d: sync_interval=%s", i+1, iv))
-			always = false
-		}
+func onOff(v bool) string {
+	if v {
+		return "yes"
 	}
-	switch {
-	case len(settings) == 0:
-		return ""
-	case always:
-		return "fsynced on every write (" + strings.Join(settings, ", ") + ")"
-	}
-	return "fsynced only every sync_interval (" + strings.Join(settings, ", ") + "): a power loss of a majority can lose it"
+	return "no"
 }
 
 // consumerInfo asks partition p's stream for group's consumer now.

@@ -694,35 +694,13 @@ func (d *Driver) AckMeaning(ctx context.Context, topic string) (string, error) {
 	if len(d.cfg.MonitorURLs) == 0 {
 		return s + "; whether stored means fsynced is not known: give --monitor-urls to read each server's jetstream sync_interval", nil
 	}
-	var settings []string
-	always := true
-	for i := range d.cfg.MonitorURLs {
-		var v varz
-		if err := d.monitor(ctx, int32(i+1), "/varz", &v); err != nil {
-			settings = append(settings, fmt.Sprintf("node %d: not known (%v)", i+1, err))
-			always = false
-			continue
-		}
-		c := v.JetStream.Config
-		switch {
-		case c == nil:
-			settings = append(settings, fmt.Sprintf("node %d: JetStream off", i+1))
-			always = false
-		case c.SyncAlways:
-			settings = append(settings, fmt.Sprintf("node %d: sync_interval=always", i+1))
-		default:
-			iv := c.SyncInterval
-			if iv == 0 {
-				iv = duplicateWindow // the server's default, also 2 minutes
-			}
-			settings = append(settings, fmt.Sprintf("node %d: sync_interval=%s", i+1, iv))
-			always = false
-		}
-	}
+	ns := d.readSync(ctx)
+	settings := joinSync(ns)
+	always := allAlways(ns)
 	if always {
-		return s + " and fsynced it (" + strings.Join(settings, ", ") + ")", nil
+		return s + " and fsynced it (" + settings + ")", nil
 	}
-	return s + " in its files, fsynced only every sync_interval (" + strings.Join(settings, ", ") +
+	return s + " in its files, fsynced only every sync_interval (" + settings +
 		"): a power loss of a majority can lose acked messages", nil
 }
 

@@ -422,15 +422,11 @@ func (m *member) Close(ctx context.Context) error {
 // before the answer: it then survives a crash or power loss of the
 // database (the one copy there is; a lost disk is not covered).
 func (d *Driver) CommitPromise(ctx context.Context, group string) (drivers.CommitPromise, error) {
-	s := map[string]string{}
-	for _, name := range []string{"fsync", "synchronous_commit"} {
-		var v string
-		if err := d.db.QueryRow(ctx, "SHOW "+name).Scan(&v); err != nil {
-			return drivers.CommitPromise{}, d.dbErr("SHOW "+name, err)
-		}
-		s[name] = v
+	fsync, sync, err := d.pgSync(ctx)
+	if err != nil {
+		return drivers.CommitPromise{}, err
 	}
-	return commitPromise(s["fsync"], s["synchronous_commit"]), nil
+	return commitPromise(fsync, sync), nil
 }
 
 // commitPromise says what an ack means under PostgreSQL's fsync and
@@ -438,9 +434,10 @@ func (d *Driver) CommitPromise(ctx context.Context, group string) (drivers.Commi
 func commitPromise(fsync, syncCommit string) drivers.CommitPromise {
 	head := fmt.Sprintf("an ack is a cursor update committed by the one PostgreSQL (fsync=%s, synchronous_commit=%s)", fsync, syncCommit)
 	switch {
+	case commitFsynced(fsync, syncCommit):
 	case fsync != "on":
 		return drivers.CommitPromise{Meaning: head + ", never fsynced: a power loss of the database can lose it"}
-	case syncCommit == "off":
+	default:
 		return drivers.CommitPromise{Meaning: head + ", answered before its WAL was fsynced: a power loss of the database can lose it"}
 	}
 	return drivers.CommitPromise{Meaning: head + ", its WAL fsynced before the answer", Durable: true}
