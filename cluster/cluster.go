@@ -89,15 +89,37 @@ type Endpoint struct {
 // server-wide fsync-before-ack setting that a running server does not
 // change on reload: it is switched by a clean restart of every node.
 type FsyncSwitch interface {
-	// FsyncSetting names the setting as the broker does (sync_interval).
-	FsyncSetting() string
+	// FsyncKnob names the setting, its values and the `cluster <kind>
+	// up` flag that sets it: the same for every cluster of the kind.
+	FsyncKnob() FsyncKnob
 	FsyncOn() bool
 	SetFsync(ctx context.Context, on bool) error
-	// FsyncValue is the setting's value for on or off (always, true).
-	FsyncValue(on bool) string
-	// FsyncFlags are the `cluster <kind> up` flags that set it by hand.
-	FsyncFlags(on bool) string
 }
+
+// FsyncKnob is a server-wide fsync setting (FsyncSwitch) as people see
+// it: in progress lines, and in the command that sets it by hand.
+type FsyncKnob struct {
+	// Setting names it as the broker does (jetstream sync_interval).
+	Setting string
+	// Flag is the `cluster <kind> up` flag that sets it (sync); Off and
+	// On are that flag's values for fsync off and on (default, always),
+	// which Value says.
+	Flag    string
+	Off, On string
+	// How is what switching it takes (a clean restart of every node).
+	How string
+}
+
+// Value is the knob's value for fsync on or off.
+func (k FsyncKnob) Value(on bool) string {
+	if on {
+		return k.On
+	}
+	return k.Off
+}
+
+// Flags are the `cluster <kind> up` flags that set the knob to on or off.
+func (k FsyncKnob) Flags(on bool) string { return "--" + k.Flag + "=" + k.Value(on) }
 
 // Launcher is one broker's kind of local cluster.
 type Launcher interface {

@@ -33,15 +33,19 @@ func (o *Options) Register(fs *pflag.FlagSet, h FlagHelp) {
 }
 
 // SwitchFsync is a LaunchFlags.AfterUp for a cluster whose fsync setting
-// is switched by a restart (FsyncSwitch): when flag was given and asks
-// for on while c runs with the other value, it says so on progress (how:
-// which restart) and switches it.
-func SwitchFsync(ctx context.Context, fs *pflag.FlagSet, flag string, c Local, on bool, how string, progress io.Writer) error {
+// is switched by a restart (FsyncSwitch): when its knob's flag was given
+// and asks for on while c runs with the other value, it says so on
+// progress (with the knob's How) and switches it.
+func SwitchFsync(ctx context.Context, fs *pflag.FlagSet, c Local, on bool, progress io.Writer) error {
 	s, ok := c.(FsyncSwitch)
-	if !ok || !fs.Changed(flag) || s.FsyncOn() == on {
+	if !ok {
 		return nil
 	}
-	fmt.Fprintf(progress, "switching %s to %s (%s) ...\n", s.FsyncSetting(), s.FsyncValue(on), how)
+	k := s.FsyncKnob()
+	if !fs.Changed(k.Flag) || s.FsyncOn() == on {
+		return nil
+	}
+	fmt.Fprintf(progress, "switching %s to %s (%s) ...\n", k.Setting, k.Value(on), k.How)
 	return s.SetFsync(ctx, on)
 }
 

@@ -173,10 +173,11 @@ func prepareAudit(cmd *cobra.Command, rf *runFlags, d drivers.Driver, audit *sce
 		if sw.FsyncOn() == was {
 			return
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "putting %s back to %s (a clean restart) ...\n", sw.FsyncSetting(), sw.FsyncValue(was))
+		k := sw.FsyncKnob()
+		fmt.Fprintf(cmd.OutOrStdout(), "putting %s back to %s (a clean restart) ...\n", k.Setting, k.Value(was))
 		if err := sw.SetFsync(context.WithoutCancel(cmd.Context()), was); err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "could not put %s back: %v; run `ackcheck cluster %s up --dir %s %s`\n",
-				sw.FsyncSetting(), err, p.Name(), rf.opened.local.Dir(), sw.FsyncFlags(was))
+				k.Setting, err, p.Name(), rf.opened.local.Dir(), k.Flags(was))
 		}
 	}
 	return restore, audit.Validate(rf.lc.Duration)

@@ -45,13 +45,7 @@ var spec = drivers.Spec{
 		},
 	},
 	// The brokers' own log.flush.interval.messages in server.properties.
-	ConfigFsync: &drivers.ConfigEdit{Setting: "log.flush.interval.messages", Edit: func(c string, on bool) (string, error) {
-		v := LongMax
-		if on {
-			v = "1"
-		}
-		return drivers.SetProperty(c, "log.flush.interval.messages", v), nil
-	}},
+	ConfigFsync: drivers.PropertyFsync("log.flush.interval.messages", "1", LongMax),
 	// 999,000 bytes. The driver leaves franz-go's ProducerBatchMaxBytes at
 	// its default, 1,000,012 bytes (Kafka's max.message.bytes default of
 	// old; brokers now allow 1,048,588), and one record batch holds a
@@ -169,29 +163,25 @@ func (k *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, 
 	case (given("sasl-username") || given("sasl-password")) && k.saslMechanism == "":
 		return nil, nil, fmt.Errorf("--sasl-username and --sasl-password need --sasl-mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); without it the client would connect unauthenticated")
 	}
-	var c Config
-	if err := drivers.DecodeSaved(saved, &c); err != nil {
+	c, err := drivers.OpenSaved(fs, saved, func(c *Config, o drivers.Overlay) {
+		o.SetOr("brokers", len(c.Brokers) == 0, func() { c.Brokers = k.brokers })
+		o.Set("acks", func() { c.Acks = k.acks })
+		o.Set("idempotent", func() { v := k.idempotent; c.Idempotent = &v })
+		o.Set("compression", func() { c.Compression = k.compression })
+		o.Set("linger", func() { c.Linger = k.linger })
+		o.Set("delivery-timeout", func() { c.DeliveryTimeout = k.deliveryTimeout })
+		o.Set("sasl-mechanism", func() { c.SASLMechanism = k.saslMechanism })
+		o.Set("sasl-username", func() { c.SASLUsername = k.saslUsername })
+		o.Set("tls", func() { c.TLS = k.tls })
+		o.Set("tls-ca", func() { c.TLSCAFile = k.tlsCA })
+		o.Set("tls-cert", func() { c.TLSCertFile = k.tlsCert })
+		o.Set("tls-key", func() { c.TLSKeyFile = k.tlsKey })
+		o.Set("tls-insecure-skip-verify", func() { c.TLSInsecureSkipVerify = k.tlsInsecure })
+		o.Netns(&c.NetNS)
+	})
+	if err != nil {
 		return nil, nil, err
 	}
-	set := func(name string, apply func()) {
-		if given(name) || (name == "brokers" && len(c.Brokers) == 0) {
-			apply()
-		}
-	}
-	set("brokers", func() { c.Brokers = k.brokers })
-	set("acks", func() { c.Acks = k.acks })
-	set("idempotent", func() { v := k.idempotent; c.Idempotent = &v })
-	set("compression", func() { c.Compression = k.compression })
-	set("linger", func() { c.Linger = k.linger })
-	set("delivery-timeout", func() { c.DeliveryTimeout = k.deliveryTimeout })
-	set("sasl-mechanism", func() { c.SASLMechanism = k.saslMechanism })
-	set("sasl-username", func() { c.SASLUsername = k.saslUsername })
-	set("tls", func() { c.TLS = k.tls })
-	set("tls-ca", func() { c.TLSCAFile = k.tlsCA })
-	set("tls-cert", func() { c.TLSCertFile = k.tlsCert })
-	set("tls-key", func() { c.TLSKeyFile = k.tlsKey })
-	set("tls-insecure-skip-verify", func() { c.TLSInsecureSkipVerify = k.tlsInsecure })
-	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
 	c.SASLPassword = k.saslPassword
 	if c.SASLPassword == "" {
 		c.SASLPassword = os.Getenv("ACKCHECK_SASL_PASSWORD")

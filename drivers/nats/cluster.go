@@ -259,24 +259,15 @@ func (n *Cluster) ClientFlags() []cluster.Flag {
 		cluster.Flag{Name: "monitor-urls", Value: strings.Join(n.MonitorURLs(), ",")})
 }
 
-// FsyncSetting implements FsyncSwitch.
-func (n *Cluster) FsyncSetting() string { return "jetstream sync_interval" }
+// natsFsync is the servers' sync_interval, --sync of cluster nats up.
+var natsFsync = cluster.FsyncKnob{Setting: "jetstream sync_interval", Flag: "sync", Off: "default", On: "always",
+	How: "a clean restart of every node"}
+
+// FsyncKnob implements FsyncSwitch.
+func (n *Cluster) FsyncKnob() cluster.FsyncKnob { return natsFsync }
 
 // FsyncOn implements FsyncSwitch: sync_interval is always.
 func (n *Cluster) FsyncOn() bool { return n.SyncAlways() }
 
 // SetFsync implements FsyncSwitch.
 func (n *Cluster) SetFsync(ctx context.Context, on bool) error { return n.SetSyncAlways(ctx, on) }
-
-// FsyncValue implements FsyncSwitch.
-func (n *Cluster) FsyncValue(on bool) string { return natsSyncValue(on) }
-
-// FsyncFlags implements FsyncSwitch.
-func (n *Cluster) FsyncFlags(on bool) string { return "--sync " + natsSyncValue(on) }
-
-func natsSyncValue(always bool) string {
-	if always {
-		return "always"
-	}
-	return "default"
-}

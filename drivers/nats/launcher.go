@@ -30,7 +30,7 @@ type natsFlags struct{ opts ClusterOptions }
 func (f *natsFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.opts.Nodes, "nodes", 0, "nodes (default 3; fixed at the first up)")
 	fs.IntVar(&f.opts.BasePort, "base-port", 0, "client port of node 1; node N uses base+N-1, its routes base+100+N-1, its monitoring base+200+N-1 (default 24222)")
-	fs.Var(cluster.Choice{To: &f.opts.SyncAlways, Off: "default", On: "always"}, "sync", "jetstream sync_interval: default (the server's, 2m) or always; on an existing cluster, switched by a clean restart")
+	fs.Var(cluster.Choice{To: &f.opts.SyncAlways, Off: natsFsync.Off, On: natsFsync.On}, natsFsync.Flag, "jetstream sync_interval: default (the server's, 2m) or always; on an existing cluster, switched by a clean restart")
 	f.opts.Register(fs, cluster.FlagHelp{LazyFS: "each node's store dir", Netns: "each node in a network namespace of its own at 10.213.0.N", Entries: true})
 }
 
@@ -43,5 +43,5 @@ func (f *natsFlags) Open(dir string) (cluster.Local, error) {
 // AfterUp switches sync_interval on an existing cluster when --sync asks
 // for another value than it runs with.
 func (f *natsFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c cluster.Local, progress io.Writer) error {
-	return cluster.SwitchFsync(ctx, fs, "sync", c, f.opts.SyncAlways, "a clean restart of every node", progress)
+	return cluster.SwitchFsync(ctx, fs, c, f.opts.SyncAlways, progress)
 }

@@ -35,12 +35,7 @@ var spec = drivers.Spec{
 			Why: "with sync_interval: always each server fsyncs every write before it counts, so an R3 ack means fsynced on a majority, and a power loss of every server loses nothing acked"},
 	}},
 	// jetstream { sync_interval } in each server's configuration file.
-	ConfigFsync: &drivers.ConfigEdit{Setting: "jetstream sync_interval", Edit: func(c string, on bool) (string, error) {
-		if on {
-			return SetSyncInterval(c, "always")
-		}
-		return SetSyncInterval(c, "2m")
-	}},
+	ConfigFsync: drivers.FsyncEdit("jetstream sync_interval", "always", "2m", SetSyncInterval),
 	// 1 MiB less 4 KiB. A NATS server's max_payload defaults to 1,048,576
 	// bytes and counts a message's headers (Nats-Msg-Id, Ackcheck-Key)
 	// with its data.
@@ -80,24 +75,16 @@ func (n *flags) Register(fs *pflag.FlagSet) {
 
 // Open implements drivers.Flags.
 func (n *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
-	var c Config
-	if err := drivers.DecodeSaved(saved, &c); err != nil {
-		return nil, nil, err
-	}
-	set := func(name string, apply func()) {
-		if fs.Changed(name) || (name == "servers" && len(c.Servers) == 0) || (name == "monitor-urls" && len(c.MonitorURLs) == 0) {
-			apply()
-		}
-	}
-	set("servers", func() { c.Servers = n.servers })
-	set("monitor-urls", func() { c.MonitorURLs = n.monitorURLs })
-	set("publish-timeout", func() { c.PublishTimeout = n.publishTimeout })
-	set("ack-timeout", func() { c.AckTimeout = n.ackTimeout })
-	set("max-pending", func() { c.MaxPending = n.maxPending })
-	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
-	d, err := New(c)
+	c, err := drivers.OpenSaved(fs, saved, func(c *Config, o drivers.Overlay) {
+		o.SetOr("servers", len(c.Servers) == 0, func() { c.Servers = n.servers })
+		o.SetOr("monitor-urls", len(c.MonitorURLs) == 0, func() { c.MonitorURLs = n.monitorURLs })
+		o.Set("publish-timeout", func() { c.PublishTimeout = n.publishTimeout })
+		o.Set("ack-timeout", func() { c.AckTimeout = n.ackTimeout })
+		o.Set("max-pending", func() { c.MaxPending = n.maxPending })
+		o.Netns(&c.NetNS)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return d, d.Config(), nil
+	return drivers.Opened(New(c))
 }

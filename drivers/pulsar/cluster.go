@@ -339,17 +339,16 @@ func (p *Cluster) ClientFlags() []cluster.Flag {
 		cluster.Flag{Name: "bookie-http-url", Value: p.BookieHTTPURL()})
 }
 
-// FsyncSetting implements FsyncSwitch.
-func (p *Cluster) FsyncSetting() string { return "journalSyncData" }
+// pulsarFsync is the bookie's journalSyncData, --journal-sync-data of
+// cluster pulsar up.
+var pulsarFsync = cluster.FsyncKnob{Setting: "journalSyncData", Flag: "journal-sync-data", Off: "false", On: "true",
+	How: "a clean restart"}
+
+// FsyncKnob implements FsyncSwitch.
+func (p *Cluster) FsyncKnob() cluster.FsyncKnob { return pulsarFsync }
 
 // FsyncOn implements FsyncSwitch.
 func (p *Cluster) FsyncOn() bool { return p.JournalSyncData() }
 
 // SetFsync implements FsyncSwitch.
 func (p *Cluster) SetFsync(ctx context.Context, on bool) error { return p.SetJournalSyncData(ctx, on) }
-
-// FsyncValue implements FsyncSwitch.
-func (p *Cluster) FsyncValue(on bool) string { return strconv.FormatBool(on) }
-
-// FsyncFlags implements FsyncSwitch.
-func (p *Cluster) FsyncFlags(on bool) string { return fmt.Sprintf("--journal-sync-data=%v", on) }

@@ -34,7 +34,7 @@ func (f *pulsarFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.opts.BookiePort, "bookie-port", 0, "bookie port (default 23181)")
 	fs.IntVar(&f.opts.BookieHTTPPort, "bookie-http-port", 0, "bookie admin API port (default the bookie port + 1000)")
 	fs.IntVar(&f.opts.HeapMB, "heap-mb", 0, "JVM heap in MiB (default 1024)")
-	fs.BoolVar(&f.journalSync, "journal-sync-data", true, "bookie journalSyncData: fsync the journal before acking; on an existing standalone, switched by a clean restart")
+	fs.BoolVar(&f.journalSync, pulsarFsync.Flag, true, "bookie journalSyncData: fsync the journal before acking; on an existing standalone, switched by a clean restart")
 	f.opts.Register(fs, cluster.FlagHelp{LazyFS: "the data dir", Netns: "the standalone in a network namespace of its own at 10.213.0.1", Entries: true})
 }
 
@@ -51,5 +51,5 @@ func (f *pulsarFlags) Open(dir string) (cluster.Local, error) {
 // AfterUp switches journalSyncData on an existing standalone when
 // --journal-sync-data asks for another value than it runs with.
 func (f *pulsarFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c cluster.Local, progress io.Writer) error {
-	return cluster.SwitchFsync(ctx, fs, "journal-sync-data", c, f.journalSync, "a clean restart", progress)
+	return cluster.SwitchFsync(ctx, fs, c, f.journalSync, progress)
 }

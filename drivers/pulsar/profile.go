@@ -2,7 +2,6 @@ package pulsar
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/ackcheck/ackcheck/cluster"
@@ -37,9 +36,7 @@ var spec = drivers.Spec{
 			Why: "with journalSyncData=true (the default) a bookie fsyncs its journal before it acknowledges an entry, so an ack means fsynced on the ack quorum, and a power loss loses nothing acked"},
 	}},
 	// journalSyncData in each bookie's bookkeeper.conf.
-	ConfigFsync: &drivers.ConfigEdit{Setting: "journalSyncData", Edit: func(c string, on bool) (string, error) {
-		return drivers.SetProperty(c, "journalSyncData", strconv.FormatBool(on)), nil
-	}},
+	ConfigFsync: drivers.PropertyFsync("journalSyncData", "true", "false"),
 	// 5 MiB less 64 KiB. A Pulsar broker's maxMessageSize defaults to
 	// 5,242,880 bytes and counts the message's metadata (producer name,
 	// sequence ID, properties) with its value; the driver does not enable
@@ -92,29 +89,20 @@ func (p *flags) Register(fs *pflag.FlagSet) {
 
 // Open implements drivers.Flags.
 func (p *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
-	var c Config
-	if err := drivers.DecodeSaved(saved, &c); err != nil {
-		return nil, nil, err
-	}
-	set := func(name string, apply func()) {
-		if fs.Changed(name) || (name == "service-url" && c.ServiceURL == "") || (name == "admin-url" && c.AdminURL == "") ||
-			(name == "bookie-http-url" && c.BookieHTTPURL == "") {
-			apply()
-		}
-	}
-	set("service-url", func() { c.ServiceURL = p.serviceURL })
-	set("admin-url", func() { c.AdminURL = p.adminURL })
-	set("bookie-http-url", func() { c.BookieHTTPURL = p.bookieHTTPURL })
-	set("tenant", func() { c.Tenant = p.tenant })
-	set("namespace", func() { c.Namespace = p.namespace })
-	set("batching", func() { c.DisableBatching = !p.batching })
-	set("batching-max-publish-delay", func() { c.BatchingMaxPublishDelay = p.batchingDelay })
-	set("send-timeout", func() { c.SendTimeout = p.sendTimeout })
-	set("max-pending-messages", func() { c.MaxPendingMessages = p.maxPending })
-	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
-	d, err := New(c)
+	c, err := drivers.OpenSaved(fs, saved, func(c *Config, o drivers.Overlay) {
+		o.SetOr("service-url", c.ServiceURL == "", func() { c.ServiceURL = p.serviceURL })
+		o.SetOr("admin-url", c.AdminURL == "", func() { c.AdminURL = p.adminURL })
+		o.SetOr("bookie-http-url", c.BookieHTTPURL == "", func() { c.BookieHTTPURL = p.bookieHTTPURL })
+		o.Set("tenant", func() { c.Tenant = p.tenant })
+		o.Set("namespace", func() { c.Namespace = p.namespace })
+		o.Set("batching", func() { c.DisableBatching = !p.batching })
+		o.Set("batching-max-publish-delay", func() { c.BatchingMaxPublishDelay = p.batchingDelay })
+		o.Set("send-timeout", func() { c.SendTimeout = p.sendTimeout })
+		o.Set("max-pending-messages", func() { c.MaxPendingMessages = p.maxPending })
+		o.Netns(&c.NetNS)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return d, d.Config(), nil
+	return drivers.Opened(New(c))
 }

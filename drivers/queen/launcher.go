@@ -33,7 +33,8 @@ type queenFlags struct{ opts ClusterOptions }
 func (f *queenFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opts.Home, "queen-home", "", "directory with queen-server and schema/ (what shared/queen/build.sh writes); required at the first up")
 	fs.IntVar(&f.opts.BasePort, "base-port", 0, "the Queen server's HTTP port; its UDP notifications use base+1, PostgreSQL base+2 (default 26632)")
-	fs.Var(cluster.Choice{To: &f.opts.SynchronousCommitOff, Off: "on", On: "off"}, "synchronous-commit", "PostgreSQL synchronous_commit: on (its default) or off; on an existing cluster, switched by a clean restart of PostgreSQL")
+	// The choice sets SynchronousCommitOff: its On is the knob's off.
+	fs.Var(cluster.Choice{To: &f.opts.SynchronousCommitOff, Off: queenFsync.On, On: queenFsync.Off}, queenFsync.Flag, "PostgreSQL synchronous_commit: on (its default) or off; on an existing cluster, switched by a clean restart of PostgreSQL")
 	f.opts.Register(fs, cluster.FlagHelp{LazyFS: "PostgreSQL's data dir and Queen's file-buffer dir each",
 		Netns: "the server and PostgreSQL in a network namespace of their own at 10.213.0.1", Entries: true})
 }
@@ -47,5 +48,5 @@ func (f *queenFlags) Open(dir string) (cluster.Local, error) {
 // AfterUp switches synchronous_commit on an existing cluster when
 // --synchronous-commit asks for another value than it runs with.
 func (f *queenFlags) AfterUp(ctx context.Context, fs *pflag.FlagSet, c cluster.Local, progress io.Writer) error {
-	return cluster.SwitchFsync(ctx, fs, "synchronous-commit", c, !f.opts.SynchronousCommitOff, "a clean restart of PostgreSQL", progress)
+	return cluster.SwitchFsync(ctx, fs, c, !f.opts.SynchronousCommitOff, progress)
 }

@@ -184,7 +184,7 @@ port = %d
 unix_socket_directories = '%s'
 max_connections = 200
 synchronous_commit = %s
-`, listen, q.pgPort(), q.pgSocketDir(), q.FsyncValue(q.FsyncOn()))
+`, listen, q.pgPort(), q.pgSocketDir(), queenFsync.Value(q.FsyncOn()))
 	return cluster.WriteFileDurable(q.pgConf(), []byte(conf), 0o644, ownedByPostgres)
 }
 
@@ -198,23 +198,17 @@ func (q *Cluster) writeSettings() error {
 	return q.record()
 }
 
-// FsyncSetting implements FsyncSwitch: PostgreSQL's synchronous_commit
-// (fsync of the commit's WAL before the commit returns).
-func (q *Cluster) FsyncSetting() string { return "PostgreSQL synchronous_commit" }
+// queenFsync is PostgreSQL's synchronous_commit (fsync of the commit's
+// WAL before the commit returns), --synchronous-commit of cluster queen
+// up; its values are PostgreSQL's own.
+var queenFsync = cluster.FsyncKnob{Setting: "PostgreSQL synchronous_commit", Flag: "synchronous-commit", Off: "off", On: "on",
+	How: "a clean restart of PostgreSQL"}
+
+// FsyncKnob implements FsyncSwitch.
+func (q *Cluster) FsyncKnob() cluster.FsyncKnob { return queenFsync }
 
 // FsyncOn implements FsyncSwitch.
 func (q *Cluster) FsyncOn() bool { return !q.opts.SynchronousCommitOff }
-
-// FsyncValue implements FsyncSwitch.
-func (q *Cluster) FsyncValue(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
-}
-
-// FsyncFlags implements FsyncSwitch.
-func (q *Cluster) FsyncFlags(on bool) string { return "--synchronous-commit " + q.FsyncValue(on) }
 
 // SetFsync implements FsyncSwitch: a clean restart of PostgreSQL (a fast
 // shutdown, its lazyfs mount synced, the setting rewritten, started

@@ -38,13 +38,7 @@ var spec = drivers.Spec{
 	}},
 	// synchronous_commit in each node's postgresql.conf (a cluster file's
 	// config_file).
-	ConfigFsync: &drivers.ConfigEdit{Setting: "synchronous_commit", Edit: func(c string, on bool) (string, error) {
-		v := "off"
-		if on {
-			v = "on"
-		}
-		return drivers.SetProperty(c, "synchronous_commit", v), nil
-	}},
+	ConfigFsync: drivers.PropertyFsync("synchronous_commit", "on", "off"),
 	// 1 MiB. Queen 0.15 documents no limit: a value travels base64 in a
 	// JSON push body, is stored as a jsonb string in PostgreSQL (up to 255
 	// MB) and comes back the same way, each whole in memory on every side.
@@ -106,28 +100,20 @@ func (f *flags) Register(fs *pflag.FlagSet) {
 
 // Open implements drivers.Flags.
 func (f *flags) Open(fs *pflag.FlagSet, saved json.RawMessage) (drivers.Driver, any, error) {
-	var c Config
-	if err := drivers.DecodeSaved(saved, &c); err != nil {
-		return nil, nil, err
-	}
-	set := func(name string, apply func()) {
-		if fs.Changed(name) || (name == "queen-url" && c.URL == "") || (name == "postgres-url" && c.PostgresURL == "") {
-			apply()
-		}
-	}
-	set("queen-url", func() { c.URL = f.url })
-	set("postgres-url", func() { c.PostgresURL = f.postgresURL })
-	set("queen-buffer-dir", func() { c.BufferDir = f.bufferDir })
-	set("push-timeout", func() { c.PushTimeout = f.pushTimeout })
-	set("push-attempt-timeout", func() { c.AttemptTimeout = f.attemptTimeout })
-	set("push-batch", func() { c.MaxBatch = f.batch })
-	set("push-linger", func() { c.Linger = f.linger })
-	set("push-concurrency", func() { c.MaxConcurrent = f.concurrency })
-	set("push-max-pending", func() { c.MaxPending = f.maxPending })
-	set("netns", func() { c.NetNS, _ = fs.GetString("netns") })
-	d, err := New(c)
+	c, err := drivers.OpenSaved(fs, saved, func(c *Config, o drivers.Overlay) {
+		o.SetOr("queen-url", c.URL == "", func() { c.URL = f.url })
+		o.SetOr("postgres-url", c.PostgresURL == "", func() { c.PostgresURL = f.postgresURL })
+		o.Set("queen-buffer-dir", func() { c.BufferDir = f.bufferDir })
+		o.Set("push-timeout", func() { c.PushTimeout = f.pushTimeout })
+		o.Set("push-attempt-timeout", func() { c.AttemptTimeout = f.attemptTimeout })
+		o.Set("push-batch", func() { c.MaxBatch = f.batch })
+		o.Set("push-linger", func() { c.Linger = f.linger })
+		o.Set("push-concurrency", func() { c.MaxConcurrent = f.concurrency })
+		o.Set("push-max-pending", func() { c.MaxPending = f.maxPending })
+		o.Netns(&c.NetNS)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return d, d.Config(), nil
+	return drivers.Opened(New(c))
 }
