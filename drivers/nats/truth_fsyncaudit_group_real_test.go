@@ -125,10 +125,10 @@ func TestRealNATSFsyncAuditGroup(t *testing.T) {
 		}()
 		row, err := audit.RunSetting(ctx, base, s, filepath.Join(dir, s.Name))
 		stop()
+		f, ok := <-synced // the goroutine has ended: it reports nothing after the test
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, ok := <-synced
 		if !ok {
 			t.Fatalf("%s: the sync before the power loss did not happen", s.Name)
 		}
@@ -157,6 +157,12 @@ func TestRealNATSFsyncAuditGroup(t *testing.T) {
 		}
 	}
 	def, always := res.Rows[0], res.Rows[1]
+	// The always row's commits must be held to what the group's consumers
+	// were read as after the run, not to the setting as switched (which a
+	// failed read falls back to, and which would pass this test alone).
+	if !strings.Contains(always.Consumer.CommitFsyncWhy, "an R3 consumer answers an ack once its Raft group committed it, each log append fsynced first") {
+		t.Errorf("sync_interval always: the group's consumers were not read as fsynced after the run: %q", always.Consumer.CommitFsyncWhy)
+	}
 	if always.Consumer.CommitsLost != 0 || always.Lost != 0 || !always.Consumer.Agrees || res.BrokenPromise {
 		t.Errorf("sync_interval always: %d of %d commits lost, %d acked messages lost: %s", always.Consumer.CommitsLost, always.Consumer.Commits, always.Lost, always.Consumer.Finding)
 	}
