@@ -204,45 +204,59 @@ func (d *Driver) GroupCommitFsync(ctx context.Context, group, topic string) (boo
 	if _, err := commitFsyncOf(ns); err != nil {
 		return false, "", err
 	}
-	parts, err := d.partitions(ctx, topic)
+	first, err := d.groupShape(ctx, group, topic)
 	if err != nil {
 		return false, "", err
 	}
+	on, why := groupCommitFsync(first.r, first.mem, ns)
+	return on, why, nil
+}
+
+// consumerShape is what decides an ack's meaning on one consumer.
+type consumerShape struct {
+	r   int // replicas, the stream's when the consumer inherits them
+	mem bool
+}
+
+// groupShape reads group's consumer on every partition of topic and
+// returns their one shape; consumers that differ, a missing one or one
+// that cannot be read are an error, since ackcheck holds a group's
+// commits to one meaning.
+func (d *Driver) groupShape(ctx context.Context, group, topic string) (consumerShape, error) {
+	parts, err := d.partitions(ctx, topic)
+	if err != nil {
+		return consumerShape{}, err
+	}
 	if len(parts) == 0 {
-		return false, "", fmt.Errorf("group %s: topic %s has no stream now", group, topic)
+		return consumerShape{}, fmt.Errorf("group %s: topic %s has no stream now", group, topic)
 	}
-	type shape struct {
-		r   int
-		mem bool
-	}
-	var first shape
+	var first consumerShape
 	for i, p := range parts {
 		ci, err := retrying(ctx, 15*time.Second, func(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 			return d.consumerInfo(ctx, topic, p, group)
 		})
 		if err != nil {
 			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-				return false, "", fmt.Errorf("group %s has no consumer on stream %s now: %w", group, StreamName(topic, p), err)
+				return consumerShape{}, fmt.Errorf("group %s has no consumer on stream %s now: %w", group, StreamName(topic, p), err)
 			}
-			return false, "", d.unreachable(fmt.Sprintf("read consumer %s of stream %s", group, StreamName(topic, p)), err)
+			return consumerShape{}, d.unreachable(fmt.Sprintf("read consumer %s of stream %s", group, StreamName(topic, p)), err)
 		}
-		sh := shape{r: ci.Config.Replicas, mem: ci.Config.MemoryStorage}
+		sh := consumerShape{r: ci.Config.Replicas, mem: ci.Config.MemoryStorage}
 		if sh.r == 0 { // the consumer inherits its stream's replicas
 			si, err := d.streamInfo(ctx, topic, p)
 			if err != nil {
-				return false, "", err
+				return consumerShape{}, err
 			}
 			sh.r = si.Config.Replicas
 		}
 		if i == 0 {
 			first = sh
 		} else if sh != first {
-			return false, "", fmt.Errorf("group %s's consumers differ: on stream %s R%d (mem_storage %v), on %s R%d (mem_storage %v); ackcheck holds a group's commits to one meaning: run the group on consumers made alike (a new --group name makes them)",
+			return consumerShape{}, fmt.Errorf("group %s's consumers differ: on stream %s R%d (mem_storage %v), on %s R%d (mem_storage %v); ackcheck holds a group's commits to one meaning: run the group on consumers made alike (a new --group name makes them)",
 				group, StreamName(topic, parts[0]), first.r, first.mem, StreamName(topic, p), sh.r, sh.mem)
 		}
 	}
-	on, why := groupCommitFsync(first.r, first.mem, ns)
-	return on, why, nil
+	return first, nil
 }
 
 // groupCommitFsync says whether an acknowledged ack of a consumer of r
