@@ -151,6 +151,7 @@ type scaleFigures struct {
 	ResultBytes int64
 	ReportBytes int64
 	SummaryLen  int
+	ReadBackS   float64 // the run's read-back, as result.json gives it
 }
 
 // TestPartitionScaleChild is the body of one run of
@@ -173,7 +174,7 @@ func TestPartitionScaleChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := scaleFigures{CPU: selfCPU() - cpu0, Acked: res.Acked, Touched: touched(res)}
+	f := scaleFigures{CPU: selfCPU() - cpu0, Acked: res.Acked, Touched: touched(res), ReadBackS: res.ReadBackS}
 	if st, err := os.Stat(filepath.Join(c.Out, "result.json")); err == nil {
 		f.ResultBytes = st.Size()
 	}
@@ -266,11 +267,13 @@ func BenchmarkPartitionScale(b *testing.B) {
 				perPart = float64(rss-baseRSS) / float64(n-counts[0])
 			}
 			// Printed, not logged: a benchmark's log is cut after a few lines.
-			fmt.Printf("%d partitions: %.2f CPU-s per 1M messages (%.2fx of %d), peak RSS %.0f MiB (%+.0f bytes per partition beyond %d's), %d touched, result.json %s, report.html %s, summary %d lines\n",
+			fmt.Printf("%d partitions: %.2f CPU-s per 1M messages (%.2fx of %d), peak RSS %.0f MiB (%+.0f bytes per partition beyond %d's), read-back %.2f s (%.2fx of %d), %d touched, result.json %s, report.html %s, summary %d lines\n",
 				n, perMsg, perMsg/(base.CPU.Seconds()/float64(base.Acked)*1e6), counts[0], float64(rss)/(1<<20), perPart, counts[0],
+				f.ReadBackS, f.ReadBackS/base.ReadBackS, counts[0],
 				f.Touched, drivers.ApproxBytes(uint64(f.ResultBytes)), drivers.ApproxBytes(uint64(f.ReportBytes)), f.SummaryLen)
 			b.ReportMetric(perMsg, fmt.Sprintf("cpu-s/1M-%d", n))
 			b.ReportMetric(perPart, fmt.Sprintf("rss-bytes/partition-%d", n))
+			b.ReportMetric(f.ReadBackS, fmt.Sprintf("read-back-s-%d", n))
 		}
 	}
 }

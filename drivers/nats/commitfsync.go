@@ -83,16 +83,37 @@ func (d *Driver) readSync(ctx context.Context) []nodeSync {
 		case err != nil:
 			n.Err = err
 		case v.JetStream.Config == nil:
-			n.JSOff = true
+			// nats-server fills /varz's jetstream config once, at the
+			// first /varz it serves: one served while the server was
+			// starting, before JetStream, has none for the process's
+			// life. /jsz reads the config afresh.
+			var j jsz
+			if err := d.monitor(ctx, n.Node, "/jsz", &j); err != nil {
+				n.Err = fmt.Errorf("/varz has no jetstream config, and %w", err)
+			} else if j.Disabled || j.Config == nil {
+				n.JSOff = true
+			} else {
+				n.Always, n.Interval = j.Config.SyncAlways, j.Config.SyncInterval
+			}
 		default:
 			n.Always, n.Interval = v.JetStream.Config.SyncAlways, v.JetStream.Config.SyncInterval
-			if n.Interval == 0 {
-				n.Interval = duplicateWindow // the server's default, also 2 minutes
-			}
+		}
+		if n.Interval == 0 {
+			n.Interval = duplicateWindow // the server's default, also 2 minutes
 		}
 		out = append(out, n)
 	}
 	return out
+}
+
+// jsz is the part of a server's /jsz readSync reads: its JetStream
+// config as in force now (Disabled: JetStream not running, or not yet).
+type jsz struct {
+	Disabled bool `json:"disabled"`
+	Config   *struct {
+		SyncInterval time.Duration `json:"sync_interval"`
+		SyncAlways   bool          `json:"sync_always"`
+	} `json:"config"`
 }
 
 // allAlways: every server read, each with sync_interval: always.
@@ -115,14 +136,20 @@ func joinSync(ns []nodeSync) string {
 
 // commitFsyncOf is the servers' commit fsync setting: on when every
 // server runs sync_interval: always, off when every server answered and
-// one does not; an error when a server's setting is not known.
+// one does not; an error when a server's setting is not known, JetStream
+// off included (a server still starting says so, and "off" would then
+// make every consumer's acks not fsynced: a broken promise counted as
+// documented).
 func commitFsyncOf(ns []nodeSync) (bool, error) {
 	if len(ns) == 0 {
 		return false, fmt.Errorf("read the servers' jetstream sync_interval: no monitoring URL (give --monitor-urls, or --cluster-dir)")
 	}
 	for _, n := range ns {
 		if n.Err != nil {
-			return false, fmt.Errorf("read the servers' jetstream sync_interval: %s", n)
+			return false, fmt.Errorf("read the servers' jetstream sync_interval: %s (check that its monitoring port answers: --monitor-urls)", n)
+		}
+		if n.JSOff {
+			return false, fmt.Errorf("read the servers' jetstream sync_interval: %s on its /varz and /jsz (a server still starting, or one without JetStream: wait until it is up; ackcheck reads what a commit means only where every server of --monitor-urls runs JetStream)", n)
 		}
 	}
 	return allAlways(ns), nil
@@ -166,33 +193,70 @@ func (d *Driver) SetCommitFsync(ctx context.Context, on bool) error {
 
 // GroupCommitFsync implements drivers.GroupCommitFsyncReader: whether the
 // acks of group's consumers on topic were fsynced before their answer,
-// from the consumer on the topic's first partition (its replicas and
-// storage; the group's consumers share one configuration) and the
-// servers' sync_interval.
+// from the consumer on each of the topic's partitions (its replicas and
+// storage) and the servers' sync_interval. The driver makes the group's
+// consumers alike, but it keeps one it finds: consumers that differ, or a
+// partition without one, are an error, not the first partition's answer
+// for all (an R1 consumer there would have every other's lost commits
+// counted as documented).
 func (d *Driver) GroupCommitFsync(ctx context.Context, group, topic string) (bool, string, error) {
 	ns := d.readSync(ctx)
 	if _, err := commitFsyncOf(ns); err != nil {
 		return false, "", err
 	}
-	ci, err := retrying(ctx, 15*time.Second, func(ctx context.Context) (*jetstream.ConsumerInfo, error) {
-		return d.consumerInfo(ctx, topic, 0, group)
-	})
+	first, err := d.groupShape(ctx, group, topic)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-			return false, "", fmt.Errorf("group %s has no consumer on stream %s now: %w", group, StreamName(topic, 0), err)
-		}
-		return false, "", d.unreachable(fmt.Sprintf("read consumer %s of stream %s", group, StreamName(topic, 0)), err)
+		return false, "", err
 	}
-	r := ci.Config.Replicas
-	if r == 0 { // the consumer inherits its stream's replicas
-		si, err := d.streamInfo(ctx, topic, 0)
-		if err != nil {
-			return false, "", err
-		}
-		r = si.Config.Replicas
-	}
-	on, why := groupCommitFsync(r, ci.Config.MemoryStorage, ns)
+	on, why := groupCommitFsync(first.r, first.mem, ns)
 	return on, why, nil
+}
+
+// consumerShape is what decides an ack's meaning on one consumer.
+type consumerShape struct {
+	r   int // replicas, the stream's when the consumer inherits them
+	mem bool
+}
+
+// groupShape reads group's consumer on every partition of topic and
+// returns their one shape; consumers that differ, a missing one or one
+// that cannot be read are an error, since ackcheck holds a group's
+// commits to one meaning.
+func (d *Driver) groupShape(ctx context.Context, group, topic string) (consumerShape, error) {
+	parts, err := d.partitions(ctx, topic)
+	if err != nil {
+		return consumerShape{}, err
+	}
+	if len(parts) == 0 {
+		return consumerShape{}, fmt.Errorf("group %s: topic %s has no stream now", group, topic)
+	}
+	var first consumerShape
+	for i, p := range parts {
+		ci, err := retrying(ctx, 15*time.Second, func(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+			return d.consumerInfo(ctx, topic, p, group)
+		})
+		if err != nil {
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				return consumerShape{}, fmt.Errorf("group %s has no consumer on stream %s now: %w", group, StreamName(topic, p), err)
+			}
+			return consumerShape{}, d.unreachable(fmt.Sprintf("read consumer %s of stream %s", group, StreamName(topic, p)), err)
+		}
+		sh := consumerShape{r: ci.Config.Replicas, mem: ci.Config.MemoryStorage}
+		if sh.r == 0 { // the consumer inherits its stream's replicas
+			si, err := d.streamInfo(ctx, topic, p)
+			if err != nil {
+				return consumerShape{}, err
+			}
+			sh.r = si.Config.Replicas
+		}
+		if i == 0 {
+			first = sh
+		} else if sh != first {
+			return consumerShape{}, fmt.Errorf("group %s's consumers differ: on stream %s R%d (mem_storage %v), on %s R%d (mem_storage %v); ackcheck holds a group's commits to one meaning: run the group on consumers made alike (a new --group name makes them)",
+				group, StreamName(topic, parts[0]), first.r, first.mem, StreamName(topic, p), sh.r, sh.mem)
+		}
+	}
+	return first, nil
 }
 
 // groupCommitFsync says whether an acknowledged ack of a consumer of r

@@ -11,19 +11,38 @@ import (
 )
 
 // varzServer serves a /varz whose jetstream config is cfg (nil: a server
-// without JetStream; "down": no answer).
+// without JetStream; "down": no answer), and a /jsz with the same config
+// (disabled without one).
 func varzServer(t *testing.T, cfg map[string]any, down bool) string {
+	return monitorServer(t, cfg, cfg, down)
+}
+
+// monitorServer serves a /varz whose jetstream config is varzCfg and a
+// /jsz whose config is jszCfg (nil: none, JetStream disabled), or no
+// answer at all when down.
+func monitorServer(t *testing.T, varzCfg, jszCfg map[string]any, down bool) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down || r.URL.Path != "/varz" {
+		switch {
+		case down:
 			http.Error(w, "no", http.StatusServiceUnavailable)
-			return
+		case r.URL.Path == "/varz":
+			v := map[string]any{"server_name": "n"}
+			if varzCfg != nil {
+				v["jetstream"] = map[string]any{"config": varzCfg}
+			}
+			json.NewEncoder(w).Encode(v)
+		case r.URL.Path == "/jsz":
+			v := map[string]any{"server_id": "n", "config": map[string]any{}}
+			if jszCfg == nil {
+				v["disabled"] = true
+			} else {
+				v["config"] = jszCfg
+			}
+			json.NewEncoder(w).Encode(v)
+		default:
+			http.Error(w, "no", http.StatusNotFound)
 		}
-		v := map[string]any{"server_name": "n"}
-		if cfg != nil {
-			v["jetstream"] = map[string]any{"config": cfg}
-		}
-		json.NewEncoder(w).Encode(v)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -49,7 +68,10 @@ func TestCommitFsync(t *testing.T) {
 		{name: "all always", nodes: []map[string]any{always, always, always}, want: true, setOff: "no commit fsync switch of its own"},
 		{name: "default", nodes: []map[string]any{def, def, def}, want: false, setOn: "--sync always"},
 		{name: "mixed", nodes: []map[string]any{always, def, always}, want: false, setOn: "node 2: sync_interval=2m0s"},
-		{name: "JetStream off", nodes: []map[string]any{always, nil, always}, want: false, setOn: "node 2: JetStream off"},
+		// A server whose /varz and /jsz show no JetStream (off, or still
+		// starting) is not known: "off" would make every consumer's acks
+		// not fsynced, a broken promise counted as documented.
+		{name: "JetStream off", nodes: []map[string]any{always, nil, always}, err: "node 2: JetStream off on its /varz and /jsz (a server still starting"},
 		{name: "a node down", nodes: []map[string]any{always, always, always}, down: 3, err: "node 3: not known"},
 		{name: "no monitoring URL", noMonURL: true, err: "give --monitor-urls"},
 	} {
@@ -78,6 +100,48 @@ func TestCommitFsync(t *testing.T) {
 				if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
 					t.Errorf("SetCommitFsync(%v): %v, want %q", on, err, want)
 				}
+			}
+		})
+	}
+}
+
+// nats-server fills /varz's jetstream config at the first /varz it serves
+// and keeps it: one served before JetStream started has none for the
+// process's life. The setting is then read from /jsz, which reads it
+// afresh; a /jsz that does not answer leaves the server's setting not
+// known.
+func TestCommitFsyncVarzWithoutConfig(t *testing.T) {
+	always := map[string]any{"sync_always": true}
+	def := map[string]any{"sync_interval": int64(2 * time.Minute)}
+	jszDown := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/varz" {
+			json.NewEncoder(w).Encode(map[string]any{"server_name": "n"})
+			return
+		}
+		http.Error(w, "no", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(jszDown.Close)
+	for _, tc := range []struct {
+		name string
+		urls []string
+		want bool
+		err  string
+	}{
+		{"always, /varz stale", []string{varzServer(t, always, false), monitorServer(t, nil, always, false), varzServer(t, always, false)}, true, ""},
+		{"default, /varz stale", []string{varzServer(t, def, false), monitorServer(t, nil, def, false), varzServer(t, def, false)}, false, ""},
+		{"/jsz down", []string{varzServer(t, always, false), jszDown.URL, varzServer(t, always, false)}, false, "node 2: not known (/varz has no jetstream config, and GET"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &Driver{cfg: Config{MonitorURLs: tc.urls}}
+			got, err := d.CommitFsync(context.Background())
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("%v %v, want error %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("%v %v, want %v", got, err, tc.want)
 			}
 		})
 	}

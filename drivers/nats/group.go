@@ -375,6 +375,16 @@ func (d *Driver) CommitPromise(ctx context.Context, group string) (drivers.Commi
 			r = ci.Config.Replicas
 		}
 	}
+	if r <= 1 && si.Config.Replicas > 1 {
+		// A consumer kept from before (the driver uses one it finds) made
+		// R1 on a replicated stream: were the group's other consumers
+		// replicated, their lost commits would be counted as this one's
+		// promise allows rather than fail the run. Read them all (a case
+		// rare enough to pay a request a partition).
+		if _, err := d.groupShape(ctx, group, topic); err != nil {
+			return drivers.CommitPromise{}, err
+		}
+	}
 	return groupPromise(r, mem, d.readSync(ctx)), nil
 }
 

@@ -109,15 +109,17 @@ func TestRealNATSFsyncAuditGroup(t *testing.T) {
 				return
 			}
 			// Then the floors until the power loss: the last read in
-			// which every partition answered before the reads failed.
+			// which every partition answered before the reads failed
+			// three times in a row (one read timing out under load
+			// would end the bound early, and the check fail on it).
 			var last map[int32]int64
-			for sctx.Err() == nil {
+			for failed := 0; sctx.Err() == nil && failed < 3; {
 				f := ackFloors(sctx, js, topic+"-"+s.Name, group)
-				if len(f) < 3 && last != nil {
-					break
-				}
-				if len(f) == 3 {
-					last = f
+				switch {
+				case len(f) == 3:
+					last, failed = f, 0
+				case last != nil:
+					failed++
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
@@ -125,10 +127,10 @@ func TestRealNATSFsyncAuditGroup(t *testing.T) {
 		}()
 		row, err := audit.RunSetting(ctx, base, s, filepath.Join(dir, s.Name))
 		stop()
+		f, ok := <-synced // the goroutine has ended: it reports nothing after the test
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, ok := <-synced
 		if !ok {
 			t.Fatalf("%s: the sync before the power loss did not happen", s.Name)
 		}
@@ -157,6 +159,12 @@ func TestRealNATSFsyncAuditGroup(t *testing.T) {
 		}
 	}
 	def, always := res.Rows[0], res.Rows[1]
+	// The always row's commits must be held to what the group's consumers
+	// were read as after the run, not to the setting as switched (which a
+	// failed read falls back to, and which would pass this test alone).
+	if !strings.Contains(always.Consumer.CommitFsyncWhy, "an R3 consumer answers an ack once its Raft group committed it, each log append fsynced first") {
+		t.Errorf("sync_interval always: the group's consumers were not read as fsynced after the run: %q", always.Consumer.CommitFsyncWhy)
+	}
 	if always.Consumer.CommitsLost != 0 || always.Lost != 0 || !always.Consumer.Agrees || res.BrokenPromise {
 		t.Errorf("sync_interval always: %d of %d commits lost, %d acked messages lost: %s", always.Consumer.CommitsLost, always.Consumer.Commits, always.Lost, always.Consumer.Finding)
 	}

@@ -47,12 +47,22 @@ func (d *Driver) SetCommitFsync(ctx context.Context, on bool) error {
 	if err != nil {
 		return err
 	}
+	return switchErr(fsync, sync, on)
+}
+
+// switchErr is SetCommitFsync's answer under PostgreSQL's fsync and
+// synchronous_commit: nil when they give on already, else what to change.
+func switchErr(fsync, sync string, on bool) error {
 	if commitFsynced(fsync, sync) == on {
 		return nil
 	}
 	want := "off"
 	if on {
 		want = "on"
+	}
+	if on && fsync != "on" {
+		// synchronous_commit cannot help: nothing is fsynced.
+		return fmt.Errorf("Queen has no ack fsync switch of its own: an ack is a cursor update committed in PostgreSQL, which runs fsync=%s (synchronous_commit=%s), so no commit is fsynced whatever synchronous_commit says; set fsync = on in its postgresql.conf and restart it", fsync, sync)
 	}
 	return fmt.Errorf("Queen has no ack fsync switch of its own: an ack is a cursor update committed in PostgreSQL under the database's fsync=%s and synchronous_commit=%s, the produces' settings too; switch synchronous_commit with a clean restart (`ackcheck cluster queen up --dir D --synchronous-commit %s`)", fsync, sync, want)
 }
