@@ -316,7 +316,11 @@ func (p *Cluster) StartNode(ctx context.Context, id int32) error {
 }
 
 // Healthy implements cluster.Broker: the broker passes its own health
-// check (it writes and reads a message through the bookie).
+// check (it writes and reads a message through the bookie) and the
+// namespace ackcheck's topics live in, public/default, exists. A fresh
+// standalone makes that namespace after its broker serves: a topic
+// created in between fails with "Namespace not found" (CI, a standalone
+// up in 12 s).
 func (p *Cluster) Healthy(ctx context.Context, _ int32) error {
 	resp, body, err := p.Get(ctx, p.AdminURL()+"/admin/v2/brokers/health", 5*time.Second)
 	if err != nil {
@@ -324,6 +328,13 @@ func (p *Cluster) Healthy(ctx context.Context, _ int32) error {
 	}
 	if text := strings.TrimSpace(string(body)); resp.StatusCode != 200 || text != "ok" {
 		return fmt.Errorf("health check: %s %s", resp.Status, text)
+	}
+	resp, body, err = p.Get(ctx, p.AdminURL()+"/admin/v2/namespaces/public", 5*time.Second)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"public/default"`) {
+		return fmt.Errorf("namespace public/default not made yet: %s %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
 }
